@@ -1,0 +1,36 @@
+#pragma once
+// Parameters of text generation for one request, shaped like vLLM's SamplingParams.
+// A plain value type: copy it freely; no thread-safety concerns.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vela {
+
+struct SamplingParams {
+  // Sampling. temperature == 0 means greedy (argmax); the other filters are then ignored.
+  float temperature = 1.0f;
+  int32_t top_k = 0;        // 0 (or <0) = disabled; otherwise keep the k most likely tokens
+  float top_p = 1.0f;       // nucleus: keep the smallest set whose mass >= top_p; 1 = disabled
+  float min_p = 0.0f;       // drop tokens with p < min_p * p_max; 0 = disabled
+
+  // Penalties over the tokens generated so far (and, for repetition, the prompt too, as vLLM).
+  float repetition_penalty = 1.0f;  // >1 discourages repeats: logit/penalty if >0 else logit*penalty
+  float presence_penalty = 0.0f;    // subtracted once from the logit of every token that appeared
+  float frequency_penalty = 0.0f;   // subtracted count times
+
+  std::optional<uint64_t> seed;  // same seed -> same output; unset -> random
+
+  // Stopping.
+  int32_t max_tokens = 16;                 // generated tokens at most
+  std::vector<std::string> stop;           // stop strings; the matched string is not emitted
+  std::vector<int32_t> stop_token_ids;     // extra token ids that end generation
+  bool ignore_eos = false;                 // keep going past the model's end-of-generation tokens
+
+  // Log-probabilities: when set, report the chosen token's logprob and the top-n alternatives
+  // (n = *logprobs, 0 = only the chosen token).
+  std::optional<int32_t> logprobs;
+};
+
+}  // namespace vela
