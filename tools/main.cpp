@@ -1,2 +1,34 @@
+// `vela`: the command-line front end. Each subcommand lives in its own cmd_*.cpp.
 #include <cstdio>
-int main() { return 0; }
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: vela <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  generate   generate text from a prompt with a GGUF model (streams to stdout)\n"
+    "  info       print a GGUF file's metadata and tensors\n"
+    "  tokenize   print the token ids of a text\n"
+    "\n"
+    "Run 'vela <command> --help' for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  if (command == "generate") return vela::cli::run_generate(argc - 2, argv + 2);
+  if (command == "info") return vela::cli::run_info(argc - 2, argv + 2);
+  if (command == "tokenize") return vela::cli::run_tokenize(argc - 2, argv + 2);
+  std::fprintf(stderr, "vela: unknown command '%s' (see vela --help)\n", command.c_str());
+  return 2;
+}

@@ -1,0 +1,109 @@
+#pragma once
+// vela's offline C++ API, shaped like vLLM's `LLM`: load a GGUF model once, then generate text
+// for a list of prompts with SamplingParams, in full or streamed token by token.
+//
+//   auto llm = vela::LLM::load({.model_path = "model.gguf"});
+//   vela::SamplingParams params; params.temperature = 0; params.max_tokens = 32;
+//   auto outputs = (*llm)->generate({"Once upon a time"}, params);
+//
+// Thread-safety: an LLM may be shared between threads; generate() calls are serialised (one runs
+// at a time, the others wait). Callbacks run on the calling thread.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vela/result.h"
+#include "vela/sampling_params.h"
+
+namespace vela {
+
+struct LLMConfig {
+  std::string model_path;
+  int32_t n_threads = 0;           // 0 = physical cores
+  int32_t max_context = 0;         // longest prompt + output; 0 = the model's, capped at 4096
+  int32_t max_batch_tokens = 512;  // prompt tokens computed per forward pass
+  std::string kv_cache_type = "f16";  // "f16" or "f32"
+};
+
+enum class FinishReason { kStop, kLength };
+const char* finish_reason_name(FinishReason reason);  // "stop" | "length"
+
+struct TopLogprob {
+  int32_t token = 0;
+  std::string text;  // the bytes the token adds to the text (may be part of a UTF-8 character)
+  float logprob = 0;
+};
+
+struct TokenLogprobs {
+  int32_t token = 0;
+  std::string text;
+  float logprob = 0;
+  std::vector<TopLogprob> top;  // the most likely alternatives, most likely first
+};
+
+struct CompletionOutput {
+  std::string text;                     // generated text, stop string excluded
+  std::vector<int32_t> token_ids;       // generated tokens
+  FinishReason finish_reason = FinishReason::kLength;
+  std::string stop_reason;              // the stop string that matched, if any
+  std::vector<TokenLogprobs> logprobs;  // one per generated token when params.logprobs is set
+};
+
+// Where a request's time went (wall clock, seconds).
+struct RequestMetrics {
+  double prefill_seconds = 0;  // computing the prompt, up to the first token's logits
+  double decode_seconds = 0;   // everything after: sampling and computing generated tokens
+};
+
+struct RequestOutput {
+  std::string prompt;
+  std::vector<int32_t> prompt_token_ids;
+  CompletionOutput output;
+  RequestMetrics metrics;
+};
+
+// One streamed step of one request: the text that became safe to emit (may be empty while a
+// UTF-8 character or a possible stop string is incomplete) and the token that produced it.
+struct StreamDelta {
+  size_t request_index = 0;
+  int32_t token = -1;                  // -1 on the final delta that only flushes text
+  std::string text;
+  const TokenLogprobs* logprobs = nullptr;  // when requested
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kLength;
+};
+// Return false to cancel the request (it finishes with what it has, reason kStop).
+using StreamCallback = std::function<bool(const StreamDelta&)>;
+
+class LLM {
+ public:
+  static Result<std::unique_ptr<LLM>> load(const LLMConfig& config);
+  ~LLM();
+
+  Result<std::vector<RequestOutput>> generate(const std::vector<std::string>& prompts,
+                                              const SamplingParams& params);
+  Result<std::vector<RequestOutput>> generate(const std::vector<std::string>& prompts,
+                                              const SamplingParams& params,
+                                              const StreamCallback& on_delta);
+
+  // Tokenizer access (BOS per the model's rule when add_special; special tokens parsed).
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special = true) const;
+  std::string detokenize(const std::vector<int32_t>& tokens) const;
+
+  struct Info {
+    std::string architecture;
+    std::string name;
+    int32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv;
+  };
+  Info info() const;
+
+  class Impl;
+
+ private:
+  explicit LLM(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vela

@@ -1,0 +1,25 @@
+#pragma once
+// One forward pass's input: tokens from several sequences, each at its own position, with the
+// KV blocks each sequence owns. Prefill chunks and decode tokens mix freely: a sequence that has
+// N tokens cached contributes tokens at positions N, N+1, ... (consecutive, in order).
+// A plain view type over buffers the caller owns (sized once by the caller).
+#include <cstdint>
+#include <span>
+
+namespace vela {
+
+struct ForwardBatch {
+  std::span<const int32_t> token_ids;       // [n_tokens]
+  std::span<const int32_t> positions;       // [n_tokens] position of each token in its sequence
+  std::span<const int32_t> seq_index;       // [n_tokens] which sequence (row of block_tables) a token belongs to
+  std::span<const int32_t> block_tables;    // [n_seqs, max_blocks_per_seq] KV block ids, -1 padded
+  int32_t max_blocks_per_seq = 0;
+  std::span<const int32_t> logits_indices;  // [n_logits] indices of the tokens whose logits are wanted
+
+  int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+  int32_t n_seqs() const {
+    return max_blocks_per_seq ? static_cast<int32_t>(block_tables.size()) / max_blocks_per_seq : 0;
+  }
+};
+
+}  // namespace vela

@@ -1,0 +1,29 @@
+#pragma once
+// A loaded Llama-family model: the mapped GGUF file, its hyper-parameters and weight views.
+// Thread-safety: immutable after load(); share it freely between threads.
+#include <memory>
+#include <string>
+
+#include "io/gguf.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+#include "util/result.h"
+
+namespace vela {
+
+class Model {
+ public:
+  static Result<std::shared_ptr<const Model>> load(const std::string& path);
+  static Result<std::shared_ptr<const Model>> from_gguf(std::shared_ptr<const GgufFile> gguf);
+
+  const GgufFile& gguf() const { return *gguf_; }
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+
+ private:
+  std::shared_ptr<const GgufFile> gguf_;  // owns the mapping the weights point into
+  ModelConfig config_;
+  ModelWeights weights_;
+};
+
+}  // namespace vela

@@ -1,0 +1,52 @@
+#pragma once
+// Views of a Llama-family model's weights inside the memory-mapped GGUF file. Matrices stay in
+// the mapping (never copied); the small 1-D tensors (norms, biases) are converted to f32 at load.
+// Thread-safety: immutable after load(); concurrent reads are safe.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "io/gguf.h"
+#include "model/model_config.h"
+#include "quant/ggml_type.h"
+#include "util/result.h"
+
+namespace vela {
+
+// A 2-D weight matrix [n_rows, n_cols] stored row-major in its GGUF type (GGUF ne = {n_cols, n_rows}).
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;
+  int64_t n_rows = 0;
+  int64_t n_cols = 0;
+  int64_t row_bytes = 0;
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [n_embd]
+  WeightMatrix wq;               // [n_head * head_dim, n_embd]
+  WeightMatrix wk;               // [n_head_kv * head_dim, n_embd]
+  WeightMatrix wv;               // [n_head_kv * head_dim, n_embd]
+  WeightMatrix wo;               // [n_embd, n_head * head_dim]
+  std::vector<float> bq;         // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
+  std::vector<float> bk;         // [n_head_kv * head_dim] or empty
+  std::vector<float> bv;         // [n_head_kv * head_dim] or empty
+  std::vector<float> ffn_norm;   // [n_embd]
+  WeightMatrix w_gate;           // [n_ff, n_embd]
+  WeightMatrix w_up;             // [n_ff, n_embd]
+  WeightMatrix w_down;           // [n_embd, n_ff]
+};
+
+struct ModelWeights {
+  WeightMatrix token_embd;          // [n_vocab, n_embd]
+  std::vector<float> output_norm;   // [n_embd]
+  WeightMatrix output;              // [n_vocab, n_embd]; token_embd when the embeddings are tied
+  bool tied_embeddings = false;
+  std::vector<float> rope_freq_factors;  // [n_rot / 2] (Llama 3.1+ `rope_freqs.weight`) or empty
+  std::vector<LayerWeights> layers;      // [n_layer]
+
+  // Checks every tensor's presence, type and shape against the config.
+  static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config);
+};
+
+}  // namespace vela

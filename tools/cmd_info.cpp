@@ -1,0 +1,78 @@
+// `vela info MODEL`: the GGUF header, metadata and tensor table, and the model's configuration.
+#include <cstdio>
+#include <string>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "io/gguf.h"
+#include "model/model_config.h"
+
+namespace vela::cli {
+
+int run_info(int argc, char** argv) {
+  Args args("info", "MODEL.gguf", {{"no-tensors", 0, "", "do not list the tensors"},
+                                   {"max-items", 0, "N", "array items shown per metadata value (default 8)"}});
+  if (auto st = args.parse(argc, argv); !st) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 2;
+  }
+  if (args.has("help")) {
+    std::fputs(args.help().c_str(), stdout);
+    return 0;
+  }
+  if (args.positional().size() != 1) {
+    std::fprintf(stderr, "vela info: expected exactly one model file (see --help)\n");
+    return 2;
+  }
+  auto max_items = args.get_int("max-items", 8, 0, 1 << 20);
+  if (!max_items) {
+    std::fprintf(stderr, "%s\n", max_items.message().c_str());
+    return 2;
+  }
+  auto file = GgufFile::open(args.positional()[0]);
+  if (!file) {
+    std::fprintf(stderr, "vela info: %s\n", file.message().c_str());
+    return 1;
+  }
+  const GgufFile& g = *file;
+  std::printf("file: %s\nGGUF version: %u\nsize: %zu bytes\nalignment: %llu\ndata offset: %llu\n",
+              args.positional()[0].c_str(), g.version(), g.file_size(), (unsigned long long)g.alignment(),
+              (unsigned long long)g.data_offset());
+  std::printf("\nmetadata (%zu keys):\n", g.metadata().size());
+  for (const auto& [key, value] : g.metadata())
+    std::printf("  %-48.*s %-4s %s\n", int(key.size()), key.data(), std::string(gguf_value_type_name(value.type)).c_str(),
+                value.to_string(size_t(*max_items)).c_str());
+
+  uint64_t total_bytes = 0, total_elems = 0;
+  for (const auto& t : g.tensors()) {
+    total_bytes += t.n_bytes;
+    total_elems += uint64_t(t.n_elements());
+  }
+  std::printf("\ntensors: %zu, %llu parameters, %.2f MiB\n", g.tensors().size(), (unsigned long long)total_elems,
+              double(total_bytes) / (1024.0 * 1024.0));
+  if (!args.has("no-tensors")) {
+    for (const auto& t : g.tensors()) {
+      std::string shape;
+      for (uint32_t d = 0; d < t.n_dims; ++d) shape += (d ? " x " : "") + std::to_string(t.ne[d]);
+      std::printf("  %-40.*s %-6s [%s] offset %llu, %llu bytes\n", int(t.name.size()), t.name.data(),
+                  ggml_type_name(t.type).c_str(), shape.c_str(), (unsigned long long)t.offset,
+                  (unsigned long long)t.n_bytes);
+    }
+  }
+
+  auto config = ModelConfig::from_gguf(g);
+  if (!config) {
+    std::printf("\nmodel: not loadable as a model (%s)\n", config.message().c_str());
+    return 0;
+  }
+  const ModelConfig& c = *config;
+  std::printf(
+      "\nmodel: %s%s%s\n  n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, "
+      "head_dim %d, n_ff %d\n  rope: %s, n_rot %d, freq_base %g, freq_scale %g; rms_eps %g; sliding_window %d\n",
+      c.arch_name.c_str(), c.name.empty() ? "" : " / ", c.name.c_str(), c.n_vocab, c.n_ctx_train, c.n_embd,
+      c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.rope_style == RopeStyle::kNormal ? "normal" : "neox",
+      c.n_rot, double(c.rope_freq_base), double(c.rope_freq_scale), double(c.rms_eps), c.sliding_window);
+  return 0;
+}
+
+}  // namespace vela::cli

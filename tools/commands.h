@@ -1,0 +1,9 @@
+#pragma once
+// Entry points of the `vela` subcommands; each returns the process exit code.
+namespace vela::cli {
+
+int run_info(int argc, char** argv);
+int run_tokenize(int argc, char** argv);
+int run_generate(int argc, char** argv);
+
+}  // namespace vela::cli
