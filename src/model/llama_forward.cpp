@@ -11,7 +11,9 @@
 namespace vela {
 
 LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options)
-    : model_(std::move(model)), options_(options) {
+    : model_(std::move(model)),
+      options_(options),
+      attn_scratch_(options.max_context, model_->config().head_dim) {
   const ModelConfig& c = model_->config();
   const size_t T = size_t(options_.max_batch_tokens);
   const size_t q_dim = size_t(c.n_head) * size_t(c.head_dim);
@@ -26,7 +28,6 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   up_.resize(T * size_t(c.n_ff));
   proj_.resize(T * size_t(c.n_embd));
   rope_cs_.resize(T * size_t(c.n_rot));
-  head_acc_.resize(size_t(c.head_dim));
   slots_.resize(T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
 
@@ -137,7 +138,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
       const int32_t s = b.seq_index[size_t(t)];
       attention_one_token(cache, il, attn, q_.data() + t * q_dim, b.positions[size_t(t)],
                           b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
-                          attn_.data() + t * q_dim, head_acc_.data());
+                          attn_.data() + t * q_dim, attn_scratch_);
     }
     matmul(l.wo, attn_.data(), T, proj_.data());
     add_inplace(x_.data(), proj_.data(), T * E);

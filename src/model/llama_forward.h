@@ -10,6 +10,7 @@
 
 #include "kernels/matmul.h"
 #include "kv/kv_cache.h"
+#include "model/attention.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
 #include "util/result.h"
@@ -54,9 +55,9 @@ class LlamaForward {
   std::vector<float> up_;         // [T, n_ff]
   std::vector<float> proj_;       // [T, n_embd] output of attn_output / ffn_down
   std::vector<float> rope_cs_;    // [T, n_rot / 2, 2]
-  std::vector<float> head_acc_;   // [head_dim]
   std::vector<int64_t> slots_;    // [T] KV slot of each token
   std::vector<float> final_;      // [max_logits, n_embd] normalised rows that get logits
+  AttentionScratch attn_scratch_;
 };
 
 }  // namespace vela
