@@ -15,6 +15,33 @@ GgufEncoder& GgufEncoder::array_header(GgufValueType elem_type, uint64_t count) 
   return pod<uint32_t>(static_cast<uint32_t>(elem_type)).pod<uint64_t>(count);
 }
 
+GgufEncoder& GgufEncoder::value(const GgufValue& v) {
+  switch (v.type) {
+    case GgufValueType::UINT8: return pod<uint8_t>(uint8_t(v.u64));
+    case GgufValueType::INT8: return pod<int8_t>(int8_t(v.i64));
+    case GgufValueType::UINT16: return pod<uint16_t>(uint16_t(v.u64));
+    case GgufValueType::INT16: return pod<int16_t>(int16_t(v.i64));
+    case GgufValueType::UINT32: return pod<uint32_t>(uint32_t(v.u64));
+    case GgufValueType::INT32: return pod<int32_t>(int32_t(v.i64));
+    case GgufValueType::UINT64: return pod<uint64_t>(v.u64);
+    case GgufValueType::INT64: return pod<int64_t>(v.i64);
+    case GgufValueType::FLOAT32: return pod<float>(float(v.f64));
+    case GgufValueType::FLOAT64: return pod<double>(v.f64);
+    case GgufValueType::BOOL: return pod<uint8_t>(v.u64 ? 1 : 0);
+    case GgufValueType::STRING: return str(v.str);
+    case GgufValueType::ARRAY:
+      array_header(v.array->elem_type, v.array->items.size());
+      for (const GgufValue& item : v.array->items) value(item);
+      return *this;
+  }
+  return *this;
+}
+
+void GgufWriter::add_value(std::string_view k, const GgufValue& v) {
+  key(k, v.type);
+  kv_.value(v);
+}
+
 void GgufWriter::key(std::string_view k, GgufValueType type) {
   kv_.str(k).pod<uint32_t>(static_cast<uint32_t>(type));
   ++n_kv_;

@@ -26,6 +26,8 @@ class GgufEncoder {
   GgufEncoder& str(std::string_view s);
   // Array header: element type and count; the caller then encodes `count` elements.
   GgufEncoder& array_header(GgufValueType elem_type, uint64_t count);
+  // A value read from another file, arrays and nesting included (without its type tag).
+  GgufEncoder& value(const GgufValue& v);
 
   std::vector<uint8_t> bytes;
 };
@@ -45,6 +47,8 @@ class GgufWriter {
   void add_strings(std::string_view key, std::span<const std::string> values);
   void add_f32s(std::string_view key, std::span<const float> values);
   void add_i32s(std::string_view key, std::span<const int32_t> values);
+  // A value read from another file (copies metadata such as a tokenizer between files).
+  void add_value(std::string_view key, const GgufValue& value);
   // Any value: its type tag and its already-encoded bytes.
   void add_raw(std::string_view key, GgufValueType type, std::span<const uint8_t> encoded);
 
