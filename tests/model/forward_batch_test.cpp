@@ -33,7 +33,8 @@ struct SeqInput {
   std::vector<int32_t> blocks;
 };
 
-// Runs one batch holding every token of every sequence; returns logits of all tokens in batch order.
+// Runs one batch holding every token of every sequence; returns logits of all tokens in batch
+// order.
 std::vector<float> run_batch(LlamaForward& fwd, KvCache& cache, const std::vector<SeqInput>& seqs,
                              bool interleave) {
   const int32_t max_blocks = 16;
@@ -91,7 +92,8 @@ TEST(ForwardBatch, SeveralSequencesInOneBatchMatchEachAlone) {
       more = false;
       for (int s = 0; s < 3; ++s) {
         const size_t take = interleave ? 1 : seqs[size_t(s)]->size();
-        for (size_t k = 0; k < take && next[size_t(s)] < seqs[size_t(s)]->size(); ++k, ++next[size_t(s)])
+        for (size_t k = 0; k < take && next[size_t(s)] < seqs[size_t(s)]->size();
+             ++k, ++next[size_t(s)])
           order.emplace_back(s, int(next[size_t(s)]));
         more |= next[size_t(s)] < seqs[size_t(s)]->size();
       }
@@ -99,7 +101,8 @@ TEST(ForwardBatch, SeveralSequencesInOneBatchMatchEachAlone) {
     for (size_t row = 0; row < order.size(); ++row) {
       const auto [s, i] = order[row];
       for (int32_t v = 0; v < V; ++v)
-        ASSERT_EQ(all[row * size_t(V) + size_t(v)], alone[size_t(s)][size_t(i) * size_t(V) + size_t(v)])
+        ASSERT_EQ(all[row * size_t(V) + size_t(v)],
+                  alone[size_t(s)][size_t(i) * size_t(V) + size_t(v)])
             << "seq " << s << " token " << i << " vocab " << v << " interleave " << interleave;
     }
   }
@@ -133,7 +136,8 @@ TEST(ForwardBatch, ChunkedPrefillAcrossScatteredBlocksMatchesOnePass) {
 }
 
 // A copy of a shared model with metadata changed: the same tensors, other keys.
-std::vector<uint8_t> rewrite_model(const GgufFile& src, const std::vector<std::pair<std::string, int64_t>>& set_u32,
+std::vector<uint8_t> rewrite_model(const GgufFile& src,
+                                   const std::vector<std::pair<std::string, int64_t>>& set_u32,
                                    const std::vector<std::string>& drop = {}) {
   GgufWriter w;
   for (const auto& [key, value] : src.metadata()) {
@@ -155,7 +159,8 @@ TEST(ForwardBatch, SlidingWindowLimitsWhatATokenSees) {
   auto src = GgufFile::open(test::shared_path("models/aidreams260K.gguf").string());
   ASSERT_TRUE(src.ok());
   const int32_t window = 3;
-  auto gguf = GgufFile::from_bytes(rewrite_model(*src, {{"llama.attention.sliding_window", window}}));
+  auto gguf =
+      GgufFile::from_bytes(rewrite_model(*src, {{"llama.attention.sliding_window", window}}));
   ASSERT_TRUE(gguf.ok()) << gguf.message();
   auto model = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*gguf)));
   ASSERT_TRUE(model.ok()) << model.message();
@@ -176,7 +181,8 @@ TEST(ForwardBatch, SlidingWindowLimitsWhatATokenSees) {
   bool early_differs = false;
   for (int32_t i = 0; i < int32_t(x.size()); ++i) {
     bool same = true;
-    for (int32_t v = 0; v < V; ++v) same &= lx[size_t(i) * V + size_t(v)] == ly[size_t(i) * V + size_t(v)];
+    for (int32_t v = 0; v < V; ++v)
+      same &= lx[size_t(i) * V + size_t(v)] == ly[size_t(i) * V + size_t(v)];
     if (i >= horizon) {
       EXPECT_TRUE(same) << "position " << i;
     }
@@ -193,17 +199,19 @@ TEST(ForwardBatch, BadBatchesAreErrors) {
   KvCache cache = make_cache(*model, 4);
   std::vector<float> logits(size_t(model->config().n_vocab) * 8);
   const std::vector<int32_t> table = {0, 1, -1, -1};
-  const auto run = [&](std::vector<int32_t> ids, std::vector<int32_t> pos, std::vector<int32_t> want) {
+  const auto run = [&](std::vector<int32_t> ids, std::vector<int32_t> pos,
+                       std::vector<int32_t> want) {
     std::vector<int32_t> seq(ids.size(), 0);
     return fwd.forward(ForwardBatch{ids, pos, seq, table, 4, want}, cache, logits);
   };
   EXPECT_TRUE(run({1, 2}, {0, 1}, {1}).ok());
-  EXPECT_FALSE(run({1, 99999}, {0, 1}, {1}).ok());          // token id out of range
-  EXPECT_FALSE(run({1, 2}, {0, 40}, {1}).ok());             // position without a block
-  EXPECT_FALSE(run({1, 2}, {0, 64}, {1}).ok());             // past max_context
-  EXPECT_FALSE(run({1, 2}, {0, 1}, {2}).ok());              // logits index out of range
-  EXPECT_FALSE(run(std::vector<int32_t>(9, 1), std::vector<int32_t>(9, 0), {0}).ok());  // too many tokens
-  EXPECT_FALSE(run({}, {}, {}).ok());                       // empty
+  EXPECT_FALSE(run({1, 99999}, {0, 1}, {1}).ok());  // token id out of range
+  EXPECT_FALSE(run({1, 2}, {0, 40}, {1}).ok());     // position without a block
+  EXPECT_FALSE(run({1, 2}, {0, 64}, {1}).ok());     // past max_context
+  EXPECT_FALSE(run({1, 2}, {0, 1}, {2}).ok());      // logits index out of range
+  EXPECT_FALSE(
+      run(std::vector<int32_t>(9, 1), std::vector<int32_t>(9, 0), {0}).ok());  // too many tokens
+  EXPECT_FALSE(run({}, {}, {}).ok());                                          // empty
 }
 
 TEST(ModelLoad, ClearErrorsForBadModels) {
@@ -224,13 +232,19 @@ TEST(ModelLoad, ClearErrorsForBadModels) {
   EXPECT_NE(unknown.find("unsupported model architecture 'mamba'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("llama, qwen2"), std::string::npos) << unknown;
 
-  EXPECT_NE(load(rewrite_model(*src, {}, {"blk.2.ffn_up.weight"})).find("missing tensor 'blk.2.ffn_up.weight'"),
+  EXPECT_NE(load(rewrite_model(*src, {}, {"blk.2.ffn_up.weight"}))
+                .find("missing tensor 'blk.2.ffn_up.weight'"),
             std::string::npos);
-  EXPECT_NE(load(rewrite_model(*src, {{"llama.embedding_length", 65}})).find("shape"), std::string::npos);
-  EXPECT_NE(load(rewrite_model(*src, {{"llama.attention.head_count_kv", 3}})).find("multiple"), std::string::npos);
-  EXPECT_NE(load(rewrite_model(*src, {{"llama.block_count", 0}})).find("block_count"), std::string::npos);
-  EXPECT_NE(load(rewrite_model(*src, {{"llama.block_count", 5}})).find("missing tensor 'blk.4"), std::string::npos);
-  EXPECT_NE(load(rewrite_model(*src, {{"llama.attention.head_count", 1000000}})).find("head_count"), std::string::npos);
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.embedding_length", 65}})).find("shape"),
+            std::string::npos);
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.attention.head_count_kv", 3}})).find("multiple"),
+            std::string::npos);
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.block_count", 0}})).find("block_count"),
+            std::string::npos);
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.block_count", 5}})).find("missing tensor 'blk.4"),
+            std::string::npos);
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.attention.head_count", 1000000}})).find("head_count"),
+            std::string::npos);
 }
 
 TEST(ModelLoad, TiedEmbeddingsUseTokenEmbd) {

@@ -1,0 +1,104 @@
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "kernels/type_traits.h"
+
+namespace vela {
+
+namespace {
+
+// Cache-line (and widest SIMD register) alignment for the converted activations.
+constexpr std::align_val_t kScratchAlignment{64};
+
+// Rows processed together against each token: a tile of weight rows stays in cache while the
+// token loop streams the activations.
+constexpr int64_t kRowTile = 16;
+
+[[noreturn]] void fail(const char* what, GgmlType type) {
+  std::fprintf(stderr, "matmul: %s for type %s\n", what, ggml_type_name(uint32_t(type)).c_str());
+  std::abort();
+}
+
+const TypeTraits& weight_traits(GgmlType w_type) {
+  const TypeTraits* traits = type_traits(w_type);
+  if (traits == nullptr || traits->vec_dot == nullptr) fail("no dot-product kernel", w_type);
+  return *traits;
+}
+
+size_t row_size(GgmlType type, int64_t n_cols) {
+  const auto info = ggml_type_info(uint32_t(type));
+  if (!info) fail("unknown geometry", type);
+  // A partial block would silently read past the row; checked always since it is one modulo.
+  if (n_cols % info->block_size != 0) fail("row length not a multiple of the block size", type);
+  return size_t(row_bytes(*info, n_cols));
+}
+
+}  // namespace
+
+void MatmulScratch::AlignedDelete::operator()(uint8_t* p) const {
+  ::operator delete[](p, kScratchAlignment);
+}
+
+void MatmulScratch::reserve(size_t bytes) {
+  if (bytes <= capacity_) return;
+  data_.reset(static_cast<uint8_t*>(::operator new[](bytes, kScratchAlignment)));
+  capacity_ = bytes;
+}
+
+size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens) {
+  const GgmlType act_type = weight_traits(w_type).vec_dot_type;
+  if (act_type == GgmlType::F32) return 0;
+  return row_size(act_type, n_cols) * size_t(n_tokens);
+}
+
+QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
+                                          int64_t n_tokens, MatmulScratch& scratch) {
+  const TypeTraits& traits = weight_traits(w_type);
+  QuantizedActivations act;
+  act.type = traits.vec_dot_type;
+  act.row_stride = row_size(act.type, n_cols);
+  if (act.type == GgmlType::F32) {  // the f32 kernels read x directly
+    act.data = reinterpret_cast<const uint8_t*>(x);
+    return act;
+  }
+  scratch.reserve(act.row_stride * size_t(n_tokens));
+  const TypeTraits& act_traits = *type_traits(act.type);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    act_traits.from_float(x + t * n_cols, scratch.data() + size_t(t) * act.row_stride, n_cols);
+  }
+  act.data = scratch.data();
+  return act;
+}
+
+void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, int64_t row_begin,
+                 int64_t row_end, const QuantizedActivations& act, int64_t n_tokens, float* y) {
+  assert(0 <= row_begin && row_begin <= row_end && row_end <= n_rows);
+  const TypeTraits& traits = weight_traits(w_type);
+  assert(act.type == traits.vec_dot_type);
+  const auto vec_dot = traits.vec_dot;
+  const size_t w_stride = row_size(w_type, n_cols);
+  const auto* w_bytes = static_cast<const uint8_t*>(w);
+  for (int64_t tile = row_begin; tile < row_end; tile += kRowTile) {
+    const int64_t tile_end = std::min(tile + kRowTile, row_end);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const uint8_t* a_row = act.data + size_t(t) * act.row_stride;
+      float* y_row = y + t * n_rows;
+      for (int64_t r = tile; r < tile_end; ++r) {
+        y_row[r] = vec_dot(n_cols, w_bytes + size_t(r) * w_stride, a_row);
+      }
+    }
+  }
+}
+
+void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, const float* x,
+            int64_t n_tokens, float* y, MatmulScratch& scratch) {
+  const QuantizedActivations act = quantize_activations(w_type, x, n_cols, n_tokens, scratch);
+  matmul_rows(w_type, w, n_rows, n_cols, 0, n_rows, act, n_tokens, y);
+}
+
+}  // namespace vela

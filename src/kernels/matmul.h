@@ -1,0 +1,70 @@
+#pragma once
+// Matrix multiplication of a weight matrix in any supported type by a batch of f32 activation
+// rows: y[t, r] = dot(W[r, :], x[t, :]). Activations are converted once per call to the weight
+// type's vec_dot_type (type_traits.h), then every (row, token) pair is one vec_dot.
+// The work splits into two phases so callers can parallelize: quantize_activations() once, then
+// matmul_rows() on disjoint row ranges from any number of threads.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "quant/ggml_type.h"
+
+namespace vela {
+
+// Buffer for the converted activations, sized once for the largest batch and reused, so the
+// per-token path does not allocate.
+// Thread-safety: not thread-safe; one scratch per concurrent matmul() caller. Its contents may be
+// read concurrently (by matmul_rows) once written.
+class MatmulScratch {
+ public:
+  MatmulScratch() = default;
+  MatmulScratch(MatmulScratch&&) noexcept = default;
+  MatmulScratch& operator=(MatmulScratch&&) noexcept = default;
+
+  // Grows the buffer to at least `bytes` (never shrinks; contents are not kept on growth).
+  void reserve(size_t bytes);
+  uint8_t* data() { return data_.get(); }
+  const uint8_t* data() const { return data_.get(); }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t[], AlignedDelete> data_;
+  size_t capacity_ = 0;
+};
+
+// Bytes of scratch a matmul with weights of w_type needs for n_tokens rows of n_cols
+// (0 when the activations are used as they are, i.e. vec_dot_type is F32).
+size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens);
+
+// Activation rows converted to a vec_dot_type: row t starts at data + t * row_stride.
+struct QuantizedActivations {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* data = nullptr;
+  size_t row_stride = 0;  // bytes per row
+};
+
+// Converts x: [n_tokens, n_cols] f32 to w_type's vec_dot_type, into `scratch` (grown if needed)
+// or, when that type is F32, by pointing at x itself (x must then outlive the result).
+// n_cols must be a multiple of both w_type's and vec_dot_type's block size.
+QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
+                                          int64_t n_tokens, MatmulScratch& scratch);
+
+// y[t, r] for r in [row_begin, row_end) and all t < n_tokens.
+// w: [n_rows, n_cols] in w_type, row-major, rows of row_bytes(w_type, n_cols) bytes;
+// act: [n_tokens, n_cols] from quantize_activations(w_type, ...); y: [n_tokens, n_rows] f32.
+// Writes only columns [row_begin, row_end) of y, so disjoint ranges may run concurrently.
+void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, int64_t row_begin,
+                 int64_t row_end, const QuantizedActivations& act, int64_t n_tokens, float* y);
+
+// y[t, r] = dot(W[r, :], x[t, :]) for t < n_tokens, r < n_rows.
+// w: [n_rows, n_cols] in w_type (row-major, rows of row_bytes); x: [n_tokens, n_cols] f32;
+// y: [n_tokens, n_rows] f32. w_type must have a vec_dot kernel (abort otherwise: weight types
+// are validated at load time).
+void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, const float* x,
+            int64_t n_tokens, float* y, MatmulScratch& scratch);
+
+}  // namespace vela

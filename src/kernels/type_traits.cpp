@@ -1,0 +1,84 @@
+#include "kernels/type_traits.h"
+
+#include <array>
+
+#include "kernels/ref/vec_dot_ref.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
+
+namespace vela {
+
+namespace {
+
+// Indexed by the GGUF type number; covers every number the enum defines.
+constexpr size_t kTableSize = 31;
+using TraitsTable = std::array<TypeTraits, kTableSize>;
+
+constexpr TypeTraits kUnsupported{GgmlType::F32, nullptr, nullptr, nullptr};
+
+TraitsTable make_scalar_table() {
+  namespace r = kernels::ref;
+  TraitsTable t;
+  t.fill(kUnsupported);
+  auto set = [&t](GgmlType type, TypeTraits traits) { t[static_cast<size_t>(type)] = traits; };
+  set(GgmlType::F32, {GgmlType::F32, quantize_row_f32, dequantize_row_f32, r::vec_dot_f32_f32});
+  // F16 weights are dotted with f32 activations: rounding activations to f16 costs accuracy
+  // (and agreement with reference engines) for no bandwidth gain in matrix x vector.
+  set(GgmlType::F16, {GgmlType::F32, quantize_row_f32, dequantize_row_f16, r::vec_dot_f16_f32});
+  set(GgmlType::BF16,
+      {GgmlType::BF16, quantize_row_bf16, dequantize_row_bf16, r::vec_dot_bf16_bf16});
+  set(GgmlType::Q4_0,
+      {GgmlType::Q8_0, quantize_row_q8_0_activations, dequantize_row_q4_0, r::vec_dot_q4_0_q8_0});
+  set(GgmlType::Q4_1,
+      {GgmlType::Q8_1, quantize_row_q8_1_activations, dequantize_row_q4_1, r::vec_dot_q4_1_q8_1});
+  set(GgmlType::Q5_0,
+      {GgmlType::Q8_0, quantize_row_q8_0_activations, dequantize_row_q5_0, r::vec_dot_q5_0_q8_0});
+  set(GgmlType::Q5_1,
+      {GgmlType::Q8_1, quantize_row_q8_1_activations, dequantize_row_q5_1, r::vec_dot_q5_1_q8_1});
+  set(GgmlType::Q8_0,
+      {GgmlType::Q8_0, quantize_row_q8_0_activations, dequantize_row_q8_0, r::vec_dot_q8_0_q8_0});
+  set(GgmlType::Q8_1,
+      {GgmlType::Q8_1, quantize_row_q8_1_activations, dequantize_row_q8_1, nullptr});
+  set(GgmlType::Q4_K,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q4_k, r::vec_dot_q4_k_q8_k});
+  set(GgmlType::Q5_K,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q5_k, r::vec_dot_q5_k_q8_k});
+  set(GgmlType::Q6_K,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q6_k, r::vec_dot_q6_k_q8_k});
+  set(GgmlType::Q8_K, {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q8_k, nullptr});
+  return t;
+}
+
+const TraitsTable& scalar_table() {
+  static const TraitsTable table = make_scalar_table();
+  return table;
+}
+
+const TypeTraits* lookup(const TraitsTable& table, GgmlType type) {
+  const auto index = static_cast<size_t>(type);
+  if (index >= table.size() || table[index].to_float == nullptr) return nullptr;
+  return &table[index];
+}
+
+}  // namespace
+
+KernelIsa active_kernel_isa() {
+  return KernelIsa::kScalar;
+}
+
+const TypeTraits* type_traits_for(KernelIsa isa, GgmlType type) {
+  switch (isa) {
+    case KernelIsa::kScalar:
+      return lookup(scalar_table(), type);
+  }
+  return nullptr;
+}
+
+const TypeTraits* type_traits(GgmlType type) {
+  // Resolved once: the CPU does not change under us.
+  static const KernelIsa isa = active_kernel_isa();
+  if (const TypeTraits* t = type_traits_for(isa, type)) return t;
+  return type_traits_for(KernelIsa::kScalar, type);
+}
+
+}  // namespace vela

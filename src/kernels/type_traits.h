@@ -1,0 +1,41 @@
+#pragma once
+// Per-type kernel dispatch: for each weight type, the activation type its dot product consumes
+// (vec_dot_type, paired as in ggml's CPU backend) and the conversion and dot-product kernels.
+// There is one table per instruction set; only the scalar reference exists so far. SIMD tables
+// (x86/avx2, x86/avx512) will sit beside it and type_traits() will pick the best one the CPU
+// supports, falling back to the scalar entry for anything a SIMD table leaves empty.
+// Thread-safety: the tables are immutable after static initialization; safe to use concurrently.
+#include <cstdint>
+
+#include "quant/ggml_type.h"
+
+namespace vela {
+
+struct TypeTraits {
+  // Type the activation row must be converted to before calling vec_dot.
+  GgmlType vec_dot_type;
+  // Converts [n] f32 to n elements of vec_dot_type (whole blocks).
+  void (*from_float)(const float* x, void* y, int64_t n);
+  // Converts n elements of this type (whole blocks) to [n] f32.
+  void (*to_float)(const void* x, float* y, int64_t n);
+  // sum_i w[i] * a[i] over n elements: w_row in this type, act_row in vec_dot_type. Null for
+  // activation-only types (Q8_1, Q8_K), which have conversions but are never weights.
+  float (*vec_dot)(int64_t n, const void* w_row, const void* act_row);
+};
+
+// Instruction sets with a kernel table.
+enum class KernelIsa {
+  kScalar,  // portable reference, always available
+};
+
+// Kernels for `type` from the best table for this CPU; nullptr if the type is unsupported.
+const TypeTraits* type_traits(GgmlType type);
+
+// Kernels for `type` from one specific table (tests compare SIMD tables against kScalar);
+// nullptr if that table does not cover the type.
+const TypeTraits* type_traits_for(KernelIsa isa, GgmlType type);
+
+// The table type_traits() uses.
+KernelIsa active_kernel_isa();
+
+}  // namespace vela

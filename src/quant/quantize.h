@@ -1,0 +1,45 @@
+#pragma once
+// Reference (scalar) conversion of fp32 rows to every supported tensor type.
+// The legacy types (Q4_0 .. Q8_1) and Q8_K follow ggml's reference quantizers rule for rule
+// (same scale choice, same rounding), so weights and activations quantize to the same bytes as
+// ggml's reference implementation. Q4_K, Q5_K and Q6_K use a ggml-style scale search of their
+// own: any valid encoding decodes correctly; these aim for low error, not identical bytes.
+// Thread-safety: all functions are pure (no shared state); safe to call concurrently.
+#include <cstdint>
+
+#include "quant/ggml_type.h"
+
+namespace vela {
+
+// Whether quantize_row() handles this type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q8_1, Q4_K, Q5_K, Q6_K, Q8_K.
+bool can_quantize(GgmlType type);
+
+// src: [n] f32; dst: n elements of `type` (n / block_size blocks, row_bytes() bytes).
+// n must be a multiple of the type's block size; the type must satisfy can_quantize()
+// (violations abort: they are programming errors, not data errors).
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
+
+// Per-type entry points, all with the signature of a from_float kernel: src is [n] f32, dst
+// receives n elements (whole blocks).
+void quantize_row_f32(const float* src, void* dst, int64_t n);
+void quantize_row_f16(const float* src, void* dst, int64_t n);
+void quantize_row_bf16(const float* src, void* dst, int64_t n);
+void quantize_row_q4_0(const float* src, void* dst, int64_t n);
+void quantize_row_q4_1(const float* src, void* dst, int64_t n);
+void quantize_row_q5_0(const float* src, void* dst, int64_t n);
+void quantize_row_q5_1(const float* src, void* dst, int64_t n);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+// Activation quantizers for the Q8_0/Q8_1 dot products: scale by 127/amax and round ties to
+// even, as ggml's x86 SIMD quantizer does (the reference quantizers above use 1/d and ties away
+// from zero, which is what GGUF weight files hold). Matching the SIMD rounding keeps our logits
+// comparable with engines built for x86.
+void quantize_row_q8_0_activations(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1_activations(const float* src, void* dst, int64_t n);
+void quantize_row_q4_k(const float* src, void* dst, int64_t n);
+void quantize_row_q5_k(const float* src, void* dst, int64_t n);
+void quantize_row_q6_k(const float* src, void* dst, int64_t n);
+void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+
+}  // namespace vela
