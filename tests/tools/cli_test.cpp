@@ -1,0 +1,117 @@
+// The `vela` binary as a user runs it: output on stdout, logs on stderr, one-line errors and
+// non-zero exit codes for wrong flags and missing files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "support/shared_data.h"
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+CliRun run(const std::string& args) {
+  const std::string err_file = testing::TempDir() + "vela_cli_stderr.txt";
+  const std::string cmd = std::string(VELA_BINARY) + " " + args + " 2>" + err_file;
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* e = fopen(err_file.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+    fclose(e);
+  }
+  return r;
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+size_t count_lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(Cli, HelpForEveryCommand) {
+  for (const char* cmd : {"", "generate ", "info ", "tokenize "}) {
+    const CliRun r = run(std::string(cmd) + "--help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("usage: vela"), std::string::npos) << cmd;
+  }
+}
+
+TEST(Cli, WrongFlagsAndMissingFilesAreOneLineErrors) {
+  const CliRun unknown_cmd = run("frobnicate");
+  EXPECT_NE(unknown_cmd.exit_code, 0);
+  EXPECT_EQ(count_lines(unknown_cmd.err), 1u) << unknown_cmd.err;
+
+  const CliRun bad_flag = run("generate -m x.gguf -p hi --no-such-flag");
+  EXPECT_NE(bad_flag.exit_code, 0);
+  EXPECT_EQ(count_lines(bad_flag.err), 1u) << bad_flag.err;
+  EXPECT_NE(bad_flag.err.find("--no-such-flag"), std::string::npos);
+
+  const CliRun bad_value = run("generate -m x.gguf -p hi --temp hot");
+  EXPECT_NE(bad_value.exit_code, 0);
+  EXPECT_EQ(count_lines(bad_value.err), 1u) << bad_value.err;
+  EXPECT_NE(bad_value.err.find("--temp"), std::string::npos);
+
+  const CliRun missing = run("generate -m /nonexistent/model.gguf -p hi");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(count_lines(missing.err), 1u) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent/model.gguf"), std::string::npos);
+
+  const CliRun info_missing = run("info /nonexistent/model.gguf");
+  EXPECT_NE(info_missing.exit_code, 0);
+  EXPECT_EQ(count_lines(info_missing.err), 1u) << info_missing.err;
+
+  const CliRun no_model = run("tokenize hello");
+  EXPECT_NE(no_model.exit_code, 0);
+  EXPECT_EQ(count_lines(no_model.err), 1u) << no_model.err;
+}
+
+TEST(Cli, InfoListsMetadataAndTensors) {
+  VELA_REQUIRE_SHARED();
+  const CliRun r = run("info " + quote(vela::test::shared_path("models/tiny-llama-gqa.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GGUF version: 3"), std::string::npos);
+  EXPECT_NE(r.out.find("general.architecture"), std::string::npos);
+  EXPECT_NE(r.out.find("tokenizer.ggml.tokens"), std::string::npos);
+  EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos);
+  EXPECT_NE(r.out.find("n_head 8, n_head_kv 2"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TokenizePrintsIds) {
+  VELA_REQUIRE_SHARED();
+  const CliRun r = run("tokenize -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
+                    " 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The reference's prompt_tokens for this prompt.
+  EXPECT_EQ(r.out, "1 429 491 433 295 429 444 445 265 262 263 342 430\n");
+}
+
+TEST(Cli, GenerateStreamsTextAndReportsSpeedOnStderr) {
+  VELA_REQUIRE_SHARED();
+  const CliRun r = run("generate -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
+                    " -p 'Once upon a time' -n 16 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(r.out.size(), 10u);
+  EXPECT_EQ(r.out.find("vela:"), std::string::npos);  // no logs on stdout
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+  // Greedy output is deterministic.
+  const CliRun again = run("generate -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
+                        " -p 'Once upon a time' -n 16 --temp 0");
+  EXPECT_EQ(r.out, again.out);
+}
+
+}  // namespace
