@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "kernels/kernel_table.h"
 #include "kernels/ref/vec_dot_ref.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
@@ -10,9 +11,7 @@ namespace vela {
 
 namespace {
 
-// Indexed by the GGUF type number; covers every number the enum defines.
-constexpr size_t kTableSize = 31;
-using TraitsTable = std::array<TypeTraits, kTableSize>;
+using kernels::TraitsTable;
 
 constexpr TypeTraits kUnsupported{GgmlType::F32, nullptr, nullptr, nullptr};
 
@@ -60,16 +59,35 @@ const TypeTraits* lookup(const TraitsTable& table, GgmlType type) {
   return &table[index];
 }
 
-}  // namespace
-
-KernelIsa active_kernel_isa() {
-  return KernelIsa::kScalar;
+const TraitsTable& avx2_table() {
+  static const TraitsTable table = [] {
+    TraitsTable t = scalar_table();
+    kernels::register_avx2_kernels(t);
+    return t;
+  }();
+  return table;
 }
 
+const TraitsTable& avx512_table() {
+  static const TraitsTable table = [] {
+    TraitsTable t = avx2_table();  // AVX-512 machines run AVX2 code for what has no 512-bit kernel
+    kernels::register_avx512_kernels(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+KernelIsa active_kernel_isa() { return selected_kernel_isa(); }
+
 const TypeTraits* type_traits_for(KernelIsa isa, GgmlType type) {
+  // A table is only built (and its code only run) when the CPU supports its instruction set.
+  if (static_cast<int>(isa) > static_cast<int>(supported_kernel_isas().back())) return nullptr;
   switch (isa) {
-    case KernelIsa::kScalar:
-      return lookup(scalar_table(), type);
+    case KernelIsa::kScalar: return lookup(scalar_table(), type);
+    case KernelIsa::kAvx2: return lookup(avx2_table(), type);
+    case KernelIsa::kAvx512: return lookup(avx512_table(), type);
   }
   return nullptr;
 }

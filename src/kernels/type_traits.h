@@ -1,12 +1,13 @@
 #pragma once
 // Per-type kernel dispatch: for each weight type, the activation type its dot product consumes
 // (vec_dot_type, paired as in ggml's CPU backend) and the conversion and dot-product kernels.
-// There is one table per instruction set; only the scalar reference exists so far. SIMD tables
-// (x86/avx2, x86/avx512) will sit beside it and type_traits() will pick the best one the CPU
-// supports, falling back to the scalar entry for anything a SIMD table leaves empty.
+// There is one table per instruction set (kernel_table.h): the scalar reference, and SIMD tables
+// (x86/avx2, x86/avx512) built on top of it. type_traits() uses the level cpu_features.h selects;
+// a type a SIMD table does not override keeps its scalar kernels.
 // Thread-safety: the tables are immutable after static initialization; safe to use concurrently.
 #include <cstdint>
 
+#include "kernels/cpu_features.h"
 #include "quant/ggml_type.h"
 
 namespace vela {
@@ -23,10 +24,6 @@ struct TypeTraits {
   float (*vec_dot)(int64_t n, const void* w_row, const void* act_row);
 };
 
-// Instruction sets with a kernel table.
-enum class KernelIsa {
-  kScalar,  // portable reference, always available
-};
 
 // Kernels for `type` from the best table for this CPU; nullptr if the type is unsupported.
 const TypeTraits* type_traits(GgmlType type);
@@ -35,7 +32,7 @@ const TypeTraits* type_traits(GgmlType type);
 // nullptr if that table does not cover the type.
 const TypeTraits* type_traits_for(KernelIsa isa, GgmlType type);
 
-// The table type_traits() uses.
+// The table type_traits() uses (selected_kernel_isa()).
 KernelIsa active_kernel_isa();
 
 }  // namespace vela

@@ -53,7 +53,7 @@ TEST(TypeTraits, ActivationOnlyAndUnsupportedTypes) {
   }
   EXPECT_EQ(type_traits(static_cast<GgmlType>(17)), nullptr);
   EXPECT_EQ(type_traits(static_cast<GgmlType>(1000)), nullptr);
-  EXPECT_EQ(type_traits_for(KernelIsa::kScalar, GgmlType::Q4_K), type_traits(GgmlType::Q4_K));
+  EXPECT_EQ(type_traits_for(active_kernel_isa(), GgmlType::Q4_K), type_traits(GgmlType::Q4_K));
 }
 
 class VecDot : public testing::TestWithParam<GgmlType> {};
