@@ -83,6 +83,12 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
   const auto vec_dot = traits.vec_dot;
   const size_t w_stride = row_size(w_type, n_cols);
   const auto* w_bytes = static_cast<const uint8_t*>(w);
+  if (traits.vec_dot_rows && n_tokens > 1) {
+    // Each weight row is decoded once for all tokens.
+    for (int64_t r = row_begin; r < row_end; ++r)
+      traits.vec_dot_rows(n_cols, w_bytes + size_t(r) * w_stride, act.data, act.row_stride, n_tokens, y + r, n_rows);
+    return;
+  }
   for (int64_t tile = row_begin; tile < row_end; tile += kRowTile) {
     const int64_t tile_end = std::min(tile + kRowTile, row_end);
     for (int64_t t = 0; t < n_tokens; ++t) {

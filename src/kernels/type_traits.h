@@ -22,6 +22,11 @@ struct TypeTraits {
   // sum_i w[i] * a[i] over n elements: w_row in this type, act_row in vec_dot_type. Null for
   // activation-only types (Q8_1, Q8_K), which have conversions but are never weights.
   float (*vec_dot)(int64_t n, const void* w_row, const void* act_row);
+  // Optional batched form: out[t * out_stride] = vec_dot(n, w_row, act + t * act_stride) for
+  // t < n_act. A kernel decodes each weight block once for all n_act activation rows, which is
+  // what makes batched decode and prefill cheaper than n_act separate dots. Null = loop vec_dot.
+  void (*vec_dot_rows)(int64_t n, const void* w_row, const uint8_t* act, size_t act_stride,
+                       int64_t n_act, float* out, int64_t out_stride) = nullptr;
 };
 
 
