@@ -1,0 +1,117 @@
+#pragma once
+// The serving engine: continuous batching over the paged, prefix-cached KV cache. One step =
+// schedule → build the batch (token ids, positions, block tables) → forward pass over every
+// scheduled token → sample for each request whose tokens are all computed → detokenize, check
+// stop conditions, report to the request's callback.
+// Thread-safety: not synchronised — one thread calls add_request/abort/step (AsyncEngine wraps
+// it for multi-threaded callers). Callbacks run on that thread, inside step().
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_cache_manager.h"
+#include "model/llama_forward.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_matcher.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+#include "vela/llm.h"
+
+namespace vela {
+
+struct EngineConfig {
+  int32_t max_context = 2048;  // longest prompt + output of one request
+  int32_t block_size = 16;
+  int32_t n_blocks = 0;  // KV budget in blocks (0 = enough for max_num_seqs x max_context)
+  KvType kv_type = KvType::kF16;
+  bool enable_prefix_caching = true;
+  int32_t n_threads = 0;  // forward-pass threads, 0 = physical cores
+  SchedulerConfig scheduler;
+};
+
+// One report to a request's owner: a generated token and the text that became safe to emit,
+// or the end of the request.
+struct RequestEvent {
+  uint64_t request_id = 0;
+  int32_t token = -1;                       // -1 on the final event
+  std::string_view text;                    // new text (may be empty)
+  const TokenLogprobs* logprobs = nullptr;  // when requested
+  bool finished = false;
+  const CompletionOutput* output = nullptr;  // the whole result, on the final event
+  const Request* request = nullptr;          // counters and timeline
+};
+using RequestCallback = std::function<void(const RequestEvent&)>;
+
+// Running totals, for metrics.
+struct EngineCounters {
+  uint64_t prompt_tokens = 0;  // prompt tokens of finished or running requests (admission)
+  uint64_t generation_tokens = 0;
+  uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
+  uint64_t steps = 0;
+  uint64_t peak_slot_capacity = 0;  // at the step with the most KV blocks in use: their slots
+  uint64_t peak_slots_used = 0;     //   and how many of those slots held a token
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const EngineConfig& config);
+  ~Engine();
+
+  // Queues a request; errors (bad parameters, a prompt longer than the context or than the
+  // whole KV budget) are returned at once and nothing is queued.
+  Result<uint64_t> add_request(std::vector<int32_t> prompt_tokens, const SamplingParams& params,
+                               int32_t priority, RequestCallback callback);
+  // Cancels a request: it finishes (reason abort) and frees its blocks at the next step.
+  void abort(uint64_t request_id);
+
+  // Runs one engine step; returns false when there was nothing to do.
+  Status step();
+  bool has_unfinished() const { return !requests_.empty(); }
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const Model& model() const { return forward_->model(); }
+  const EngineConfig& config() const { return config_; }
+  const EngineCounters& counters() const { return counters_; }
+  BlockPoolUsage kv_usage() const { return pool_.usage(); }
+  size_t n_waiting() const { return scheduler_.n_waiting(); }
+  size_t n_running() const { return scheduler_.n_running(); }
+  uint64_t n_preemptions() const { return scheduler_.n_preemptions(); }
+  std::string check_kv_invariants() const { return pool_.check_invariants(); }
+
+ private:
+  struct Live;  // a request with its sampling and streaming state
+
+  void finish(Live& live, FinishReason reason);
+  void on_token(Live& live, const SampledToken& s);
+  void record_kv_occupancy();
+
+  EngineConfig config_;
+  Tokenizer tokenizer_;
+  std::unique_ptr<LlamaForward> forward_;
+  KvCache cache_;
+  BlockPool pool_;
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  std::unordered_map<uint64_t, std::unique_ptr<Live>> requests_;
+  std::vector<uint64_t> aborted_;
+  uint64_t next_id_ = 1;
+  EngineCounters counters_;
+
+  // Step buffers, sized once.
+  SchedulerOutput sched_out_;
+  std::vector<int32_t> batch_tokens_;     // [max_num_batched_tokens]
+  std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
+  std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
+  std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
+  std::vector<int32_t> logits_rows_;      // [max_num_seqs]
+  std::vector<Live*> sampling_;           // [max_num_seqs] request of each logits row
+  std::vector<float> logits_;             // [max_num_seqs, n_vocab]
+  int32_t max_blocks_per_seq_ = 0;
+};
+
+}  // namespace vela

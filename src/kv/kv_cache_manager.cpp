@@ -1,0 +1,58 @@
+#include "kv/kv_cache_manager.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace vela {
+
+void KvCacheManager::hash_blocks(std::span<const int32_t> tokens, int32_t n_full,
+                                 KvSequence& seq) const {
+  for (int32_t b = static_cast<int32_t>(seq.block_hashes.size()); b < n_full; ++b) {
+    const uint64_t parent = b == 0 ? BlockHasher::kNoParent : seq.block_hashes[size_t(b - 1)];
+    seq.block_hashes.push_back(
+        hasher_.hash(parent, tokens.subspan(size_t(b) * size_t(block_size_), size_t(block_size_))));
+  }
+}
+
+int32_t KvCacheManager::acquire_cached_prefix(std::span<const int32_t> tokens, KvSequence& seq) {
+  assert(seq.blocks.empty());
+  if (!pool_.prefix_caching() || tokens.empty()) return 0;
+  const int32_t n_candidates = static_cast<int32_t>((tokens.size() - 1) / size_t(block_size_));
+  hash_blocks(tokens, n_candidates, seq);
+  for (int32_t b = 0; b < n_candidates; ++b) {
+    const auto hit = pool_.lookup(seq.block_hashes[size_t(b)]);
+    if (!hit) break;
+    pool_.touch(*hit);
+    seq.blocks.push_back(*hit);
+  }
+  seq.n_cached_blocks = static_cast<int32_t>(seq.blocks.size());
+  return seq.n_cached_blocks * block_size_;
+}
+
+bool KvCacheManager::allocate(KvSequence& seq, int32_t n_tokens) {
+  const int32_t need = blocks_for(n_tokens) - static_cast<int32_t>(seq.blocks.size());
+  if (need <= 0) return true;
+  return pool_.allocate(need, seq.blocks);
+}
+
+void KvCacheManager::cache_full_blocks(std::span<const int32_t> tokens, int32_t n_computed,
+                                       KvSequence& seq) {
+  if (!pool_.prefix_caching()) return;
+  const int32_t n_full =
+      std::min(n_computed / block_size_, static_cast<int32_t>(seq.blocks.size()));
+  if (n_full <= seq.n_cached_blocks) return;
+  hash_blocks(tokens, n_full, seq);
+  for (int32_t b = seq.n_cached_blocks; b < n_full; ++b)
+    pool_.cache(seq.blocks[size_t(b)], seq.block_hashes[size_t(b)]);
+  seq.n_cached_blocks = n_full;
+}
+
+void KvCacheManager::release(KvSequence& seq) {
+  std::reverse(seq.blocks.begin(), seq.blocks.end());
+  pool_.release(seq.blocks);
+  seq.blocks.clear();
+  seq.n_cached_blocks = 0;
+  // Hashes depend only on tokens: keep them for a re-admission after preemption.
+}
+
+}  // namespace vela

@@ -1,0 +1,56 @@
+#pragma once
+// Maps requests' tokens onto KV blocks: finds the cached prefix of a new request, allocates
+// slots for the tokens a step will compute (all or nothing, so the scheduler can preempt),
+// registers blocks as they fill up so later requests can share them, and frees a request.
+// Thread-safety: not synchronised; the engine thread owns it (with the pool).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/block_hash.h"
+#include "kv/block_pool.h"
+
+namespace vela {
+
+// A request's view of its KV blocks.
+struct KvSequence {
+  std::vector<int32_t> blocks;  // block table: token p lives in blocks[p / block_size]
+  std::vector<uint64_t>
+      block_hashes;             // chained hashes of the full blocks of the token list known so far
+  int32_t n_cached_blocks = 0;  // leading blocks already registered with the pool
+};
+
+class KvCacheManager {
+ public:
+  KvCacheManager(BlockPool& pool, int32_t block_size) : pool_(pool), block_size_(block_size) {}
+
+  int32_t block_size() const { return block_size_; }
+  BlockPool& pool() { return pool_; }
+
+  // For a request with no blocks yet: takes references on the longest run of cached full blocks
+  // that prefixes `tokens`, capped so at least the last token is left to compute (it must
+  // produce logits). Returns how many tokens are already computed.
+  int32_t acquire_cached_prefix(std::span<const int32_t> tokens, KvSequence& seq);
+
+  // Ensures blocks for the first n_tokens positions; all or none.
+  bool allocate(KvSequence& seq, int32_t n_tokens);
+
+  // Registers every block fully covered by the first n_computed tokens with the prefix cache.
+  void cache_full_blocks(std::span<const int32_t> tokens, int32_t n_computed, KvSequence& seq);
+
+  // Drops the request's references, tail first (so its shared head is evicted last).
+  void release(KvSequence& seq);
+
+  // Blocks needed to hold n tokens.
+  int32_t blocks_for(int32_t n_tokens) const { return (n_tokens + block_size_ - 1) / block_size_; }
+
+ private:
+  // Extends seq.block_hashes to cover the first n_full full blocks of tokens.
+  void hash_blocks(std::span<const int32_t> tokens, int32_t n_full, KvSequence& seq) const;
+
+  BlockPool& pool_;
+  int32_t block_size_;
+  BlockHasher hasher_;
+};
+
+}  // namespace vela
