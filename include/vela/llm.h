@@ -27,8 +27,9 @@ struct LLMConfig {
   std::string kv_cache_type = "f16";  // "f16" or "f32"
 };
 
-enum class FinishReason { kStop, kLength };
-const char* finish_reason_name(FinishReason reason);  // "stop" | "length"
+// kStop: a stop token or string; kLength: max_tokens or the context; kAbort: cancelled.
+enum class FinishReason { kStop, kLength, kAbort };
+const char* finish_reason_name(FinishReason reason);  // "stop" | "length" | "abort"
 
 struct TopLogprob {
   int32_t token = 0;

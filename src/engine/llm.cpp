@@ -14,7 +14,12 @@
 namespace vela {
 
 const char* finish_reason_name(FinishReason reason) {
-  return reason == FinishReason::kStop ? "stop" : "length";
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+  }
+  return "?";
 }
 
 class LLM::Impl {
@@ -51,6 +56,7 @@ Result<std::unique_ptr<LLM>> LLM::load(const LLMConfig& config) {
   fo.max_context = config.max_context > 0 ? config.max_context : std::min(mc.n_ctx_train, 4096);
   fo.max_batch_tokens = std::min(config.max_batch_tokens, fo.max_context);
   fo.max_logits = 1;
+  fo.n_threads = config.n_threads;  // 0 = physical cores
   impl->forward = std::make_unique<LlamaForward>(impl->model, fo);
   KvCacheConfig kc;
   kc.n_layer = mc.n_layer;
