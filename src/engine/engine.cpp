@@ -67,26 +67,36 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
 
 Engine::~Engine() = default;
 
-Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params,
-                                     int32_t priority, RequestCallback callback) {
-  if (auto st = Sampler::validate(params); !st) return st.error();
+Status Engine::validate_request(std::span<const int32_t> prompt,
+                                const SamplingParams& params) const {
+  if (auto st = Sampler::validate(params); !st) return st;
   if (prompt.empty()) return make_error("the prompt is empty (no tokens)");
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t t : prompt)
     if (t < 0 || t >= n_vocab)
       return make_error("prompt token id " + std::to_string(t) + " is out of range");
   // A request can never hold more tokens than the context or the whole KV budget.
-  const int64_t capacity =
-      std::min<int64_t>(config_.max_context, int64_t(config_.n_blocks) * config_.block_size);
+  const int64_t capacity = request_capacity();
   if (int64_t(prompt.size()) >= capacity)
     return make_error(
         "prompt of " + std::to_string(prompt.size()) + " tokens does not fit: the limit is " +
         std::to_string(capacity - 1) + " tokens (" +
         (capacity == config_.max_context ? "context length" : "KV cache budget") + ")");
+  return {};
+}
 
+int64_t Engine::request_capacity() const {
+  return std::min<int64_t>(config_.max_context, int64_t(config_.n_blocks) * config_.block_size);
+}
+
+Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params,
+                                     int32_t priority, RequestCallback callback, uint64_t id) {
+  if (auto st = validate_request(prompt, params); !st) return st.error();
+  const int32_t n_vocab = forward_->model().config().n_vocab;
+  const int64_t capacity = request_capacity();
   auto live = std::make_unique<Live>(params, n_vocab, tokenizer_);
   Request& r = live->request;
-  r.id = next_id_++;
+  r.id = id != 0 ? id : reserve_id();
   r.n_prompt = static_cast<int32_t>(prompt.size());
   r.max_total_tokens = static_cast<int32_t>(
       std::min<int64_t>(capacity, int64_t(r.n_prompt) + std::max(params.max_tokens, 0)));
@@ -96,7 +106,7 @@ Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const Sampling
   r.timeline.arrival = Clock::now();
   live->sampler.set_prompt(r.tokens);
   live->callback = std::move(callback);
-  const uint64_t id = r.id;
+  id = r.id;
   counters_.prompt_tokens += uint64_t(r.n_prompt);
   if (params.max_tokens == 0) {  // nothing to generate: finish at once
     requests_.emplace(id, std::move(live));
@@ -110,6 +120,10 @@ Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const Sampling
 
 void Engine::abort(uint64_t request_id) {
   aborted_.push_back(request_id);
+}
+
+void Engine::abort_all() {
+  for (const auto& [id, live] : requests_) aborted_.push_back(id);
 }
 
 void Engine::finish(Live& live, FinishReason reason) {
@@ -245,7 +259,11 @@ Status Engine::step() {
       std::span<const int32_t>(block_tables_.data(), size_t(n_seqs) * size_t(max_blocks_per_seq_));
   batch.max_blocks_per_seq = max_blocks_per_seq_;
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
-  if (auto st = forward_->forward(batch, cache_, logits_); !st) return st;
+  if (auto st = forward_->forward(batch, cache_, logits_); !st) {
+    for (const ScheduledRequest& s : sched_out_.scheduled)
+      finish(*requests_.at(s.request->id), FinishReason::kAbort);
+    return st;
+  }
 
   for (const ScheduledRequest& s : sched_out_.scheduled) {
     Request& r = *s.request;

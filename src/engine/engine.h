@@ -5,9 +5,11 @@
 // stop conditions, report to the request's callback.
 // Thread-safety: not synchronised — one thread calls add_request/abort/step (AsyncEngine wraps
 // it for multi-threaded callers). Callbacks run on that thread, inside step().
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -64,12 +66,22 @@ class Engine {
 
   // Queues a request; errors (bad parameters, a prompt longer than the context or than the
   // whole KV budget) are returned at once and nothing is queued.
+  // `id` 0 takes the next id; a caller that needs the id before queueing uses reserve_id().
   Result<uint64_t> add_request(std::vector<int32_t> prompt_tokens, const SamplingParams& params,
-                               int32_t priority, RequestCallback callback);
+                               int32_t priority, RequestCallback callback, uint64_t id = 0);
+  // The checks add_request makes, without queueing anything. Safe from any thread (reads only
+  // immutable configuration).
+  Status validate_request(std::span<const int32_t> prompt_tokens,
+                          const SamplingParams& params) const;
+  // A fresh request id; safe from any thread.
+  uint64_t reserve_id() { return next_id_.fetch_add(1); }
   // Cancels a request: it finishes (reason abort) and frees its blocks at the next step.
   void abort(uint64_t request_id);
+  // Cancels every request at the next step (shutdown).
+  void abort_all();
 
-  // Runs one engine step; returns false when there was nothing to do.
+  // Runs one engine step (nothing when no request is ready). If the forward pass fails, the
+  // requests of that step are finished (reason abort) and the error is returned.
   Status step();
   bool has_unfinished() const { return !requests_.empty(); }
 
@@ -89,6 +101,7 @@ class Engine {
   void finish(Live& live, FinishReason reason);
   void on_token(Live& live, const SampledToken& s);
   void record_kv_occupancy();
+  int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
 
   EngineConfig config_;
   Tokenizer tokenizer_;
@@ -99,7 +112,7 @@ class Engine {
   Scheduler scheduler_;
   std::unordered_map<uint64_t, std::unique_ptr<Live>> requests_;
   std::vector<uint64_t> aborted_;
-  uint64_t next_id_ = 1;
+  std::atomic<uint64_t> next_id_{1};
   EngineCounters counters_;
 
   // Step buffers, sized once.
