@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -56,8 +57,8 @@ size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens) {
   return row_size(act_type, n_cols) * size_t(n_tokens);
 }
 
-QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
-                                          int64_t n_tokens, MatmulScratch& scratch) {
+QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
+                                         int64_t n_tokens, MatmulScratch& scratch) {
   const TypeTraits& traits = weight_traits(w_type);
   QuantizedActivations act;
   act.type = traits.vec_dot_type;
@@ -67,11 +68,23 @@ QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64
     return act;
   }
   scratch.reserve(act.row_stride * size_t(n_tokens));
-  const TypeTraits& act_traits = *type_traits(act.type);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    act_traits.from_float(x + t * n_cols, scratch.data() + size_t(t) * act.row_stride, n_cols);
-  }
   act.data = scratch.data();
+  return act;
+}
+
+void convert_activations(const QuantizedActivations& act, const float* x, int64_t n_cols,
+                         int64_t t_begin, int64_t t_end, MatmulScratch& scratch) {
+  if (act.type == GgmlType::F32) return;
+  assert(act.data == scratch.data());
+  const TypeTraits& act_traits = *type_traits(act.type);
+  for (int64_t t = t_begin; t < t_end; ++t)
+    act_traits.from_float(x + t * n_cols, scratch.data() + size_t(t) * act.row_stride, n_cols);
+}
+
+QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
+                                          int64_t n_tokens, MatmulScratch& scratch) {
+  const QuantizedActivations act = prepare_activations(w_type, x, n_cols, n_tokens, scratch);
+  convert_activations(act, x, n_cols, 0, n_tokens, scratch);
   return act;
 }
 
@@ -86,7 +99,8 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
   if (traits.vec_dot_rows && n_tokens > 1) {
     // Each weight row is decoded once for all tokens.
     for (int64_t r = row_begin; r < row_end; ++r)
-      traits.vec_dot_rows(n_cols, w_bytes + size_t(r) * w_stride, act.data, act.row_stride, n_tokens, y + r, n_rows);
+      traits.vec_dot_rows(n_cols, w_bytes + size_t(r) * w_stride, act.data, act.row_stride,
+                          n_tokens, y + r, n_rows);
     return;
   }
   for (int64_t tile = row_begin; tile < row_end; tile += kRowTile) {
@@ -105,6 +119,49 @@ void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, cons
             int64_t n_tokens, float* y, MatmulScratch& scratch) {
   const QuantizedActivations act = quantize_activations(w_type, x, n_cols, n_tokens, scratch);
   matmul_rows(w_type, w, n_rows, n_cols, 0, n_rows, act, n_tokens, y);
+}
+
+void MatmulSplit::add(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
+                      const QuantizedActivations& act, int64_t n_tokens, float* y) {
+  if (n_parts_ == kMaxParts) {
+    std::fprintf(stderr, "MatmulSplit: more than %d parts\n", kMaxParts);
+    std::abort();
+  }
+  Part& p = parts_[n_parts_++];
+  p.w_type = w_type;
+  p.w = w;
+  p.n_rows = n_rows;
+  p.n_cols = n_cols;
+  p.n_tokens = n_tokens;
+  p.act = act;
+  p.y = y;
+}
+
+void MatmulSplit::split(int32_t n_threads, int64_t min_parallel_work) {
+  double total = 0;  // multiply-adds
+  for (int i = 0; i < n_parts_; ++i)
+    total += double(parts_[i].n_rows) * double(parts_[i].n_cols) * double(parts_[i].n_tokens);
+  parallel_ = n_threads > 1 && total >= double(min_parallel_work);
+  const double chunk_work = parallel_ ? total / (4.0 * n_threads) : total;
+  n_chunks_ = 0;
+  for (int i = 0; i < n_parts_; ++i) {
+    Part& p = parts_[i];
+    const double row_work = std::max(1.0, double(p.n_cols) * double(p.n_tokens));
+    int64_t rows = int64_t(std::ceil(chunk_work / row_work));
+    rows = std::max(kRowTile, (rows + kRowTile - 1) / kRowTile * kRowTile);  // whole row tiles
+    p.chunk_rows = rows < p.n_rows ? rows : std::max<int64_t>(p.n_rows, 1);
+    p.first_chunk = n_chunks_;
+    n_chunks_ += (p.n_rows + p.chunk_rows - 1) / p.chunk_rows;
+  }
+}
+
+void MatmulSplit::run_chunk(int64_t chunk) const {
+  int i = n_parts_ - 1;
+  while (i > 0 && parts_[i].first_chunk > chunk) --i;
+  const Part& p = parts_[i];
+  const int64_t begin = (chunk - p.first_chunk) * p.chunk_rows;
+  const int64_t end = std::min(begin + p.chunk_rows, p.n_rows);
+  matmul_rows(p.w_type, p.w, p.n_rows, p.n_cols, begin, end, p.act, p.n_tokens, p.y);
 }
 
 }  // namespace vela

@@ -2,8 +2,10 @@
 // Matrix multiplication of a weight matrix in any supported type by a batch of f32 activation
 // rows: y[t, r] = dot(W[r, :], x[t, :]). Activations are converted once per call to the weight
 // type's vec_dot_type (type_traits.h), then every (row, token) pair is one vec_dot.
-// The work splits into two phases so callers can parallelize: quantize_activations() once, then
-// matmul_rows() on disjoint row ranges from any number of threads.
+// The work splits into two phases so callers can parallelize: convert the activations once (by
+// token ranges: prepare_activations + convert_activations, or quantize_activations for all),
+// then matmul_rows() on disjoint row ranges from any number of threads; MatmulSplit chooses the
+// row ranges. Every output element is one dot product, so no split changes any result.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,6 +55,14 @@ struct QuantizedActivations {
 QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
                                           int64_t n_tokens, MatmulScratch& scratch);
 
+// quantize_activations in two steps, for converting token ranges on several threads: the layout
+// (scratch grown, nothing converted yet), then rows [t_begin, t_end) of x: [n_tokens, n_cols]
+// into it (nothing to do for F32). Disjoint ranges may be converted concurrently.
+QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
+                                         int64_t n_tokens, MatmulScratch& scratch);
+void convert_activations(const QuantizedActivations& act, const float* x, int64_t n_cols,
+                         int64_t t_begin, int64_t t_end, MatmulScratch& scratch);
+
 // y[t, r] for r in [row_begin, row_end) and all t < n_tokens.
 // w: [n_rows, n_cols] in w_type, row-major, rows of row_bytes(w_type, n_cols) bytes;
 // act: [n_tokens, n_cols] from quantize_activations(w_type, ...); y: [n_tokens, n_rows] f32.
@@ -66,5 +76,46 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
 // are validated at load time).
 void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, const float* x,
             int64_t n_tokens, float* y, MatmulScratch& scratch);
+
+// Splits one or more matmuls that run back to back (the q/k/v projections of one input, gate and
+// up) into chunks of weight rows for a thread pool, so one parallel loop covers all of them.
+// Chunks are multiples of 16 rows (the kernels' row tile), about four per thread so that threads
+// finishing early pick up the rest; products too small to be worth a handoff are not split.
+// Thread-safety: add() and split() on one thread; then run_chunk() may run concurrently for
+// different chunks (each writes only its own rows of y).
+class MatmulSplit {
+ public:
+  static constexpr int kMaxParts = 4;
+
+  void clear() { n_parts_ = 0; }
+  // Adds y = W x: w: [n_rows, n_cols] in w_type; act: [n_tokens, n_cols] from
+  // quantize_activations(w_type, ...); y: [n_tokens, n_rows]. At most kMaxParts per split.
+  void add(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
+           const QuantizedActivations& act, int64_t n_tokens, float* y);
+  // Chooses the chunks for n_threads threads; products of fewer than min_parallel_work
+  // multiply-adds in all (a few microseconds of one core) stay on one thread.
+  static constexpr int64_t kMinParallelWork = 64 * 1024;
+  void split(int32_t n_threads, int64_t min_parallel_work = kMinParallelWork);
+
+  // False when the work is too small to share: run every chunk on the calling thread.
+  bool parallel() const { return parallel_; }
+  int64_t n_chunks() const { return n_chunks_; }
+  void run_chunk(int64_t chunk) const;
+
+ private:
+  struct Part {
+    GgmlType w_type;
+    const void* w;
+    int64_t n_rows, n_cols, n_tokens;
+    QuantizedActivations act;
+    float* y;
+    int64_t chunk_rows = 0;
+    int64_t first_chunk = 0;  // index of the part's first chunk
+  };
+  Part parts_[kMaxParts];
+  int n_parts_ = 0;
+  int64_t n_chunks_ = 0;
+  bool parallel_ = false;
+};
 
 }  // namespace vela

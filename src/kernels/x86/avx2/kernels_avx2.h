@@ -1,0 +1,53 @@
+#pragma once
+// Internal: the AVX2 + FMA + F16C kernels that register_avx2_kernels() installs. Signatures are
+// those of TypeTraits (kernels/type_traits.h): vec_dot_* take one weight row and one activation
+// row of the weight type's vec_dot_type; vec_dot_rows_* the batched form; quantize_* are
+// from_float conversions that give the same bytes as the scalar quantizers in quant/quantize.h.
+// Only call these when cpu_features().avx2 is set.
+// Thread-safety: pure functions; safe to call concurrently.
+#include <cstddef>
+#include <cstdint>
+
+namespace vela::kernels::avx2 {
+
+// vec_dot_rows_* (unnamed parameters: n, w_row, act, act_stride, n_act, out, out_stride):
+// out[t * out_stride] = vec_dot(n, w_row, act + t * act_stride) for t < n_act, bit-identical to
+// the matching vec_dot for every t whatever n_act is.
+
+// Float weights (dot_float_avx2.cpp); any n.
+float vec_dot_f32_f32(int64_t n, const void* w, const void* a);    // w, a: [n] f32
+float vec_dot_f16_f32(int64_t n, const void* w, const void* a);    // w: [n] f16, a: [n] f32
+float vec_dot_bf16_bf16(int64_t n, const void* w, const void* a);  // w, a: [n] bf16
+void vec_dot_rows_f32_f32(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_f16_f32(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_bf16_bf16(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+
+// 32-element block weights (dot_q_avx2.cpp); n a multiple of 32.
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a);
+void vec_dot_rows_q4_0_q8_0(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q5_0_q8_0(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q8_0_q8_0(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q4_1_q8_1(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q5_1_q8_1(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+
+// K-quant weights against Q8_K (dot_k_avx2.cpp); n a multiple of 256.
+float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* a);
+void vec_dot_rows_q4_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q5_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q6_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+
+// Activation conversions (quantize_avx2.cpp): src [n] f32 -> n elements of the type, the same
+// bytes as quantize_row_bf16, quantize_row_q8_0_activations, quantize_row_q8_1_activations and
+// quantize_row_q8_k.
+void quantize_row_bf16(const float* src, void* dst, int64_t n);
+void quantize_row_q8_0_activations(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1_activations(const float* src, void* dst, int64_t n);
+void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+
+}  // namespace vela::kernels::avx2

@@ -1,0 +1,101 @@
+#pragma once
+// Internal helpers of the AVX-512 kernels; include only from files compiled with the -mavx512*
+// flags (src/kernels/CMakeLists.txt). All loads are unaligned-safe: blocks are packed at odd
+// strides (18, 34, 210 ... bytes).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// GCC 12's AVX-512 headers initialize their "undefined" operands from themselves, which
+// -W(maybe-)uninitialized reports wherever such an intrinsic is inlined (GCC bug 105593, fixed
+// in 13). Silenced for the kernel files that include this header.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace vela::kernels::avx512 {
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline float half_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+// Software prefetch distance for the weight stream. A single-row matrix x vector is bound by
+// memory latency as much as bandwidth: the hardware prefetcher alone left one core at ~26-33
+// GB/s; requesting the weights 8 KiB ahead brings it to ~35-40 GB/s (the core's DRAM limit on
+// the development machine). Rows of a matrix are contiguous, so running past a row's end
+// prefetches the next row; past the matrix it is a harmless hint.
+constexpr size_t kPrefetchBytes = 8192;
+
+// Prefetches the cache lines of the kBytes weight bytes at p, kPrefetchBytes ahead.
+template <size_t kBytes>
+inline void prefetch_weights(const void* p) {
+  const char* ahead = static_cast<const char*>(p) + kPrefetchBytes;
+  for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+}
+
+// acc + sum over each group of 4 bytes of u[i] * s[i] (u unsigned, s signed), per int32 lane.
+// Without VNNI: vpmaddubsw then vpmaddwd by ones. vpmaddubsw saturates its int16 pair sums, which
+// the operands used here never reach: u <= 128 with |s| <= 127 gives at most 2 * 128 * 127.
+template <bool kVnni>
+inline __m512i dot_u8s8(__m512i acc, __m512i u, __m512i s) {
+  if constexpr (kVnni) {
+    return _mm512_dpbusd_epi32(acc, u, s);
+  } else {
+    const __m512i pairs = _mm512_maddubs_epi16(u, s);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
+  }
+}
+
+// acc + sum over each pair of int16 lanes of x[i] * y[i], per int32 lane.
+template <bool kVnni>
+inline __m512i dot_i16(__m512i acc, __m512i x, __m512i y) {
+  if constexpr (kVnni) {
+    return _mm512_dpwssd_epi32(acc, x, y);
+  } else {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, y));
+  }
+}
+
+// acc + per int32 lane: sum of 4 products u[i] * s[i], each int16 pair sum weighted by the
+// int16 scale in `scales` (the K types' sub-block scales, repeated across a sub-block).
+template <bool kVnni>
+inline __m512i scaled_dot_u8s8(__m512i acc, __m512i u, __m512i s, __m512i scales) {
+  return dot_i16<kVnni>(acc, _mm512_maddubs_epi16(u, s), scales);
+}
+
+// Sum of the 8 lanes. (Written out: GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized.)
+inline float hsum(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Sum of the 16 lanes.
+inline float hsum(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  return hsum(_mm256_add_ps(lo, hi));
+}
+
+// Runs tile(std::integral_constant<int, R>, first_row) over n_rows rows in tiles of R = 8, then
+// 4, 2, 1, so a kernel instantiates four tile sizes and every row count is covered.
+template <class Tile>
+inline void for_row_tiles(int64_t n_rows, Tile&& tile) {
+  int64_t r = 0;
+  for (; r + 8 <= n_rows; r += 8) tile(std::integral_constant<int, 8>{}, r);
+  if (r + 4 <= n_rows) tile(std::integral_constant<int, 4>{}, r), r += 4;
+  if (r + 2 <= n_rows) tile(std::integral_constant<int, 2>{}, r), r += 2;
+  if (r < n_rows) tile(std::integral_constant<int, 1>{}, r);
+}
+
+}  // namespace vela::kernels::avx512
