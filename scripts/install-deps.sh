@@ -8,7 +8,13 @@ packages=(
   libgtest-dev libgmock-dev                      # tests
   nlohmann-json3-dev                             # JSON (references, later the HTTP API)
   libpcre2-dev                                   # Unicode regexes for BPE pre-tokenizers
+  libboost-dev                                   # Boost.Beast/Asio: the HTTP server
+  curl                                           # HTTP integration tests
 )
+# The openai npm client drives the server in integration tests: Node.js and npm from Debian,
+# unless the machine already has them (e.g. a NodeSource build that bundles npm).
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -16,11 +22,24 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all dependencies present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The official openai npm client, for the server's client test (tests/server/node), at the
+# versions its package-lock.json pins. Runs only when node_modules is missing or older than the
+# lock file; without network the step is skipped and so is that one test.
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/server/node"
+if [ -f "$node_dir/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+  if [ ! -f "$node_dir/node_modules/.package-lock.json" ] ||
+     [ "$node_dir/package-lock.json" -nt "$node_dir/node_modules/.package-lock.json" ]; then
+    echo "install-deps: npm ci --prefix tests/server/node"
+    npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error ||
+      echo "install-deps: npm ci failed; the openai client test will be skipped"
+  fi
+fi

@@ -5,5 +5,10 @@ namespace vela::cli {
 int run_info(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_generate(int argc, char** argv);
+int run_quantize(int argc, char** argv);
+int run_synth(int argc, char** argv);
+int run_bench(int argc, char** argv);
+int run_bench_throughput(int argc, char** argv);  // `vela bench throughput`
+int run_serve(int argc, char** argv);
 
 }  // namespace vela::cli

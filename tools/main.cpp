@@ -14,6 +14,10 @@ constexpr const char* kUsage =
     "  generate   generate text from a prompt with a GGUF model (streams to stdout)\n"
     "  info       print a GGUF file's metadata and tensors\n"
     "  tokenize   print the token ids of a text\n"
+    "  quantize   convert a float GGUF model to a quantized type or K mix\n"
+    "  synth      write a random-weight GGUF model of a known shape\n"
+    "  bench      measure prompt and generation speed against the machine's roofline\n"
+    "  serve      serve a model over an OpenAI-compatible HTTP API\n"
     "\n"
     "Run 'vela <command> --help' for a command's options.\n";
 
@@ -29,6 +33,10 @@ int main(int argc, char** argv) {
   if (command == "generate") return vela::cli::run_generate(argc - 2, argv + 2);
   if (command == "info") return vela::cli::run_info(argc - 2, argv + 2);
   if (command == "tokenize") return vela::cli::run_tokenize(argc - 2, argv + 2);
+  if (command == "quantize") return vela::cli::run_quantize(argc - 2, argv + 2);
+  if (command == "synth") return vela::cli::run_synth(argc - 2, argv + 2);
+  if (command == "bench") return vela::cli::run_bench(argc - 2, argv + 2);
+  if (command == "serve") return vela::cli::run_serve(argc - 2, argv + 2);
   std::fprintf(stderr, "vela: unknown command '%s' (see vela --help)\n", command.c_str());
   return 2;
 }

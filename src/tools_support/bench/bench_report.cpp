@@ -1,0 +1,132 @@
+#include "tools_support/bench/bench_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+namespace vela::bench {
+namespace {
+
+std::string fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+
+// 1234567 -> "1.23 M" style with the unit appended.
+std::string si(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (std::fabs(v) >= 1000 && i < 5) v /= 1000, ++i;
+  return fmt("%.2f ", v) + prefixes[i] + unit;
+}
+
+}  // namespace
+
+std::vector<double> TestResult::tokens_per_second() const {
+  std::vector<double> tps;
+  for (double s : seconds) tps.push_back(s > 0 ? tokens() / s : 0);
+  return tps;
+}
+
+double TestResult::mean_tps() const {
+  const auto tps = tokens_per_second();
+  return tps.empty() ? 0 : std::accumulate(tps.begin(), tps.end(), 0.0) / double(tps.size());
+}
+
+double TestResult::stddev_tps() const {
+  const auto tps = tokens_per_second();
+  if (tps.size() < 2) return 0;
+  const double m = mean_tps();
+  double ss = 0;
+  for (double x : tps) ss += (x - m) * (x - m);
+  return std::sqrt(ss / double(tps.size() - 1));
+}
+
+double TestResult::achieved() const {
+  if (seconds.empty()) return 0;
+  const double mean_s =
+      std::accumulate(seconds.begin(), seconds.end(), 0.0) / double(seconds.size());
+  return mean_s > 0 ? work_per_run / mean_s : 0;
+}
+
+double TestResult::fraction() const {
+  return ceiling > 0 ? achieved() / ceiling : 0;
+}
+
+std::string format_markdown(const BenchReport& r) {
+  std::string out = "cpu: " + r.cpu + "; kernels: " + r.isa + "\n";
+  if (!r.threads_supported)
+    out += "note: this build's forward pass is single-threaded; the threads column is nominal\n";
+  for (const Roofline& c : r.rooflines) {
+    out += "roofline, " + std::to_string(c.n_threads) + " thread" + (c.n_threads == 1 ? "" : "s") +
+           ": ";
+    out += c.read_bytes_per_s > 0 ? "read bandwidth " + si(c.read_bytes_per_s, "B/s")
+                                  : "read bandwidth not measured";
+    out += ", fp32 peak " + si(c.fp32_flops, "FLOP/s") + ", int8 peak " + si(c.int8_ops, "OP/s") +
+           "\n";
+  }
+  if (r.bandwidth_buffer_bytes)
+    out += "(bandwidth buffer " + fmt("%.0f", double(r.bandwidth_buffer_bytes) / (1 << 20)) +
+           " MiB)\n";
+  out += "\n| model | size | params | type | threads | test | t/s | roofline |\n";
+  out += "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
+  for (const TestResult& t : r.results) {
+    std::string roof = "-";
+    if (t.ceiling > 0)
+      roof = fmt("%.1f%%", 100.0 * t.fraction()) + " of " + t.ceiling_name + " (" +
+             si(t.achieved(), t.n_gen > 0 ? "B/s" : "FLOP/s") + ")";
+    out += "| " + r.model.name + " | " + fmt("%.2f MiB", double(r.model.file_bytes) / (1 << 20)) +
+           " | " + fmt("%.2f B", double(r.model.n_params) / 1e9) + " | " + r.model.type_name +
+           " | " + std::to_string(t.n_threads) + " | " + t.test + " | " +
+           fmt("%.2f", t.mean_tps()) + " ± " + fmt("%.2f", t.stddev_tps()) + " | " + roof + " |\n";
+  }
+  return out;
+}
+
+std::string format_json(const BenchReport& r) {
+  using nlohmann::json;
+  json j;
+  j["model"] = {{"path", r.model_path},
+                {"name", r.model.name},
+                {"type", r.model.type_name},
+                {"file_bytes", r.model.file_bytes},
+                {"n_params", r.model.n_params},
+                {"block_matrix_params", r.model.block_matrix_params},
+                {"output_params", r.model.output_params},
+                {"decode_bytes_per_token", r.model.decode_bytes}};
+  json roof = json::array();
+  for (const Roofline& c : r.rooflines)
+    roof.push_back({{"threads", c.n_threads},
+                    {"read_bandwidth_bytes_per_s", c.read_bytes_per_s},
+                    {"peak_fp32_flops", c.fp32_flops},
+                    {"peak_int8_ops", c.int8_ops}});
+  j["machine"] = {{"cpu", r.cpu},
+                  {"kernel_isa", r.isa},
+                  {"forward_threads_supported", r.threads_supported},
+                  {"bandwidth_buffer_bytes", r.bandwidth_buffer_bytes},
+                  {"roofline", roof}};
+  json results = json::array();
+  for (const TestResult& t : r.results)
+    results.push_back({{"test", t.test},
+                       {"n_prompt", t.n_prompt},
+                       {"n_gen", t.n_gen},
+                       {"n_batch", t.n_batch},
+                       {"threads", t.n_threads},
+                       {"repetitions", t.seconds.size()},
+                       {"samples_s", t.seconds},
+                       {"samples_ts", t.tokens_per_second()},
+                       {"avg_ts", t.mean_tps()},
+                       {"stddev_ts", t.stddev_tps()},
+                       {"roofline_work", t.work_per_run},
+                       {"roofline_achieved", t.achieved()},
+                       {"roofline_ceiling", t.ceiling},
+                       {"roofline_ceiling_name", t.ceiling_name},
+                       {"roofline_fraction", t.fraction()}});
+  j["results"] = results;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace vela::bench

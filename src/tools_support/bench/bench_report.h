@@ -1,0 +1,49 @@
+#pragma once
+// Results of `vela bench` and their presentation: a Markdown table (llama-bench style, one row
+// per test and thread count, t/s as mean +- standard deviation, and the fraction of the
+// roofline ceiling) and a JSON document with every sample.
+// Plain value types and pure functions; no thread-safety concerns.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools_support/bench/model_bench.h"
+#include "tools_support/bench/roofline.h"
+
+namespace vela::bench {
+
+struct TestResult {
+  std::string test;  // "pp512" or "tg128"
+  int32_t n_prompt = 0;
+  int32_t n_gen = 0;
+  int32_t n_batch = 0;
+  int32_t n_threads = 1;
+  std::vector<double> seconds;  // one per repetition
+  // Roofline: pp compares FLOP/s with the arithmetic peak, tg weight bytes/s with bandwidth.
+  double work_per_run = 0;   // pp: FLOPs; tg: weight bytes read
+  double ceiling = 0;        // pp: ops/s; tg: bytes/s; 0 when not measured
+  std::string ceiling_name;  // "int8 peak", "fp32 peak" or "read bandwidth"
+
+  double tokens() const { return double(n_prompt + n_gen); }
+  std::vector<double> tokens_per_second() const;
+  double mean_tps() const;
+  double stddev_tps() const;  // sample standard deviation; 0 with one repetition
+  double achieved() const;    // work_per_run / mean seconds
+  double fraction() const;    // achieved / ceiling; 0 when the ceiling was not measured
+};
+
+struct BenchReport {
+  std::string model_path;
+  ModelProfile model;
+  std::string cpu;  // describe_cpu()
+  std::string isa;  // the kernel level in use
+  bool threads_supported = true;
+  size_t bandwidth_buffer_bytes = 0;
+  std::vector<Roofline> rooflines;  // one per thread count
+  std::vector<TestResult> results;
+};
+
+std::string format_markdown(const BenchReport& report);
+std::string format_json(const BenchReport& report);  // pretty-printed, ends with a newline
+
+}  // namespace vela::bench

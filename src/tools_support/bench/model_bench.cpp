@@ -1,0 +1,169 @@
+#include "tools_support/bench/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "io/gguf.h"
+
+namespace vela::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The thread pool may add ForwardOptions::n_threads; set it when this build has it.
+template <class Options>
+constexpr bool kHasThreads = requires(Options o) {
+  o.n_threads = 1;
+};
+
+template <class Options>
+void set_forward_threads(Options& o, int32_t n) {
+  if constexpr (kHasThreads<Options>) o.n_threads = n;
+}
+
+const char* file_type_name(uint64_t ft) {
+  switch (ft) {
+    case 0:
+      return "F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 7:
+      return "Q8_0";
+    case 8:
+      return "Q5_0";
+    case 9:
+      return "Q5_1";
+    case 14:
+      return "Q4_K_S";
+    case 15:
+      return "Q4_K_M";
+    case 16:
+      return "Q5_K_S";
+    case 17:
+      return "Q5_K_M";
+    case 18:
+      return "Q6_K";
+    case 32:
+      return "BF16";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+bool forward_supports_threads() {
+  return kHasThreads<ForwardOptions>;
+}
+
+ModelProfile profile_model(const Model& model, const std::string& path, uint64_t file_bytes) {
+  ModelProfile p;
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  p.name = c.name.empty() ? std::filesystem::path(path).filename().string() : c.name;
+  p.file_bytes = file_bytes;
+  for (const GgufTensorInfo& t : model.gguf().tensors()) p.n_params += uint64_t(t.n_elements());
+  std::map<GgmlType, uint64_t> bytes_by_type;
+  for (const LayerWeights& l : w.layers)
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      p.block_matrix_params += uint64_t(m->n_rows * m->n_cols);
+      p.decode_bytes += uint64_t(m->n_rows * m->row_bytes);
+      bytes_by_type[m->type] += uint64_t(m->n_rows * m->row_bytes);
+    }
+  p.output_params = uint64_t(w.output.n_rows * w.output.n_cols);
+  p.decode_bytes += uint64_t(w.output.n_rows * w.output.row_bytes);
+  GgmlType dominant = GgmlType::F32;
+  uint64_t most = 0;
+  for (const auto& [type, bytes] : bytes_by_type)
+    if (bytes > most) most = bytes, dominant = type;
+  p.int8_activations =
+      dominant != GgmlType::F32 && dominant != GgmlType::F16 && dominant != GgmlType::BF16;
+  p.type_name = ggml_type_name(uint32_t(dominant));
+  if (auto ft = model.gguf().get_uint("general.file_type"); ft && ft->has_value())
+    if (const char* n = file_type_name(**ft)) p.type_name = n;
+  return p;
+}
+
+double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch) {
+  const int64_t passes = (int64_t(n_prompt) + n_batch - 1) / std::max(1, n_batch);
+  return 2.0 *
+         (double(p.block_matrix_params) * n_prompt + double(p.output_params) * double(passes));
+}
+
+ModelBench::ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, int32_t n_batch,
+                       int32_t max_prompt, int32_t max_gen, uint64_t seed)
+    : model_(std::move(model)) {
+  const ModelConfig& c = model_->config();
+  const int32_t max_context = std::max({max_prompt, max_gen, 1});
+  n_batch_ = std::clamp(n_batch, 1, std::max(max_prompt, 1));
+  ForwardOptions fo;
+  fo.max_batch_tokens = n_batch_;
+  fo.max_logits = 1;
+  fo.max_context = max_context;
+  set_forward_threads(fo, n_threads);
+  forward_ = std::make_unique<LlamaForward>(model_, fo);
+
+  KvCacheConfig kc;
+  kc.n_layer = c.n_layer;
+  kc.n_head_kv = c.n_head_kv;
+  kc.head_dim = c.head_dim;
+  kc.block_size = 16;
+  kc.n_blocks = (max_context + kc.block_size - 1) / kc.block_size;
+  kc.type = KvType::kF16;
+  cache_ = std::make_unique<KvCache>(kc);
+
+  block_table_.resize(size_t(kc.n_blocks));
+  for (int32_t i = 0; i < kc.n_blocks; ++i) block_table_[size_t(i)] = i;
+  positions_.resize(size_t(max_context));
+  tokens_.resize(size_t(max_context));
+  uint64_t state = seed;
+  for (int32_t i = 0; i < max_context; ++i) {
+    positions_[size_t(i)] = i;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;  // LCG: any ids will do
+    tokens_[size_t(i)] = int32_t((state >> 33) % uint64_t(c.n_vocab));
+  }
+  seq_index_.assign(size_t(n_batch_), 0);
+  logits_.resize(size_t(c.n_vocab));
+}
+
+Status ModelBench::pass(int32_t first, int32_t n) {
+  const int32_t last = n - 1;
+  ForwardBatch b;
+  b.token_ids = std::span<const int32_t>(tokens_.data() + first, size_t(n));
+  b.positions = std::span<const int32_t>(positions_.data() + first, size_t(n));
+  b.seq_index = std::span<const int32_t>(seq_index_.data(), size_t(n));
+  b.block_tables = block_table_;
+  b.max_blocks_per_seq = int32_t(block_table_.size());
+  b.logits_indices = std::span<const int32_t>(&last, 1);
+  return forward_->forward(b, *cache_, logits_);
+}
+
+Status ModelBench::warmup() {
+  return pass(0, 1);
+}
+
+Result<double> ModelBench::run_prompt(int32_t n_prompt) {
+  if (n_prompt <= 0 || size_t(n_prompt) > tokens_.size())
+    return make_error("prompt length out of range");
+  const auto t0 = Clock::now();
+  for (int32_t p = 0; p < n_prompt; p += n_batch_)
+    if (auto st = pass(p, std::min(n_batch_, n_prompt - p)); !st) return st.error();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+Result<double> ModelBench::run_generation(int32_t n_gen) {
+  if (n_gen <= 0 || size_t(n_gen) > tokens_.size())
+    return make_error("generation length out of range");
+  const auto t0 = Clock::now();
+  for (int32_t p = 0; p < n_gen; ++p)
+    if (auto st = pass(p, 1); !st) return st.error();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace vela::bench

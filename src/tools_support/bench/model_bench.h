@@ -1,0 +1,69 @@
+#pragma once
+// Times a model's prompt processing (one sequence, its prompt in batches of up to n_batch tokens)
+// and token generation (single-token decode steps), llama-bench style, directly on LlamaForward
+// and a KvCache (no tokenizer, sampler or request loop in the measurement).
+// Thread-safety: a ModelBench owns its forward pass and cache; use it from one thread.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/llama_forward.h"
+#include "model/model.h"
+#include "util/result.h"
+
+namespace vela::bench {
+
+// What one token costs the model, for the roofline comparison.
+struct ModelProfile {
+  std::string name;       // general.name, else the file name
+  std::string type_name;  // the file type ("Q4_K_M") or the blocks' dominant tensor type
+  uint64_t file_bytes = 0;
+  uint64_t n_params = 0;             // elements of every tensor
+  uint64_t block_matrix_params = 0;  // elements of the blocks' matrices (used by every token)
+  uint64_t output_params = 0;        // elements of the output matrix (used per logits row)
+  uint64_t decode_bytes = 0;         // weight bytes one decode step reads: block matrices + output
+  bool int8_activations = false;     // dominant weight type multiplies int8-quantized activations
+};
+
+ModelProfile profile_model(const Model& model, const std::string& path, uint64_t file_bytes);
+
+// FLOPs of a prompt of n_prompt tokens computed in ceil(n_prompt / n_batch) passes, each
+// returning one row of logits: 2 x (block matrix params x tokens + output params x passes).
+// Attention's own products are left out (small next to the weights at these lengths).
+double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch);
+
+// Whether this build's LlamaForward takes a thread count (ForwardOptions::n_threads); when it
+// does not, every run is single-threaded whatever n_threads says.
+bool forward_supports_threads();
+
+class ModelBench {
+ public:
+  // Sized for prompts of up to max_prompt tokens in batches of n_batch, and max_gen decode steps.
+  ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, int32_t n_batch,
+             int32_t max_prompt, int32_t max_gen, uint64_t seed = 1234);
+
+  // Touches every weight once (a one-token pass) so page faults and cold caches stay out of
+  // the timings.
+  Status warmup();
+  // Seconds to process n_prompt tokens from position 0 (batches of n_batch, logits of the last).
+  Result<double> run_prompt(int32_t n_prompt);
+  // Seconds for n_gen decode steps of one token each, from position 0.
+  Result<double> run_generation(int32_t n_gen);
+
+ private:
+  Status pass(int32_t first_position, int32_t n_tokens);
+
+  std::shared_ptr<const Model> model_;
+  int32_t n_batch_;
+  std::unique_ptr<LlamaForward> forward_;
+  std::unique_ptr<KvCache> cache_;
+  std::vector<int32_t> tokens_;       // [max_context] random token ids
+  std::vector<int32_t> positions_;    // [max_context] 0, 1, 2, ...
+  std::vector<int32_t> seq_index_;    // [n_batch] all 0
+  std::vector<int32_t> block_table_;  // [n_blocks] 0, 1, 2, ...
+  std::vector<float> logits_;         // [n_vocab]
+};
+
+}  // namespace vela::bench

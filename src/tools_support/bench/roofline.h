@@ -1,0 +1,38 @@
+#pragma once
+// The machine's ceilings for a roofline comparison, measured at run time: memory read bandwidth
+// (a STREAM-like multi-threaded read of a buffer much larger than the last-level cache) and the
+// arithmetic peak of the selected kernel ISA (fp32 FMA chains, and int8 dot products: VNNI on
+// AVX-512, maddubs on AVX2), for a given thread count.
+// Thread-safety: the functions start and join their own threads; call from one thread at a time
+// (concurrent measurements would disturb each other, not corrupt anything).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu_features.h"
+
+namespace vela::bench {
+
+struct Roofline {
+  int n_threads = 1;
+  double read_bytes_per_s = 0;  // 0 when not measured
+  double fp32_flops = 0;        // FLOP/s, 2 per FMA lane
+  double int8_ops = 0;          // int8 ops/s, 2 per multiply-add
+};
+
+// Buffer size for the bandwidth test: 4x the last-level cache, at least 256 MiB, at most a
+// quarter of physical memory.
+size_t default_bandwidth_buffer_bytes();
+
+// Best of `passes` reads of a `bytes`-byte buffer split between n_threads threads (bytes/s).
+double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int passes = 3);
+
+// Peak rates with n_threads threads each running the loop for about `seconds`.
+double measure_peak_fp32(int n_threads, KernelIsa isa, double seconds = 0.1);
+double measure_peak_int8(int n_threads, KernelIsa isa, double seconds = 0.1);
+
+// All three; bandwidth_bytes == 0 skips the bandwidth test.
+Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes,
+                          double seconds = 0.1);
+
+}  // namespace vela::bench

@@ -1,0 +1,122 @@
+// The benchmark's pieces: the roofline measurements return plausible positive rates, a model
+// bench runs prompt and generation passes, the FLOP and byte accounting follows the model's
+// shapes, and the report formats (Markdown, JSON) carry every field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "support/shared_data.h"
+#include "tools_support/bench/bench_report.h"
+#include "tools_support/bench/model_bench.h"
+#include "tools_support/bench/roofline.h"
+#include "tools_support/synth.h"
+
+namespace vela::bench {
+namespace {
+
+TEST(Roofline, MeasuresPositiveRatesOnEveryIsaThisCpuHas) {
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const Roofline r = measure_roofline(1, isa, size_t(4) << 20, 0.01);
+    EXPECT_GT(r.read_bytes_per_s, 1e8) << kernel_isa_name(isa);
+    EXPECT_GT(r.fp32_flops, 1e8) << kernel_isa_name(isa);
+    EXPECT_GT(r.int8_ops, 1e8) << kernel_isa_name(isa);
+  }
+  EXPECT_GE(default_bandwidth_buffer_bytes(), size_t(1) << 20);
+}
+
+TEST(TestResult, StatisticsAndRooflineFraction) {
+  TestResult r;
+  r.n_prompt = 100;
+  r.seconds = {1.0, 0.5};
+  r.work_per_run = 1e9;
+  r.ceiling = 4e9;
+  EXPECT_DOUBLE_EQ(r.mean_tps(), 150.0);
+  EXPECT_NEAR(r.stddev_tps(), std::sqrt(2.0 * 50 * 50), 1e-9);
+  EXPECT_DOUBLE_EQ(r.achieved(), 1e9 / 0.75);
+  EXPECT_DOUBLE_EQ(r.fraction(), 1e9 / 0.75 / 4e9);
+  r.ceiling = 0;
+  EXPECT_EQ(r.fraction(), 0.0);
+}
+
+class ModelBenchTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (test::shared_dir().empty()) GTEST_SKIP() << "shared test data not found";
+    SynthOptions o;
+    o.output_path = testing::TempDir() + "vela_bench_tiny.gguf";
+    o.shape = *find_shape("tiny");
+    o.target = *parse_quant_target("Q4_0");
+    o.vocab_path = test::shared_path("models/aidreams260K.gguf").string();
+    ASSERT_TRUE(synthesize_model(o).ok());
+    auto m = Model::load(o.output_path);
+    ASSERT_TRUE(m.ok()) << m.message();
+    model_ = *m;
+    path_ = o.output_path;
+  }
+  std::shared_ptr<const Model> model_;
+  std::string path_;
+};
+
+TEST_F(ModelBenchTest, ProfileCountsTheWeightsEveryTokenUses) {
+  const ModelProfile p = profile_model(*model_, path_, model_->gguf().file_size());
+  // tiny: 2 blocks of q, o [256 x 256], k, v [128 x 256], gate, up, down [512 x 256].
+  const uint64_t block = 2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 512 * 256);
+  EXPECT_EQ(p.block_matrix_params, block);
+  EXPECT_EQ(p.output_params, 512u * 256u);
+  // Q4_0: 18 bytes per 32 weights; the output matrix is Q6_K (210 bytes per 256).
+  EXPECT_EQ(p.decode_bytes, block / 32 * 18 + 512u * 256u / 256 * 210);
+  EXPECT_EQ(p.type_name, "Q4_0");
+  EXPECT_TRUE(p.int8_activations);
+  EXPECT_EQ(p.name, "synthetic tiny");
+  EXPECT_DOUBLE_EQ(prompt_flops(p, 10, 4), 2.0 * (double(block) * 10 + 512.0 * 256 * 3));
+}
+
+TEST_F(ModelBenchTest, RunsPromptAndGenerationInBatches) {
+  ModelBench b(model_, 1, 4, 10, 5);
+  ASSERT_TRUE(b.warmup().ok());
+  for (int rep = 0; rep < 2; ++rep) {  // repetitions restart at position 0
+    auto pp = b.run_prompt(10);        // passes of 4, 4, 2 tokens
+    ASSERT_TRUE(pp.ok()) << pp.message();
+    EXPECT_GT(*pp, 0.0);
+    auto tg = b.run_generation(5);
+    ASSERT_TRUE(tg.ok()) << tg.message();
+    EXPECT_GT(*tg, 0.0);
+  }
+  EXPECT_FALSE(b.run_prompt(11).ok());  // beyond what it was sized for
+}
+
+TEST_F(ModelBenchTest, ReportsCarryEveryField) {
+  BenchReport r;
+  r.model_path = path_;
+  r.model = profile_model(*model_, path_, model_->gguf().file_size());
+  r.cpu = "test cpu";
+  r.isa = "scalar";
+  r.rooflines.push_back({2, 1e10, 1e11, 4e11});
+  TestResult pp;
+  pp.test = "pp10";
+  pp.n_prompt = 10;
+  pp.n_batch = 4;
+  pp.n_threads = 2;
+  pp.seconds = {0.1, 0.2};
+  pp.work_per_run = 1e8;
+  pp.ceiling = 4e11;
+  pp.ceiling_name = "int8 peak";
+  r.results.push_back(pp);
+  const auto j = nlohmann::json::parse(format_json(r));
+  EXPECT_EQ(j["model"]["type"], "Q4_0");
+  EXPECT_EQ(j["machine"]["roofline"][0]["read_bandwidth_bytes_per_s"], 1e10);
+  const auto& t = j["results"][0];
+  for (const char* key : {"test", "n_prompt", "n_gen", "threads", "samples_ts", "avg_ts",
+                          "stddev_ts", "roofline_fraction", "roofline_ceiling_name"})
+    EXPECT_TRUE(t.contains(key)) << key;
+  EXPECT_DOUBLE_EQ(t["avg_ts"].get<double>(), 75.0);
+  const std::string md = format_markdown(r);
+  EXPECT_NE(md.find("| synthetic tiny |"), std::string::npos) << md;
+  EXPECT_NE(md.find("pp10"), std::string::npos);
+  EXPECT_NE(md.find("75.00 ± 35.36"), std::string::npos) << md;
+  EXPECT_NE(md.find("% of int8 peak"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace vela::bench

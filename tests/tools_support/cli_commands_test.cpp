@@ -1,0 +1,126 @@
+// `vela synth`, `vela quantize` and `vela bench` as a user runs them: help, one-line errors for
+// bad flags, and an end-to-end synth -> quantize -> bench run whose JSON has every field.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/shared_data.h"
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun run(const std::string& args) {
+  const std::string err_file = testing::TempDir() + "vela_tools_cli_stderr.txt";
+  const std::string cmd = std::string(VELA_BINARY) + " " + args + " 2>" + err_file;
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* e = fopen(err_file.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+    fclose(e);
+  }
+  return r;
+}
+
+size_t count_lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(ToolsCli, Help) {
+  for (const char* cmd : {"synth", "quantize", "bench"}) {
+    const CliRun r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("usage: vela " + std::string(cmd)), std::string::npos) << cmd;
+  }
+  EXPECT_NE(run("synth --help").out.find("tinyllama-1.1b"), std::string::npos);
+  EXPECT_NE(run("--help").out.find("bench"), std::string::npos);
+}
+
+TEST(ToolsCli, BadFlagsAreOneLineErrors) {
+  const std::string out = testing::TempDir() + "vela_cli_never.gguf";
+  const std::vector<std::string> cases = {
+      "synth -o " + out + " --shape nope --type Q4_0 --vocab-from x.gguf",
+      "synth -o " + out + " --shape tiny --type Q9_9 --vocab-from x.gguf",
+      "synth -o " + out + " --shape tiny --type Q4_0",
+      "synth -o " + out + " --shape tiny --type Q4_0 --vocab-from /nonexistent/v.gguf",
+      "synth -o " + out + " --shape tiny --type Q4_0 --vocab-from x.gguf --seed -3",
+      "synth --frobnicate",
+      "quantize a.gguf b.gguf",
+      "quantize /nonexistent/a.gguf " + out + " Q4_0",
+      "quantize a.gguf " + out + " Q4_X",
+      "bench",
+      "bench -m x.gguf -t 0",
+      "bench -m x.gguf -t 1,two",
+      "bench -m x.gguf -o xml",
+      "bench -m x.gguf -r 0",
+      "bench -m x.gguf -p 0 -n 0",
+      "bench -m /nonexistent/model.gguf -p 1 -n 1 --no-roofline",
+      "bench -m x.gguf --what"};
+  for (const std::string& args : cases) {
+    const CliRun r = run(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(count_lines(r.err), 1u) << args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_NE(run("synth -o x --shape nope --type Q4_0 --vocab-from v").err.find("tinyllama-1.1b"),
+            std::string::npos);
+}
+
+TEST(ToolsCli, SynthQuantizeBenchEndToEnd) {
+  VELA_REQUIRE_SHARED();
+  const std::string f32 = testing::TempDir() + "vela_cli_tiny_f32.gguf";
+  const std::string q4 = testing::TempDir() + "vela_cli_tiny_q4km.gguf";
+  const std::string vocab = vela::test::shared_path("models/aidreams260K.gguf").string();
+  CliRun r =
+      run("synth -o " + f32 + " --shape tiny --type F32 --vocab-from " + vocab + " --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("token_embd.weight"), std::string::npos);  // progress
+  r = run("quantize -q " + f32 + " " + q4 + " q4_k_m");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+
+  r = run("bench -m " + q4 + " -p 8 -n 4 -b 4 -t 1,2 -r 2 -o json --bw-mib 8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["type"], "Q4_K_M");
+  ASSERT_EQ(j["machine"]["roofline"].size(), 2u);
+  EXPECT_GT(j["machine"]["roofline"][1]["read_bandwidth_bytes_per_s"].get<double>(), 0);
+  ASSERT_EQ(j["results"].size(), 4u);  // (pp8, tg4) x (1, 2 threads)
+  EXPECT_EQ(j["results"][0]["test"], "pp8");
+  EXPECT_EQ(j["results"][1]["test"], "tg4");
+  EXPECT_EQ(j["results"][3]["threads"], 2);
+  for (const auto& t : j["results"]) {
+    EXPECT_EQ(t["samples_ts"].size(), 2u);
+    EXPECT_GT(t["avg_ts"].get<double>(), 0);
+    EXPECT_GE(t["stddev_ts"].get<double>(), 0);
+    EXPECT_GT(t["roofline_fraction"].get<double>(), 0);
+  }
+
+  r = run("bench -m " + q4 + " -p 4 -n 2 -r 1 --no-roofline");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| model | size | params | type | threads | test | t/s | roofline |"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| tg2 |"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,175 @@
+// `vela bench -m MODEL`: prompt-processing and generation speed (llama-bench style) for each
+// thread count, with the machine's measured bandwidth and arithmetic peak as the roofline.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "kernels/cpu_features.h"
+#include "model/model.h"
+#include "tools_support/bench/bench_report.h"
+#include "tools_support/bench/model_bench.h"
+#include "tools_support/bench/roofline.h"
+
+namespace vela::cli {
+namespace {
+
+// Values of a flag given as a comma-separated list and/or repeated ("-t 1,2 -t 4").
+Result<std::vector<int32_t>> int_list(const Args& a, const std::string& name, int32_t fallback,
+                                      int64_t lo, int64_t hi) {
+  std::vector<int32_t> out;
+  for (const std::string& value : a.get_all(name)) {
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = value.find(',', start);
+      const std::string item =
+          value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < lo || v > hi)
+        return make_error("vela bench: --" + name + " takes integers in [" + std::to_string(lo) +
+                          ", " + std::to_string(hi) + "] separated by commas, got '" + value + "'");
+      out.push_back(int32_t(v));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (out.empty()) out.push_back(fallback);
+  return out;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  // Sub-benchmarks: `vela bench throughput ...` (serving engine, offline).
+  if (argc > 0 && std::string_view(argv[0]) == "throughput") return run_bench_throughput(argc - 1, argv + 1);
+  Args args("bench", "-m MODEL.gguf [options]   (also: vela bench throughput --help)",
+            {{"model", 'm', "FILE", "GGUF model file"},
+             {"n-prompt", 'p', "N[,N..]", "prompt tokens per pp test; 0 = skip (default 512)"},
+             {"n-gen", 'n', "N[,N..]", "generated tokens per tg test; 0 = skip (default 128)"},
+             {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
+             {"threads", 't', "N[,N..]", "thread counts (default: physical cores)"},
+             {"repetitions", 'r', "N", "repetitions of each test (default 3)"},
+             {"output", 'o', "FORMAT", "md (default) or json"},
+             {"bw-mib", 0, "N",
+              "bandwidth test buffer in MiB (default: 4x the last-level cache, >= 256)"},
+             {"no-roofline", 0, "", "skip the bandwidth and peak measurements"}});
+  if (auto st = args.parse(argc, argv); !st) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 2;
+  }
+  if (args.has("help")) {
+    std::fputs(args.help().c_str(), stdout);
+    return 0;
+  }
+  if (!args.has("model") || !args.positional().empty()) {
+    std::fprintf(stderr, "vela bench: expected -m MODEL (see --help)\n");
+    return 2;
+  }
+  const std::string format = args.get("output", "md");
+  if (format != "md" && format != "json") {
+    std::fprintf(stderr, "vela bench: --output must be md or json, got '%s'\n", format.c_str());
+    return 2;
+  }
+  const int32_t default_threads = cpu_features().physical_cores;
+  auto prompts = int_list(args, "n-prompt", 512, 0, 1 << 20);
+  auto gens = int_list(args, "n-gen", 128, 0, 1 << 20);
+  auto threads = int_list(args, "threads", default_threads, 1, 1024);
+  auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
+  auto reps = args.get_int("repetitions", 3, 1, 1000);
+  auto bw_mib = args.get_int("bw-mib", 0, 1, 1 << 20);
+  for (const Error* e : {prompts ? nullptr : &prompts.error(), gens ? nullptr : &gens.error(),
+                         threads ? nullptr : &threads.error(), batch ? nullptr : &batch.error(),
+                         reps ? nullptr : &reps.error(), bw_mib ? nullptr : &bw_mib.error()}) {
+    if (e) {
+      std::fprintf(stderr, "%s\n", e->message.c_str());
+      return 2;
+    }
+  }
+  int32_t max_prompt = 0, max_gen = 0;
+  for (int32_t p : *prompts) max_prompt = std::max(max_prompt, p);
+  for (int32_t n : *gens) max_gen = std::max(max_gen, n);
+  if (max_prompt == 0 && max_gen == 0) {
+    std::fprintf(stderr, "vela bench: nothing to run (-p and -n are both 0)\n");
+    return 2;
+  }
+
+  const std::string path = args.get("model");
+  auto model = Model::load(path);
+  if (!model) {
+    std::fprintf(stderr, "vela bench: %s\n", model.message().c_str());
+    return 1;
+  }
+  bench::BenchReport report;
+  report.model_path = path;
+  report.model = bench::profile_model(**model, path, (*model)->gguf().file_size());
+  report.cpu = describe_cpu();
+  report.isa = kernel_isa_name(selected_kernel_isa());
+  report.threads_supported = bench::forward_supports_threads();
+  if (!report.threads_supported && (threads->size() > 1 || threads->front() > 1))
+    std::fprintf(stderr,
+                 "vela bench: note: this build's forward pass is single-threaded; -t is nominal\n");
+  const bool roofline = !args.has("no-roofline");
+  if (roofline)
+    report.bandwidth_buffer_bytes =
+        *bw_mib > 0 ? size_t(*bw_mib) << 20 : bench::default_bandwidth_buffer_bytes();
+
+  for (int32_t t : *threads) {
+    bench::Roofline ceiling;
+    ceiling.n_threads = t;
+    if (roofline) {
+      std::fprintf(stderr, "vela bench: measuring the roofline with %d thread(s)...\n", t);
+      ceiling = bench::measure_roofline(t, selected_kernel_isa(), report.bandwidth_buffer_bytes);
+      report.rooflines.push_back(ceiling);
+    }
+    bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen);
+    if (auto st = runner.warmup(); !st) {
+      std::fprintf(stderr, "vela bench: %s\n", st.message().c_str());
+      return 1;
+    }
+    const auto run_test = [&](int32_t n_prompt, int32_t n_gen) -> bool {
+      bench::TestResult r;
+      r.n_prompt = n_prompt;
+      r.n_gen = n_gen;
+      r.n_batch = int32_t(std::min<int64_t>(*batch, std::max(n_prompt, 1)));
+      r.n_threads = t;
+      r.test = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+      if (n_prompt > 0) {
+        r.work_per_run = bench::prompt_flops(report.model, n_prompt, int32_t(*batch));
+        r.ceiling = report.model.int8_activations ? ceiling.int8_ops : ceiling.fp32_flops;
+        r.ceiling_name = report.model.int8_activations ? "int8 peak" : "fp32 peak";
+      } else {
+        r.work_per_run = double(report.model.decode_bytes) * n_gen;
+        r.ceiling = ceiling.read_bytes_per_s;
+        r.ceiling_name = "read bandwidth";
+      }
+      for (int64_t i = 0; i < *reps; ++i) {
+        auto s = n_prompt > 0 ? runner.run_prompt(n_prompt) : runner.run_generation(n_gen);
+        if (!s) {
+          std::fprintf(stderr, "vela bench: %s\n", s.message().c_str());
+          return false;
+        }
+        r.seconds.push_back(*s);
+        std::fprintf(stderr, "vela bench: %s, %d thread(s), run %lld/%lld: %.2f t/s\n",
+                     r.test.c_str(), t, (long long)i + 1, (long long)*reps,
+                     r.tokens() / std::max(*s, 1e-12));
+      }
+      report.results.push_back(std::move(r));
+      return true;
+    };
+    for (int32_t p : *prompts)
+      if (p > 0 && !run_test(p, 0)) return 1;
+    for (int32_t n : *gens)
+      if (n > 0 && !run_test(0, n)) return 1;
+  }
+  const std::string out =
+      format == "json" ? bench::format_json(report) : bench::format_markdown(report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace vela::cli
