@@ -1,5 +1,7 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "util/half.h"
@@ -9,35 +11,142 @@ namespace vela {
 Result<KvType> parse_kv_type(std::string_view name) {
   if (name == "f32") return KvType::kF32;
   if (name == "f16") return KvType::kF16;
-  return make_error("unknown KV cache type '" + std::string(name) + "' (supported: f32, f16)");
+  if (name == "bf16") return KvType::kBF16;
+  if (name == "q8_0") return KvType::kQ8_0;
+  return make_error("unknown KV cache type '" + std::string(name) +
+                    "' (supported: f16, bf16, q8_0, f32)");
 }
 
-std::string_view kv_type_name(KvType type) { return type == KvType::kF32 ? "f32" : "f16"; }
+std::string_view kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return "f32";
+    case KvType::kF16:
+      return "f16";
+    case KvType::kBF16:
+      return "bf16";
+    case KvType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
+}
 
-static size_t elem_bytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+size_t kv_head_row_bytes(KvType type, int32_t head_dim) {
+  const size_t n = size_t(head_dim);
+  switch (type) {
+    case KvType::kF32:
+      return n * 4;
+    case KvType::kF16:
+    case KvType::kBF16:
+      return n * 2;
+    case KvType::kQ8_0: {
+      // Whole blocks, then a shorter block (scale + the remaining values) when head_dim % 32 != 0.
+      const size_t rem = n % kKvQ8Block;
+      return n / kKvQ8Block * sizeof(KvQ8Block) + (rem ? sizeof(uint16_t) + rem : 0);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// One Q8_0 block of n <= 32 values: the scale maps the largest magnitude to 127 and values round
+// to nearest (ties away from zero), as the GGUF Q8_0 reference quantizer does.
+void encode_q8_block(const float* x, int32_t n, uint8_t* out) {
+  float amax = 0.0f;
+  for (int32_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t d16 = fp32_to_fp16(d);
+  std::memcpy(out, &d16, sizeof d16);
+  auto* q = reinterpret_cast<int8_t*>(out + sizeof d16);
+  for (int32_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::round(x[i] * id));
+}
+
+void decode_q8_block(const uint8_t* in, int32_t n, float* out) {
+  uint16_t d16;
+  std::memcpy(&d16, in, sizeof d16);
+  const float d = fp16_to_fp32(d16);
+  const auto* q = reinterpret_cast<const int8_t*>(in + sizeof d16);
+  for (int32_t i = 0; i < n; ++i) out[i] = float(q[i]) * d;
+}
+
+}  // namespace
+
+void kv_encode_head_row(KvType type, const float* x, int32_t head_dim, void* out) {
+  switch (type) {
+    case KvType::kF32:
+      std::memcpy(out, x, size_t(head_dim) * 4);
+      return;
+    case KvType::kF16: {
+      auto* o = static_cast<uint16_t*>(out);
+      for (int32_t i = 0; i < head_dim; ++i) o[i] = fp32_to_fp16(x[i]);
+      return;
+    }
+    case KvType::kBF16: {
+      auto* o = static_cast<uint16_t*>(out);
+      for (int32_t i = 0; i < head_dim; ++i) o[i] = fp32_to_bf16(x[i]);
+      return;
+    }
+    case KvType::kQ8_0: {
+      auto* o = static_cast<uint8_t*>(out);
+      for (int32_t i = 0; i < head_dim; i += kKvQ8Block, o += sizeof(KvQ8Block))
+        encode_q8_block(x + i, std::min(kKvQ8Block, head_dim - i), o);
+      return;
+    }
+  }
+}
+
+void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* out) {
+  switch (type) {
+    case KvType::kF32:
+      std::memcpy(out, row, size_t(head_dim) * 4);
+      return;
+    case KvType::kF16: {
+      const auto* r = static_cast<const uint16_t*>(row);
+      for (int32_t i = 0; i < head_dim; ++i) out[i] = fp16_to_fp32(r[i]);
+      return;
+    }
+    case KvType::kBF16: {
+      const auto* r = static_cast<const uint16_t*>(row);
+      for (int32_t i = 0; i < head_dim; ++i) out[i] = bf16_to_fp32(r[i]);
+      return;
+    }
+    case KvType::kQ8_0: {
+      const auto* r = static_cast<const uint8_t*>(row);
+      for (int32_t i = 0; i < head_dim; i += kKvQ8Block, r += sizeof(KvQ8Block))
+        decode_q8_block(r, std::min(kKvQ8Block, head_dim - i), out + i);
+      return;
+    }
+  }
+}
 
 size_t KvCache::bytes_per_block(const KvCacheConfig& c) {
-  return size_t(c.n_layer) * 2 * size_t(c.block_size) * size_t(c.n_head_kv) * size_t(c.head_dim) *
-         elem_bytes(c.type);
+  return size_t(c.n_layer) * 2 * size_t(c.block_size) * size_t(c.n_head_kv) *
+         kv_head_row_bytes(c.type, c.head_dim);
 }
 
 KvCache::KvCache(const KvCacheConfig& config)
     : config_(config),
-      row_bytes_(size_t(config.n_head_kv) * size_t(config.head_dim) * elem_bytes(config.type)),
+      head_bytes_(kv_head_row_bytes(config.type, config.head_dim)),
+      row_bytes_(size_t(config.n_head_kv) * head_bytes_),
       storage_(bytes_per_block(config) * size_t(config.n_blocks)) {}
 
 void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v) {
-  const int64_t n = row_elems();
-  if (config_.type == KvType::kF32) {
-    std::memcpy(k_row(layer, slot), k, size_t(n) * 4);
-    std::memcpy(v_row(layer, slot), v, size_t(n) * 4);
-    return;
+  auto* kd = static_cast<uint8_t*>(k_row(layer, slot));
+  auto* vd = static_cast<uint8_t*>(v_row(layer, slot));
+  const int32_t hd = config_.head_dim;
+  for (int32_t h = 0; h < config_.n_head_kv; ++h) {
+    kv_encode_head_row(config_.type, k + int64_t(h) * hd, hd, kd + size_t(h) * head_bytes_);
+    kv_encode_head_row(config_.type, v + int64_t(h) * hd, hd, vd + size_t(h) * head_bytes_);
   }
-  auto* kd = static_cast<uint16_t*>(k_row(layer, slot));
-  auto* vd = static_cast<uint16_t*>(v_row(layer, slot));
-  for (int64_t i = 0; i < n; ++i) {
-    kd[i] = fp32_to_fp16(k[i]);
-    vd[i] = fp32_to_fp16(v[i]);
+}
+
+void KvCache::read(int32_t layer, int64_t slot, float* k, float* v) const {
+  const int32_t hd = config_.head_dim;
+  for (int32_t h = 0; h < config_.n_head_kv; ++h) {
+    kv_decode_head_row(config_.type, k_head(layer, slot, h), hd, k + int64_t(h) * hd);
+    kv_decode_head_row(config_.type, v_head(layer, slot, h), hd, v + int64_t(h) * hd);
   }
 }
 

@@ -3,8 +3,14 @@
 // sequence owns a list of blocks (its block table) and its token at position p lives in slot
 // block_table[p / block_size] * block_size + p % block_size. Which blocks belong to whom is the
 // business of the block allocator and, later, the cache manager; this class only stores.
-// Thread-safety: not synchronised. A forward pass writes the slots of its batch; callers must not
-// run two passes that write the same slots concurrently.
+//
+// Element types: f32, f16 (default), bf16, and q8_0 — per KV head row, int8 blocks of 32 values
+// with one f16 scale each (the GGUF Q8_0 block; a head_dim that is not a multiple of 32 ends in a
+// shorter block), about half the bytes of f16.
+//
+// Thread-safety: not synchronised. Writes to different slots may run concurrently (a forward pass
+// writes its batch's slots from several threads); callers must not write a slot while another
+// thread reads or writes it.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -14,10 +20,25 @@
 
 namespace vela {
 
-enum class KvType { kF32, kF16 };
+enum class KvType { kF32, kF16, kBF16, kQ8_0 };
 
-Result<KvType> parse_kv_type(std::string_view name);  // "f32" | "f16"
+Result<KvType> parse_kv_type(std::string_view name);  // "f32" | "f16" | "bf16" | "q8_0"
 std::string_view kv_type_name(KvType type);
+
+// Q8_0 block of the KV cache: value i of the block = q[i] * d.
+constexpr int32_t kKvQ8Block = 32;
+struct KvQ8Block {
+  uint16_t d;  // f16 scale
+  int8_t q[kKvQ8Block];
+};
+static_assert(sizeof(KvQ8Block) == 34, "same layout as GGUF Q8_0");
+
+// Bytes one KV head's row of head_dim values takes in `type`.
+size_t kv_head_row_bytes(KvType type, int32_t head_dim);
+
+// One head row ([head_dim] values) to or from its stored form (kv_head_row_bytes bytes).
+void kv_encode_head_row(KvType type, const float* x, int32_t head_dim, void* out);
+void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* out);
 
 struct KvCacheConfig {
   int32_t n_layer = 0;
@@ -38,14 +59,33 @@ class KvCache {
   size_t bytes() const { return storage_.size(); }
   static size_t bytes_per_block(const KvCacheConfig& config);
 
-  // K or V row of one slot: [n_head_kv, head_dim] elements of config().type.
+  // Bytes of one KV head's part of a row; a row is n_head_kv of these, head after head.
+  size_t head_row_bytes() const { return head_bytes_; }
+
+  // K or V row of one slot: n_head_kv head rows of head_row_bytes() each, in config().type
+  // (for f32/f16/bf16 simply [n_head_kv, head_dim] elements).
   void* k_row(int32_t layer, int64_t slot) { return storage_.data() + offset(layer, slot, 0); }
   void* v_row(int32_t layer, int64_t slot) { return storage_.data() + offset(layer, slot, 1); }
-  const void* k_row(int32_t layer, int64_t slot) const { return storage_.data() + offset(layer, slot, 0); }
-  const void* v_row(int32_t layer, int64_t slot) const { return storage_.data() + offset(layer, slot, 1); }
+  const void* k_row(int32_t layer, int64_t slot) const {
+    return storage_.data() + offset(layer, slot, 0);
+  }
+  const void* v_row(int32_t layer, int64_t slot) const {
+    return storage_.data() + offset(layer, slot, 1);
+  }
+
+  // One KV head's part of a K or V row, as stored.
+  const uint8_t* k_head(int32_t layer, int64_t slot, int32_t head) const {
+    return storage_.data() + offset(layer, slot, 0) + size_t(head) * head_bytes_;
+  }
+  const uint8_t* v_head(int32_t layer, int64_t slot, int32_t head) const {
+    return storage_.data() + offset(layer, slot, 1) + size_t(head) * head_bytes_;
+  }
 
   // Stores one token's K and V ([n_head_kv * head_dim] f32 each) in a slot, converting to the type.
   void write(int32_t layer, int64_t slot, const float* k, const float* v);
+
+  // Reads back one slot's K and V as f32 ([n_head_kv * head_dim] each), e.g. for tests.
+  void read(int32_t layer, int64_t slot, float* k, float* v) const;
 
  private:
   size_t offset(int32_t layer, int64_t slot, int kv) const {
@@ -53,8 +93,9 @@ class KvCache {
   }
 
   KvCacheConfig config_;
+  size_t head_bytes_ = 0;
   size_t row_bytes_ = 0;
-  // [n_layer][K|V][n_slots][n_head_kv * head_dim]
+  // [n_layer][K|V][n_slots][n_head_kv][head row]
   std::vector<uint8_t> storage_;
 };
 

@@ -1,69 +1,161 @@
 #include "model/attention.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
+#include "kernels/type_traits.h"
 #include "util/half.h"
 
 namespace vela {
 namespace {
 
-inline float round_to(float x, KvType type) {
-  return type == KvType::kF16 ? fp16_to_fp32(fp32_to_fp16(x)) : x;
-}
+using RowToFloat = void (*)(const void* row, float* out, int64_t n);
 
-template <class Elem>
-inline float load(const Elem* p, int64_t i) {
-  if constexpr (std::is_same_v<Elem, float>) return p[i];
-  else return fp16_to_fp32(p[i]);
-}
-
-template <class Elem>
-void attend(const KvCache& cache, int32_t layer, const AttentionParams& p, const float* q,
-            int32_t position, const int32_t* block_table, float* out, AttentionScratch& s) {
-  const KvType type = cache.config().type;
-  const int32_t bs = cache.config().block_size;
-  const int32_t group = p.n_head / p.n_head_kv;
-  const int32_t first = p.sliding_window > 0 ? std::max(0, position - p.sliding_window + 1) : 0;
-  const auto slot_of = [&](int32_t j) { return int64_t(block_table[j / bs]) * bs + j % bs; };
-  for (int32_t h = 0; h < p.n_head; ++h) {
-    const int64_t kv_off = int64_t(h / group) * p.head_dim;
-    for (int32_t d = 0; d < p.head_dim; ++d) s.query[size_t(d)] = round_to(q[int64_t(h) * p.head_dim + d], type);
-
-    float max_score = -INFINITY;
-    for (int32_t j = first; j <= position; ++j) {
-      const Elem* k = static_cast<const Elem*>(cache.k_row(layer, slot_of(j))) + kv_off;
-      float dot = 0.0f;
-      for (int32_t d = 0; d < p.head_dim; ++d) dot += s.query[size_t(d)] * load(k, d);
-      s.scores[size_t(j)] = dot * p.scale;
-      max_score = std::max(max_score, s.scores[size_t(j)]);
-    }
-    double sum = 0.0;
-    for (int32_t j = first; j <= position; ++j) {
-      s.scores[size_t(j)] = std::exp(s.scores[size_t(j)] - max_score);
-      sum += s.scores[size_t(j)];
-    }
-    const float inv_sum = float(1.0 / sum);
-
-    std::fill(s.acc.begin(), s.acc.end(), 0.0f);
-    for (int32_t j = first; j <= position; ++j) {
-      const float w = round_to(s.scores[size_t(j)] * inv_sum, type);
-      const Elem* v = static_cast<const Elem*>(cache.v_row(layer, slot_of(j))) + kv_off;
-      for (int32_t d = 0; d < p.head_dim; ++d) s.acc[size_t(d)] += w * load(v, d);
-    }
-    std::copy(s.acc.begin(), s.acc.end(), out + int64_t(h) * p.head_dim);
+// Converts one stored head row to f32; nullptr for f32 rows, which are read in place.
+RowToFloat row_converter(KvType type) {
+  switch (type) {
+    case KvType::kF32:
+      return nullptr;
+    // The kernel table's conversions are exact and use the CPU's fastest instructions.
+    case KvType::kF16:
+      return type_traits(GgmlType::F16)->to_float;
+    case KvType::kBF16:
+      return type_traits(GgmlType::BF16)->to_float;
+    case KvType::kQ8_0:
+      return [](const void* row, float* out, int64_t n) {
+        kv_decode_head_row(KvType::kQ8_0, row, int32_t(n), out);
+      };
   }
+  return nullptr;
+}
+
+inline const float* row_as_float(const uint8_t* row, RowToFloat convert, int32_t n, float* buf) {
+  if (convert == nullptr) return reinterpret_cast<const float*>(row);
+  convert(row, buf, n);
+  return buf;
 }
 
 }  // namespace
 
+AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p) {
+  const size_t rows = size_t(kAttentionMaxTokens) * size_t(p.group());
+  scores.resize(size_t(max_context) * rows);
+  query_t.resize(size_t(p.head_dim) * rows);
+  k_row.resize(size_t(p.head_dim));
+  v_row.resize(size_t(p.head_dim));
+  acc.resize(rows * size_t(p.head_dim));
+}
+
+void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
+                        int32_t first_head, int32_t n_heads, const float* q, int64_t row_stride,
+                        int32_t n_tokens, int32_t first_position, const int32_t* block_table,
+                        float* out, AttentionScratch& s) {
+  assert(n_tokens >= 1 && n_tokens <= kAttentionMaxTokens);
+  assert(n_heads >= 1 && first_head / p.group() == (first_head + n_heads - 1) / p.group());
+  const KvType type = cache.config().type;
+  const bool f16_math = type == KvType::kF16;
+  const RowToFloat convert = row_converter(type);
+  const int32_t bs = cache.config().block_size;
+  const int32_t hd = p.head_dim;
+  const int32_t kv_head = first_head / p.group();
+  const int32_t n_rows = n_tokens * n_heads;  // row r = token * n_heads + head in the call
+  const int32_t window = p.sliding_window;
+  const int32_t last_position = first_position + n_tokens - 1;
+  // Positions token t sees: [first_visible(t), first_position + t].
+  const auto first_visible = [&](int32_t t) {
+    return window > 0 ? std::max(0, first_position + t - window + 1) : 0;
+  };
+  const int32_t lo = first_visible(0);
+  // Tokens that see position j form the range [t_lo, t_hi] (positions rise with t).
+  const auto tokens_seeing = [&](int32_t j, int32_t& t_lo, int32_t& t_hi) {
+    t_lo = std::max(0, j - first_position);
+    t_hi = window > 0 ? std::min(n_tokens - 1, j - first_position + window - 1) : n_tokens - 1;
+  };
+  const auto slot_of = [&](int32_t j) { return int64_t(block_table[j / bs]) * bs + j % bs; };
+  const auto score = [&](int32_t j, int32_t r) -> float& {
+    return s.scores[size_t(j - lo) * size_t(n_rows) + size_t(r)];
+  };
+
+  // Queries transposed, [head_dim, n_rows], so one K value meets every row's query in a
+  // contiguous (vectorisable) loop while each row still sums its dot in dimension order.
+  for (int32_t t = 0; t < n_tokens; ++t)
+    for (int32_t g = 0; g < n_heads; ++g) {
+      const float* qh = q + t * row_stride + int64_t(first_head + g) * hd;
+      const int32_t r = t * n_heads + g;
+      for (int32_t d = 0; d < hd; ++d) {
+        const float v = qh[d];
+        s.query_t[size_t(d) * size_t(n_rows) + size_t(r)] =
+            f16_math ? fp16_to_fp32(fp32_to_fp16(v)) : v;
+      }
+    }
+
+  // Pass 1: scores. Each K row is converted once for every row that sees it.
+  for (int32_t j = lo; j <= last_position; ++j) {
+    int32_t t_lo, t_hi;
+    tokens_seeing(j, t_lo, t_hi);
+    if (t_lo > t_hi) continue;
+    const int32_t r_lo = t_lo * n_heads, r_hi = (t_hi + 1) * n_heads;
+    const float* k =
+        row_as_float(cache.k_head(layer, slot_of(j), kv_head), convert, hd, s.k_row.data());
+    float* sc = &score(j, 0);
+    for (int32_t r = r_lo; r < r_hi; ++r) sc[r] = 0.0f;
+    for (int32_t d = 0; d < hd; ++d) {
+      const float kd = k[d];
+      const float* qd = s.query_t.data() + size_t(d) * size_t(n_rows);
+      for (int32_t r = r_lo; r < r_hi; ++r) sc[r] += qd[r] * kd;
+    }
+    for (int32_t r = r_lo; r < r_hi; ++r) sc[r] *= p.scale;
+  }
+
+  // Softmax of each row over the positions its token sees.
+  for (int32_t r = 0; r < n_rows; ++r) {
+    const int32_t t = r / n_heads;
+    const int32_t first = first_visible(t), last = first_position + t;
+    float max_score = -INFINITY;
+    for (int32_t j = first; j <= last; ++j) max_score = std::max(max_score, score(j, r));
+    double sum = 0.0;  // double: long contexts sum many small terms
+    for (int32_t j = first; j <= last; ++j) {
+      const float e = std::exp(score(j, r) - max_score);
+      score(j, r) = e;
+      sum += e;
+    }
+    const float inv_sum = float(1.0 / sum);
+    for (int32_t j = first; j <= last; ++j) {
+      const float w = score(j, r) * inv_sum;
+      score(j, r) = f16_math ? fp16_to_fp32(fp32_to_fp16(w)) : w;
+    }
+  }
+
+  // Pass 2: probability-weighted sum of V, each V row converted once.
+  std::fill(s.acc.begin(), s.acc.begin() + size_t(n_rows) * size_t(hd), 0.0f);
+  for (int32_t j = lo; j <= last_position; ++j) {
+    int32_t t_lo, t_hi;
+    tokens_seeing(j, t_lo, t_hi);
+    if (t_lo > t_hi) continue;
+    const float* v =
+        row_as_float(cache.v_head(layer, slot_of(j), kv_head), convert, hd, s.v_row.data());
+    const float* pj = &score(j, 0);
+    for (int32_t r = t_lo * n_heads; r < (t_hi + 1) * n_heads; ++r) {
+      const float w = pj[r];
+      float* acc = s.acc.data() + size_t(r) * size_t(hd);
+      for (int32_t d = 0; d < hd; ++d) acc[d] += w * v[d];
+    }
+  }
+  for (int32_t t = 0; t < n_tokens; ++t)
+    for (int32_t g = 0; g < n_heads; ++g) {
+      const float* acc = s.acc.data() + size_t(t * n_heads + g) * size_t(hd);
+      std::copy(acc, acc + hd, out + t * row_stride + int64_t(first_head + g) * hd);
+    }
+}
+
 void attention_one_token(const KvCache& cache, int32_t layer, const AttentionParams& p,
                          const float* q, int32_t position, const int32_t* block_table, float* out,
                          AttentionScratch& scratch) {
-  if (cache.config().type == KvType::kF32)
-    attend<float>(cache, layer, p, q, position, block_table, out, scratch);
-  else
-    attend<uint16_t>(cache, layer, p, q, position, block_table, out, scratch);
+  const int64_t stride = int64_t(p.n_head) * p.head_dim;
+  for (int32_t kv_head = 0; kv_head < p.n_head_kv; ++kv_head)
+    attention_kv_group(cache, layer, p, kv_head * p.group(), p.group(), q, stride, 1, position,
+                       block_table, out, scratch);
 }
 
 }  // namespace vela

@@ -1,12 +1,18 @@
 #pragma once
 // Causal multi-head attention over the paged KV cache, with grouped-query heads and an optional
-// sliding window. Scalar reference: per query head, scores over the visible positions, softmax,
-// then the probability-weighted sum of V.
+// sliding window. One call handles the query heads that share one KV head, for one to
+// kAttentionMaxTokens tokens of one sequence (a decode token or a piece of a prefill chunk), so
+// each K and V row is read and converted once for all of them. Two passes per call: scores of
+// every visible position and a softmax per (token, head), then the probability-weighted sum of V.
 //
-// Precision follows the cache type: with an f16 cache the query is rounded to f16 for the Q·K
-// dot products and the normalised probabilities to f16 for the P·V sum — the arithmetic of an
-// f16×f16 dot kernel and of the reference engine the tests compare against. An f32 cache keeps
-// everything in f32.
+// Precision follows the cache type:
+// - f16: the query is rounded to f16 for the Q·K dot products and the normalised probabilities
+//   to f16 for the P·V sum — the arithmetic of an f16×f16 dot kernel and of the reference engine
+//   the tests compare against.
+// - f32, bf16, q8_0: only the storage is lossy; query, scores and probabilities stay f32 (the
+//   more accurate choice where no reference arithmetic is to be matched).
+// Every (token, head) result is computed in the same order whatever else shares the call, so
+// the output does not depend on how a batch is split into calls or over threads.
 #include <cstdint>
 #include <vector>
 
@@ -20,19 +26,39 @@ struct AttentionParams {
   int32_t head_dim = 0;
   int32_t sliding_window = 0;  // 0 = attend to every earlier position
   float scale = 1.0f;          // usually 1/sqrt(head_dim)
+
+  int32_t group() const { return n_head / n_head_kv; }  // query heads per KV head
 };
 
-// Work space of attention_one_token, sized once for the longest context.
+// Most tokens one attention_kv_group call takes.
+constexpr int32_t kAttentionMaxTokens = 4;
+
+// Work space of one thread's attention calls, sized once for the longest context. Rows are the
+// (token, head) pairs of a call: row r = token * n_heads + head in the call.
 struct AttentionScratch {
-  std::vector<float> scores;  // [max_context]
-  std::vector<float> query;   // [head_dim] query as the dot products see it
-  std::vector<float> acc;     // [head_dim]
-  AttentionScratch(int32_t max_context, int32_t head_dim)
-      : scores(size_t(max_context)), query(size_t(head_dim)), acc(size_t(head_dim)) {}
+  std::vector<float> scores;   // [max_context, max rows] scores, then probabilities, position-major
+  std::vector<float> query_t;  // [head_dim, max rows] queries transposed, as the dots see them
+  std::vector<float> k_row;    // [head_dim] one K head row in f32
+  std::vector<float> v_row;    // [head_dim] one V head row in f32
+  std::vector<float> acc;      // [max rows, head_dim]
+  AttentionScratch(int32_t max_context, const AttentionParams& p);
 };
 
-// out[h, :] = softmax(q[h] · K[first..pos]^T * scale) · V[first..pos] for every query head h of
-// ONE token at `position`, reading layer `layer`'s K/V through the sequence's block table.
+// For tokens t < n_tokens of one sequence, at positions first_position + t, and the query heads
+// h in [first_head, first_head + n_heads), which must share one KV head (a whole group, or part
+// of one when a decode step is spread over more threads than there are KV heads):
+// out[t, h, :] = softmax(q[t, h] · K^T * scale) · V over the positions token t sees, reading
+// layer `layer`'s K/V through the block table. The cache must already hold K/V for every
+// position up to first_position + n_tokens - 1.
+// q, out: [n_tokens, row_stride] with head h of token t at t * row_stride + h * head_dim; only
+// those heads of out are written. block_table: [>= last position / block_size + 1].
+// 1 <= n_tokens <= kAttentionMaxTokens.
+void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
+                        int32_t first_head, int32_t n_heads, const float* q, int64_t row_stride,
+                        int32_t n_tokens, int32_t first_position, const int32_t* block_table,
+                        float* out, AttentionScratch& scratch);
+
+// Every query head of ONE token at `position`.
 // q: [n_head, head_dim]; block_table: [>= position / block_size + 1]; out: [n_head, head_dim]
 void attention_one_token(const KvCache& cache, int32_t layer, const AttentionParams& p,
                          const float* q, int32_t position, const int32_t* block_table, float* out,

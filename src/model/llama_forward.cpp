@@ -4,17 +4,33 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cpu_features.h"
 #include "model/attention.h"
 #include "model/layer_ops.h"
 #include "quant/dequantize.h"
 
 namespace vela {
 
-LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options)
+namespace {
+
+// Below this much work (in multiply-adds, roughly) an element-wise or attention step runs on the
+// calling thread: handing it to the pool costs about a microsecond.
+constexpr int64_t kMinParallelWork = 16 * 1024;
+
+std::shared_ptr<ThreadPool> make_pool(int32_t n_threads) {
+  return std::make_shared<ThreadPool>(n_threads > 0 ? n_threads : cpu_features().physical_cores);
+}
+
+}  // namespace
+
+LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
+                           std::shared_ptr<ThreadPool> pool)
     : model_(std::move(model)),
       options_(options),
-      attn_scratch_(options.max_context, model_->config().head_dim) {
+      pool_(pool ? std::move(pool) : make_pool(options.n_threads)) {
   const ModelConfig& c = model_->config();
+  options_.n_threads = pool_->n_threads();
+  min_work_ = options_.min_parallel_work < 0 ? kMinParallelWork : options_.min_parallel_work;
   const size_t T = size_t(options_.max_batch_tokens);
   const size_t q_dim = size_t(c.n_head) * size_t(c.head_dim);
   const size_t kv_dim = size_t(c.n_head_kv) * size_t(c.head_dim);
@@ -30,6 +46,11 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   rope_cs_.resize(T * size_t(c.n_rot));
   slots_.resize(T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
+  runs_.reserve(T);
+  const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, c.sliding_window, 1.0f};
+  attn_scratch_.reserve(size_t(pool_->n_threads()));
+  for (int32_t i = 0; i < pool_->n_threads(); ++i)
+    attn_scratch_.emplace_back(options_.max_context, attn);
 
   // Inverse frequency of each rotated pair: base^(-2i/n_rot), divided by the model's per-pair
   // factors when it has them (Llama 3.1 long-context scaling).
@@ -41,7 +62,8 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
     rope_freqs_[size_t(i)] = static_cast<float>(f);
   }
 
-  // Room for the largest quantized activation any matmul of the pass needs.
+  // Room for the largest converted activation any matmul of the pass needs, in every scratch
+  // (a projection group may use up to three activation types).
   size_t scratch = 0;
   const auto need = [&](const WeightMatrix& m, int64_t rows) {
     scratch = std::max(scratch, matmul_scratch_bytes(m.type, m.n_cols, rows));
@@ -50,14 +72,106 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       need(*m, options_.max_batch_tokens);
   need(model_->weights().output, options_.max_logits);
-  scratch_.reserve(scratch);
+  for (MatmulScratch& s : scratch_) s.reserve(scratch);
 }
 
-void LlamaForward::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  vela::matmul(w.type, w.data, w.n_rows, w.n_cols, x, n_tokens, y, scratch_);
+template <class Fn>
+void LlamaForward::for_ranges(int64_t n, int64_t item_cost, const Fn& fn) {
+  const int32_t n_threads = pool_->n_threads();
+  if (n_threads == 1 || n < 2 || n * item_cost < min_work_) {
+    fn(int64_t(0), n);
+    return;
+  }
+  const int64_t n_ranges = std::min<int64_t>(n, n_threads);
+  const int64_t per = (n + n_ranges - 1) / n_ranges;
+  pool_->parallel_for((n + per - 1) / per,
+                      [&](int64_t r, int32_t) { fn(r * per, std::min(n, (r + 1) * per)); });
 }
 
-Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_t logits_size) const {
+void LlamaForward::project(const float* x, int64_t n_tokens,
+                           std::initializer_list<Projection> outs) {
+  split_.clear();
+  QuantizedActivations acts[3];
+  int n_acts = 0;
+  for (const Projection& o : outs) {
+    const WeightMatrix& w = *o.w;
+    QuantizedActivations act = prepare_activations(w.type, x, w.n_cols, n_tokens, scratch_[n_acts]);
+    int a = 0;
+    while (a < n_acts && acts[a].type != act.type) ++a;
+    if (a == n_acts) {  // a new activation type: convert x once for it
+      acts[n_acts++] = act;
+      MatmulScratch& scratch = scratch_[a];
+      for_ranges(n_tokens, w.n_cols * 4, [&](int64_t begin, int64_t end) {
+        convert_activations(act, x, w.n_cols, begin, end, scratch);
+      });
+    }
+    split_.add(w.type, w.data, w.n_rows, w.n_cols, acts[a], n_tokens, o.y);
+  }
+  split_.split(pool_->n_threads(), options_.min_parallel_work < 0 ? MatmulSplit::kMinParallelWork
+                                                                  : options_.min_parallel_work);
+  if (split_.parallel()) {
+    pool_->parallel_for(split_.n_chunks(),
+                        [&](int64_t chunk, int32_t) { split_.run_chunk(chunk); });
+  } else {
+    for (int64_t chunk = 0; chunk < split_.n_chunks(); ++chunk) split_.run_chunk(chunk);
+  }
+}
+
+void LlamaForward::find_token_runs(const ForwardBatch& b) {
+  const ModelConfig& c = model_->config();
+  runs_.clear();
+  attention_work_ = 0;
+  for (int32_t t = 0; t < b.n_tokens(); ++t) {
+    TokenRun* last = runs_.empty() ? nullptr : &runs_.back();
+    if (last && last->n_tokens < kAttentionMaxTokens &&
+        b.seq_index[size_t(t)] == b.seq_index[size_t(last->first)] &&
+        b.positions[size_t(t)] == b.positions[size_t(last->first)] + last->n_tokens) {
+      ++last->n_tokens;
+    } else {
+      runs_.push_back({t, 1});
+    }
+    const int32_t pos = b.positions[size_t(t)];
+    const int32_t visible = c.sliding_window > 0 ? std::min(pos + 1, c.sliding_window) : pos + 1;
+    attention_work_ += int64_t(visible) * c.n_head * c.head_dim * 2;
+  }
+}
+
+void LlamaForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
+                             const AttentionParams& p) {
+  const int64_t q_dim = int64_t(p.n_head) * p.head_dim;
+  const int32_t group = p.group();
+  const int32_t n_threads = pool_->n_threads();
+  const bool parallel = n_threads > 1 && attention_work_ >= min_work_;
+  // Tasks are (run, KV head) pairs; when there are fewer than threads (a decode step of one
+  // sequence), each KV head's query heads are split into `parts` so every thread gets some.
+  const int64_t n_pairs = int64_t(runs_.size()) * p.n_head_kv;
+  const int32_t parts = parallel && n_pairs < n_threads
+                            ? int32_t(std::min<int64_t>(group, (n_threads + n_pairs - 1) / n_pairs))
+                            : 1;
+  const int32_t per_part = (group + parts - 1) / parts;
+  const auto task = [&](int64_t i, int32_t thread) {
+    const TokenRun run = runs_[size_t(i / (int64_t(p.n_head_kv) * parts))];
+    const int32_t kv_head = int32_t(i / parts % p.n_head_kv);
+    const int32_t first = int32_t(i % parts) * per_part;
+    const int32_t n_heads = std::min(per_part, group - first);
+    if (n_heads <= 0) return;
+    const int32_t s = b.seq_index[size_t(run.first)];
+    attention_kv_group(cache, layer, p, kv_head * group + first, n_heads,
+                       q_.data() + run.first * q_dim, q_dim, run.n_tokens,
+                       b.positions[size_t(run.first)],
+                       b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
+                       attn_.data() + run.first * q_dim, attn_scratch_[size_t(thread)]);
+  };
+  const int64_t n_tasks = n_pairs * parts;
+  if (parallel) {
+    pool_->parallel_for(n_tasks, task);
+  } else {
+    for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
+  }
+}
+
+Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache,
+                              size_t logits_size) const {
   const ModelConfig& c = model_->config();
   const int32_t T = b.n_tokens();
   if (T == 0) return make_error("empty batch");
@@ -72,12 +186,14 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
   if (kc.n_layer != c.n_layer || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim)
     return make_error("KV cache geometry does not match the model");
   for (int32_t b_id : b.block_tables)
-    if (b_id < -1 || b_id >= kc.n_blocks) return make_error("block id " + std::to_string(b_id) + " out of range");
+    if (b_id < -1 || b_id >= kc.n_blocks)
+      return make_error("block id " + std::to_string(b_id) + " out of range");
   const int32_t n_seqs = b.n_seqs();
   for (int32_t t = 0; t < T; ++t) {
     const int32_t id = b.token_ids[size_t(t)];
     if (id < 0 || id >= c.n_vocab)
-      return make_error("token id " + std::to_string(id) + " out of range [0, " + std::to_string(c.n_vocab) + ")");
+      return make_error("token id " + std::to_string(id) + " out of range [0, " +
+                        std::to_string(c.n_vocab) + ")");
     const int32_t pos = b.positions[size_t(t)];
     if (pos < 0 || pos >= options_.max_context)
       return make_error("position " + std::to_string(pos) + " out of range [0, " +
@@ -106,58 +222,85 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   const int64_t E = c.n_embd;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
+  const int64_t n_ff = c.n_ff;
   const int32_t bs = cache.config().block_size;
 
   for (int64_t t = 0; t < T; ++t) {
     const int32_t s = b.seq_index[size_t(t)];
     const int32_t pos = b.positions[size_t(t)];
-    const int32_t block = b.block_tables[size_t(s) * size_t(b.max_blocks_per_seq) + size_t(pos / bs)];
+    const int32_t block =
+        b.block_tables[size_t(s) * size_t(b.max_blocks_per_seq) + size_t(pos / bs)];
     slots_[size_t(t)] = int64_t(block) * bs + pos % bs;
-    const auto* row = static_cast<const uint8_t*>(w.token_embd.data) + b.token_ids[size_t(t)] * w.token_embd.row_bytes;
-    dequantize_row(w.token_embd.type, row, x_.data() + t * E, E);
   }
-  rope_tables(b.positions.data(), T, rope_freqs_.data(), c.n_rot, c.rope_freq_scale, rope_cs_.data());
+  find_token_runs(b);
+  for_ranges(T, E, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const auto* row = static_cast<const uint8_t*>(w.token_embd.data) +
+                        b.token_ids[size_t(t)] * w.token_embd.row_bytes;
+      dequantize_row(w.token_embd.type, row, x_.data() + t * E, E);
+    }
+  });
+  const int32_t half_rot = c.n_rot / 2;
+  for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
+    rope_tables(b.positions.data() + t0, t1 - t0, rope_freqs_.data(), c.n_rot, c.rope_freq_scale,
+                rope_cs_.data() + t0 * half_rot * 2);
+  });
+
+  // Steps over token rows [t0, t1) of the batch's buffers.
+  const auto norm = [&](const std::vector<float>& weight) {
+    for_ranges(T, E, [&](int64_t t0, int64_t t1) {
+      rms_norm(x_.data() + t0 * E, weight.data(), t1 - t0, E, c.rms_eps, xn_.data() + t0 * E);
+    });
+  };
+  const auto add_residual = [&] {
+    for_ranges(T * E, 1, [&](int64_t i0, int64_t i1) {
+      add_inplace(x_.data() + i0, proj_.data() + i0, i1 - i0);
+    });
+  };
 
   const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, c.sliding_window,
                              1.0f / std::sqrt(float(c.head_dim))};
   for (int32_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = w.layers[size_t(il)];
     // Attention block.
-    rms_norm(x_.data(), l.attn_norm.data(), T, E, c.rms_eps, xn_.data());
-    matmul(l.wq, xn_.data(), T, q_.data());
-    matmul(l.wk, xn_.data(), T, k_.data());
-    matmul(l.wv, xn_.data(), T, v_.data());
-    if (!l.bq.empty()) add_bias(q_.data(), l.bq.data(), T, q_dim);
-    if (!l.bk.empty()) add_bias(k_.data(), l.bk.data(), T, kv_dim);
-    if (!l.bv.empty()) add_bias(v_.data(), l.bv.data(), T, kv_dim);
-    rope_apply(q_.data(), T, c.n_head, c.head_dim, c.n_rot, c.rope_style, rope_cs_.data());
-    rope_apply(k_.data(), T, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, rope_cs_.data());
-    // All of the batch's K/V go in first, so a token can attend to earlier tokens of its own chunk.
-    for (int64_t t = 0; t < T; ++t) cache.write(il, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
-    for (int64_t t = 0; t < T; ++t) {
-      const int32_t s = b.seq_index[size_t(t)];
-      attention_one_token(cache, il, attn, q_.data() + t * q_dim, b.positions[size_t(t)],
-                          b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
-                          attn_.data() + t * q_dim, attn_scratch_);
-    }
-    matmul(l.wo, attn_.data(), T, proj_.data());
-    add_inplace(x_.data(), proj_.data(), T * E);
+    norm(l.attn_norm);
+    project(xn_.data(), T, {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
+    for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
+      const int64_t n = t1 - t0;
+      if (!l.bq.empty()) add_bias(q_.data() + t0 * q_dim, l.bq.data(), n, q_dim);
+      if (!l.bk.empty()) add_bias(k_.data() + t0 * kv_dim, l.bk.data(), n, kv_dim);
+      if (!l.bv.empty()) add_bias(v_.data() + t0 * kv_dim, l.bv.data(), n, kv_dim);
+      const float* cs = rope_cs_.data() + t0 * half_rot * 2;
+      rope_apply(q_.data() + t0 * q_dim, n, c.n_head, c.head_dim, c.n_rot, c.rope_style, cs);
+      rope_apply(k_.data() + t0 * kv_dim, n, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, cs);
+      // All of the batch's K/V go in before any attention, so a token can attend to earlier
+      // tokens of its own chunk; each token writes only its own slot.
+      for (int64_t t = t0; t < t1; ++t)
+        cache.write(il, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
+    });
+    attention(b, cache, il, attn);
+    project(attn_.data(), T, {{&l.wo, proj_.data()}});
+    add_residual();
 
     // Feed-forward block (SwiGLU).
-    rms_norm(x_.data(), l.ffn_norm.data(), T, E, c.rms_eps, xn_.data());
-    matmul(l.w_gate, xn_.data(), T, gate_.data());
-    matmul(l.w_up, xn_.data(), T, up_.data());
-    silu_mul(gate_.data(), up_.data(), T * c.n_ff);
-    matmul(l.w_down, gate_.data(), T, proj_.data());
-    add_inplace(x_.data(), proj_.data(), T * E);
+    norm(l.ffn_norm);
+    project(xn_.data(), T, {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}});
+    // silu costs an exp per element: worth sharing from a few thousand elements on.
+    for_ranges(T * n_ff, 16, [&](int64_t i0, int64_t i1) {
+      silu_mul(gate_.data() + i0, up_.data() + i0, i1 - i0);
+    });
+    project(gate_.data(), T, {{&l.w_down, proj_.data()}});
+    add_residual();
   }
 
   // Output head only for the rows that want logits.
   const int64_t n_logits = int64_t(b.logits_indices.size());
-  for (int64_t i = 0; i < n_logits; ++i)
-    rms_norm(x_.data() + int64_t(b.logits_indices[size_t(i)]) * E, w.output_norm.data(), 1, E, c.rms_eps,
-             final_.data() + i * E);
-  if (n_logits > 0) matmul(w.output, final_.data(), n_logits, logits.data());
+  for_ranges(n_logits, E, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      rms_norm(x_.data() + int64_t(b.logits_indices[size_t(i)]) * E, w.output_norm.data(), 1, E,
+               c.rms_eps, final_.data() + i * E);
+  });
+  if (n_logits > 0) project(final_.data(), n_logits, {{&w.output, logits.data()}});
   return {};
 }
 

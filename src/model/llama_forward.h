@@ -1,9 +1,14 @@
 #pragma once
 // The Llama-family forward pass (llama, qwen2) over a batch of tokens from several sequences,
-// reading and writing K/V through block tables in a paged KV cache.
+// reading and writing K/V through block tables in a paged KV cache. A pass runs on a thread pool:
+// matmuls split by weight rows, attention by (token run, KV head), element-wise steps by tokens
+// when the batch is large. Every output value is computed by exactly one thread in a fixed
+// order, so the logits are bit-identical for any number of threads.
 // Thread-safety: one LlamaForward runs one pass at a time (it owns the pass's work buffers);
-// use one per engine thread. The Model it reads is shared and immutable.
+// use one per engine thread. The Model it reads is shared and immutable; a shared pool serialises
+// the loops of several users.
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
@@ -14,6 +19,7 @@
 #include "model/forward_batch.h"
 #include "model/model.h"
 #include "util/result.h"
+#include "util/thread_pool.h"
 
 namespace vela {
 
@@ -21,14 +27,23 @@ struct ForwardOptions {
   int32_t max_batch_tokens = 512;  // most tokens one pass takes
   int32_t max_logits = 512;        // most rows of logits one pass returns
   int32_t max_context = 4096;      // longest sequence (positions < max_context)
+  int32_t n_threads = 0;           // threads of a pass, the caller included; 0 = physical cores
+  // Steps with less work than this (multiply-adds, roughly) run on the calling thread, since
+  // handing work to the pool costs about a microsecond; -1 = the defaults (per step kind),
+  // 0 = split every step (tests).
+  int64_t min_parallel_work = -1;
 };
 
 class LlamaForward {
  public:
-  LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options);
+  // Runs on `pool` when given (its size decides the thread count), else on a pool of its own
+  // with options.n_threads threads.
+  LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
+               std::shared_ptr<ThreadPool> pool = nullptr);
 
   const Model& model() const { return *model_; }
   const ForwardOptions& options() const { return options_; }
+  int32_t n_threads() const { return pool_->n_threads(); }
 
   // Runs the batch, stores its K/V in `cache`, and writes the logits of the tokens named by
   // batch.logits_indices to `logits`: [n_logits, n_vocab]. Checks the batch (sizes, token ids,
@@ -36,28 +51,53 @@ class LlamaForward {
   Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits);
 
  private:
+  struct Projection {
+    const WeightMatrix* w;
+    float* y;  // [n_tokens, w->n_rows]
+  };
+  // Consecutive batch tokens of one sequence at consecutive positions: one attention call.
+  struct TokenRun {
+    int32_t first;  // batch index of the first token
+    int32_t n_tokens;
+  };
+
   Status validate(const ForwardBatch& batch, const KvCache& cache, size_t logits_size) const;
-  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
+  // y = W x for each of up to three projections of the same input x: [n_tokens, n_cols];
+  // activations converted once per activation type, all products split over the pool in one
+  // loop.
+  void project(const float* x, int64_t n_tokens, std::initializer_list<Projection> outs);
+  // fn(begin, end) over [0, n) in ranges spread over the pool, or fn(0, n) inline when
+  // n * item_cost (roughly, in multiply-adds) is too little to share.
+  template <class Fn>
+  void for_ranges(int64_t n, int64_t item_cost, const Fn& fn);
+  void find_token_runs(const ForwardBatch& b);
+  void attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
+                 const AttentionParams& p);
 
   std::shared_ptr<const Model> model_;
   ForwardOptions options_;
-  MatmulScratch scratch_;
+  std::shared_ptr<ThreadPool> pool_;
+  int64_t min_work_ = 0;      // element-wise and attention steps below this run inline
+  MatmulScratch scratch_[3];  // converted activations, one per activation type of a projection
+  MatmulSplit split_;
   std::vector<float> rope_freqs_;  // [n_rot / 2]
 
   // Work buffers, sized once for max_batch_tokens (T).
-  std::vector<float> x_;          // [T, n_embd] residual stream
-  std::vector<float> xn_;         // [T, n_embd] normalised input of a sub-layer
-  std::vector<float> q_;          // [T, n_head * head_dim]
-  std::vector<float> k_;          // [T, n_head_kv * head_dim]
-  std::vector<float> v_;          // [T, n_head_kv * head_dim]
-  std::vector<float> attn_;       // [T, n_head * head_dim]
-  std::vector<float> gate_;       // [T, n_ff]
-  std::vector<float> up_;         // [T, n_ff]
-  std::vector<float> proj_;       // [T, n_embd] output of attn_output / ffn_down
-  std::vector<float> rope_cs_;    // [T, n_rot / 2, 2]
-  std::vector<int64_t> slots_;    // [T] KV slot of each token
-  std::vector<float> final_;      // [max_logits, n_embd] normalised rows that get logits
-  AttentionScratch attn_scratch_;
+  std::vector<float> x_;        // [T, n_embd] residual stream
+  std::vector<float> xn_;       // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> q_;        // [T, n_head * head_dim]
+  std::vector<float> k_;        // [T, n_head_kv * head_dim]
+  std::vector<float> v_;        // [T, n_head_kv * head_dim]
+  std::vector<float> attn_;     // [T, n_head * head_dim]
+  std::vector<float> gate_;     // [T, n_ff]
+  std::vector<float> up_;       // [T, n_ff]
+  std::vector<float> proj_;     // [T, n_embd] output of attn_output / ffn_down
+  std::vector<float> rope_cs_;  // [T, n_rot / 2, 2]
+  std::vector<int64_t> slots_;  // [T] KV slot of each token
+  std::vector<float> final_;    // [max_logits, n_embd] normalised rows that get logits
+  std::vector<TokenRun> runs_;  // [<= T] this pass's attention runs
+  int64_t attention_work_ = 0;  // multiply-adds of one layer's attention in this pass
+  std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
 };
 
 }  // namespace vela

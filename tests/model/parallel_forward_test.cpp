@@ -1,0 +1,111 @@
+// The multi-threaded forward pass gives bit-identical logits for any thread count: every output
+// value is computed by one thread in a fixed order, however the work is split. Every step is
+// forced onto the pool (min_parallel_work = 0) so that the small shared models exercise the
+// split matmuls, attention runs and element-wise ranges, not just the inline fallbacks.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kv/kv_cache.h"
+#include "model/llama_forward.h"
+#include "support/shared_data.h"
+
+namespace vela {
+namespace {
+
+constexpr int32_t kBlock = 16;
+constexpr int32_t kMaxBlocks = 8;
+
+// Two sequences in scattered blocks. Pass 1 is a prefill mixing A's 37-token prompt with B's
+// 6-token prompt (interleaved); passes 2-4 decode one token for each. Returns all the logits.
+std::vector<float> run_passes(const std::shared_ptr<const Model>& model, KvType kv_type,
+                              int32_t n_threads, std::shared_ptr<ThreadPool> pool = nullptr) {
+  ForwardOptions options{64, 64, kBlock * kMaxBlocks, n_threads, /*min_parallel_work=*/0};
+  LlamaForward fwd(model, options, std::move(pool));
+  const ModelConfig& c = model->config();
+  KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, kBlock, 2 * kMaxBlocks, kv_type});
+  // Scattered, interleaved blocks for the two sequences.
+  const std::vector<int32_t> table = {9, 2, 14, 5, -1, -1, -1, -1, 0, 11, 7, -1, -1, -1, -1, -1};
+  std::vector<float> all;
+  std::vector<int32_t> n_past = {0, 0};
+  const auto pass = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& seq) {
+    std::vector<int32_t> pos, want;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      pos.push_back(n_past[size_t(seq[i])]++);
+      want.push_back(int32_t(i));
+    }
+    std::vector<float> logits(ids.size() * size_t(c.n_vocab));
+    const Status st =
+        fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, cache, logits);
+    EXPECT_TRUE(st.ok()) << st.message();
+    all.insert(all.end(), logits.begin(), logits.end());
+  };
+  std::vector<int32_t> ids, seq;
+  for (int32_t i = 0; i < 43; ++i) {
+    const bool b = i % 7 == 3;  // B's 6 tokens scattered among A's 37
+    ids.push_back(int32_t(1 + (i * 131) % (c.n_vocab - 1)));
+    seq.push_back(b ? 1 : 0);
+  }
+  pass(ids, seq);
+  for (int32_t step = 0; step < 3; ++step)
+    pass({int32_t(5 + step * 17), int32_t(9 + step * 23)}, {0, 1});
+  return all;
+}
+
+void expect_bit_identical(const std::vector<float>& a, const std::vector<float>& b,
+                          const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  size_t first_diff = a.size();
+  for (size_t i = 0; i < a.size() && first_diff == a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) first_diff = i;
+  EXPECT_EQ(first_diff, a.size()) << what << ": first difference at logit " << first_diff << " ("
+                                  << a[first_diff % a.size()] << " vs " << b[first_diff % a.size()]
+                                  << ")";
+}
+
+class ParallelForward : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ParallelForward, LogitsAreBitIdenticalForAnyThreadCount) {
+  VELA_REQUIRE_SHARED();
+  auto model =
+      Model::load(test::shared_path(std::string("models/") + GetParam() + ".gguf").string());
+  ASSERT_TRUE(model.ok()) << model.message();
+  for (KvType kv : {KvType::kF16, KvType::kQ8_0}) {
+    const auto one = run_passes(*model, kv, 1);
+    for (int32_t n_threads : {2, 3, 5}) {
+      const std::string what =
+          std::string(kv_type_name(kv)) + ", " + std::to_string(n_threads) + " threads";
+      expect_bit_identical(one, run_passes(*model, kv, n_threads), what.c_str());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, ParallelForward,
+    ::testing::Values("aidreams260K",            // multi-head, untied output
+                      "tiny-llama-gqa",          // grouped-query heads, f32
+                      "tiny-qwen2-bpe-F16",      // Q/K/V biases, neox rope
+                      "tiny-llama-256-Q4_K_M"),  // mixed types, Q8_K activations
+    [](const auto& info) {
+      std::string n = info.param;
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
+      return n;
+    });
+
+// One pool can serve two forward passes (used one after another, as an engine would).
+TEST(ParallelForwardPool, SharedPoolGivesTheSameLogits) {
+  VELA_REQUIRE_SHARED();
+  auto model = Model::load(test::shared_path("models/tiny-llama-gqa.gguf").string());
+  ASSERT_TRUE(model.ok()) << model.message();
+  auto pool = std::make_shared<ThreadPool>(3);
+  const auto own = run_passes(*model, KvType::kF16, 1);
+  expect_bit_identical(own, run_passes(*model, KvType::kF16, 0, pool), "shared pool, first user");
+  expect_bit_identical(own, run_passes(*model, KvType::kF16, 0, pool), "shared pool, second user");
+  LlamaForward fwd(*model, ForwardOptions{}, pool);
+  EXPECT_EQ(fwd.n_threads(), 3);
+  EXPECT_EQ(fwd.options().n_threads, 3);
+}
+
+}  // namespace
+}  // namespace vela
