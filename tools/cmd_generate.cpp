@@ -64,7 +64,7 @@ int run_generate(int argc, char** argv) {
              {"logprobs", 0, "N", "print each token's logprob and N alternatives to stderr"},
              {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
-             {"kv-type", 0, "TYPE", "KV cache type: f16 (default) or f32"}});
+             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}});
   if (auto st = args.parse(argc, argv); !st) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 2;

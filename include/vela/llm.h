@@ -6,6 +6,7 @@
 //   vela::SamplingParams params; params.temperature = 0; params.max_tokens = 32;
 //   auto outputs = (*llm)->generate({"Once upon a time"}, params);
 //
+// generate() runs every prompt through the continuous-batching engine at once.
 // Thread-safety: an LLM may be shared between threads; generate() calls are serialised (one runs
 // at a time, the others wait). Callbacks run on the calling thread.
 #include <cstdint>
@@ -21,10 +22,14 @@ namespace vela {
 
 struct LLMConfig {
   std::string model_path;
-  int32_t n_threads = 0;           // 0 = physical cores
-  int32_t max_context = 0;         // longest prompt + output; 0 = the model's, capped at 4096
-  int32_t max_batch_tokens = 512;  // prompt tokens computed per forward pass
-  std::string kv_cache_type = "f16";  // "f16" or "f32"
+  int32_t n_threads = 0;              // 0 = physical cores
+  int32_t max_context = 0;            // longest prompt + output; 0 = the model's, capped at 4096
+  int32_t max_batch_tokens = 512;     // tokens computed per engine step (prompt chunks + decodes)
+  int32_t max_num_seqs = 64;          // sequences decoded together at most
+  std::string kv_cache_type = "f16";  // "f16" (default), "bf16", "q8_0" or "f32"
+  int64_t kv_cache_bytes = 0;         // KV budget; 0 = enough for max_num_seqs full contexts,
+                                      // at most half the available memory
+  bool enable_prefix_caching = true;  // reuse the KV of shared prompt prefixes
 };
 
 // kStop: a stop token or string; kLength: max_tokens or the context; kAbort: cancelled.
@@ -45,8 +50,8 @@ struct TokenLogprobs {
 };
 
 struct CompletionOutput {
-  std::string text;                     // generated text, stop string excluded
-  std::vector<int32_t> token_ids;       // generated tokens
+  std::string text;                // generated text, stop string excluded
+  std::vector<int32_t> token_ids;  // generated tokens
   FinishReason finish_reason = FinishReason::kLength;
   std::string stop_reason;              // the stop string that matched, if any
   std::vector<TokenLogprobs> logprobs;  // one per generated token when params.logprobs is set
@@ -69,13 +74,13 @@ struct RequestOutput {
 // UTF-8 character or a possible stop string is incomplete) and the token that produced it.
 struct StreamDelta {
   size_t request_index = 0;
-  int32_t token = -1;                  // -1 on the final delta that only flushes text
+  int32_t token = -1;  // -1 on the final delta that only flushes text
   std::string text;
   const TokenLogprobs* logprobs = nullptr;  // when requested
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
 };
-// Return false to cancel the request (it finishes with what it has, reason kStop).
+// Return false to cancel the request (it finishes with what it has, reason kAbort).
 using StreamCallback = std::function<bool(const StreamDelta&)>;
 
 class LLM {

@@ -40,6 +40,7 @@ ForwardOptions forward_options(const EngineConfig& c) {
   fo.max_batch_tokens = c.scheduler.max_num_batched_tokens;
   fo.max_logits = c.scheduler.max_num_seqs;
   fo.max_context = c.max_context;
+  fo.n_threads = c.n_threads;
   return fo;
 }
 

@@ -22,7 +22,7 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path) {
 }
 
 std::string write_temp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  const std::string path = testing::TempDir() + name;
+  const std::string path = vela::test::unique_temp_path(name);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   return path;

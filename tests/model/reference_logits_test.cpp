@@ -29,8 +29,10 @@ struct ModelCase {
 // summation order, so now and then a value lands on the other side of a rounding step. On the
 // trained model that is invisible (max 5.6e-4, mean 3e-5). The random-weight models amplify each
 // flip: an f16 flip moves logits by ~1e-2, a bf16 flip by ~0.2, an 8-bit activation flip (1/127
-// of a block's range) by up to ~0.7. The means stay small — the engines agree systematically —
-// and each bound is about 1.5x what was measured (see the printed figures).
+// of a block's range) by up to ~0.7. The means stay small — the engines agree systematically.
+// The SIMD kernels (AVX2, AVX-512) sum in another order than the scalar table, which moves a few
+// more values across rounding steps; each bound is about 1.5x the worst figure measured over the
+// scalar, AVX2 and AVX-512 tables (VELA_ISA=...), see the printed figures.
 class ReferenceLogits : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
@@ -80,13 +82,13 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceLogits,
                          ::testing::Values(ModelCase{"aidreams260K", 1e-3f, 1e-4f},
                                            ModelCase{"tiny-llama-gqa", 1e-2f, 5e-4f},
                                            ModelCase{"tiny-qwen2-bpe-F16", 1.5e-2f, 1.5e-3f},
-                                           ModelCase{"tiny-llama-256-F32", 2.5e-2f, 2e-3f},
+                                           ModelCase{"tiny-llama-256-F32", 5e-2f, 2.5e-3f},
                                            ModelCase{"tiny-llama-256-F16", 2e-2f, 2e-3f},
                                            ModelCase{"tiny-llama-256-BF16", 0.3f, 0.035f},
                                            ModelCase{"tiny-llama-256-Q8_0", 1.0f, 0.07f},
                                            ModelCase{"tiny-llama-256-Q4_0", 1.0f, 0.09f},
-                                           ModelCase{"tiny-llama-256-Q6_K", 0.8f, 0.05f},
-                                           ModelCase{"tiny-llama-256-Q4_K_M", 0.8f, 0.09f}),
+                                           ModelCase{"tiny-llama-256-Q6_K", 1.6f, 0.1f},
+                                           ModelCase{"tiny-llama-256-Q4_K_M", 1.0f, 0.15f}),
                          [](const auto& info) {
                            std::string n = info.param.name;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -1,6 +1,9 @@
 #include "support/shared_data.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string>
 
 namespace vela::test {
 
@@ -15,6 +18,17 @@ std::filesystem::path shared_dir() {
   return {};
 }
 
-std::filesystem::path shared_path(const std::string& relative) { return shared_dir() / relative; }
+std::string unique_temp_path(const std::string& name) {
+  std::string tag = "vela";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    tag += std::string("_") + info->test_suite_name() + "_" + info->name();
+  for (char& c : tag)
+    if (c == '/' || c == ' ') c = '_';
+  return ::testing::TempDir() + tag + "_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::filesystem::path shared_path(const std::string& relative) {
+  return shared_dir() / relative;
+}
 
 }  // namespace vela::test

@@ -14,10 +14,14 @@ std::filesystem::path shared_dir();
 // Path of a file under the shared folder (may not exist).
 std::filesystem::path shared_path(const std::string& relative);
 
+// A temporary file path unique to the running test and process, so tests that CTest runs in
+// parallel never share a file.
+std::string unique_temp_path(const std::string& name);
+
 }  // namespace vela::test
 
-#define VELA_REQUIRE_SHARED()                                                              \
-  do {                                                                                     \
-    if (::vela::test::shared_dir().empty())                                                \
+#define VELA_REQUIRE_SHARED()                                                                \
+  do {                                                                                       \
+    if (::vela::test::shared_dir().empty())                                                  \
       GTEST_SKIP() << "shared test data not found (set VELA_SHARED_DIR or place ../shared)"; \
   } while (0)

@@ -18,7 +18,7 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "vela_cli_stderr.txt";
+  const std::string err_file = vela::test::unique_temp_path("vela_cli_stderr.txt");
   const std::string cmd = std::string(VELA_BINARY) + " " + args + " 2>" + err_file;
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");

@@ -44,7 +44,7 @@ class ModelBenchTest : public testing::Test {
   void SetUp() override {
     if (test::shared_dir().empty()) GTEST_SKIP() << "shared test data not found";
     SynthOptions o;
-    o.output_path = testing::TempDir() + "vela_bench_tiny.gguf";
+    o.output_path = vela::test::unique_temp_path("vela_bench_tiny.gguf");
     o.shape = *find_shape("tiny");
     o.target = *parse_quant_target("Q4_0");
     o.vocab_path = test::shared_path("models/aidreams260K.gguf").string();

@@ -21,7 +21,7 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args) {
-  const std::string err_file = testing::TempDir() + "vela_tools_cli_stderr.txt";
+  const std::string err_file = vela::test::unique_temp_path("vela_tools_cli_stderr.txt");
   const std::string cmd = std::string(VELA_BINARY) + " " + args + " 2>" + err_file;
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -55,7 +55,7 @@ TEST(ToolsCli, Help) {
 }
 
 TEST(ToolsCli, BadFlagsAreOneLineErrors) {
-  const std::string out = testing::TempDir() + "vela_cli_never.gguf";
+  const std::string out = vela::test::unique_temp_path("vela_cli_never.gguf");
   const std::vector<std::string> cases = {
       "synth -o " + out + " --shape nope --type Q4_0 --vocab-from x.gguf",
       "synth -o " + out + " --shape tiny --type Q9_9 --vocab-from x.gguf",
@@ -87,8 +87,8 @@ TEST(ToolsCli, BadFlagsAreOneLineErrors) {
 
 TEST(ToolsCli, SynthQuantizeBenchEndToEnd) {
   VELA_REQUIRE_SHARED();
-  const std::string f32 = testing::TempDir() + "vela_cli_tiny_f32.gguf";
-  const std::string q4 = testing::TempDir() + "vela_cli_tiny_q4km.gguf";
+  const std::string f32 = vela::test::unique_temp_path("vela_cli_tiny_f32.gguf");
+  const std::string q4 = vela::test::unique_temp_path("vela_cli_tiny_q4km.gguf");
   const std::string vocab = vela::test::shared_path("models/aidreams260K.gguf").string();
   CliRun r =
       run("synth -o " + f32 + " --shape tiny --type F32 --vocab-from " + vocab + " --seed 3");

@@ -3,6 +3,8 @@
 // too little data, bad shapes) is an error that leaves no file behind.
 #include <gtest/gtest.h>
 
+#include "support/shared_data.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,7 +23,7 @@ std::vector<uint8_t> read_all(const std::string& path) {
 }
 
 std::string temp_path(const std::string& name) {
-  return testing::TempDir() + "vela_stream_" + name;
+  return vela::test::unique_temp_path("vela_stream_" + name);
 }
 
 TEST(GgufStreamWriter, MatchesInMemoryWriterForAnyPieceSize) {

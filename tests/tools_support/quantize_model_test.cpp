@@ -21,7 +21,7 @@ std::string quantize(const std::string& input, const std::string& type,
                      const std::string& tag = "") {
   QuantizeOptions o;
   o.input_path = input;
-  o.output_path = testing::TempDir() + "vela_quantize_" + type + tag + ".gguf";
+  o.output_path = vela::test::unique_temp_path("vela_quantize_" + type + tag + ".gguf");
   o.target = *parse_quant_target(type);
   o.n_threads = 2;
   auto r = quantize_model(o);
@@ -121,7 +121,7 @@ TEST(QuantizeModel, HalfPrecisionInputsAndPureMode) {
 
   QuantizeOptions o;
   o.input_path = test::shared_path("models/tiny-llama-256-BF16.gguf").string();
-  o.output_path = testing::TempDir() + "vela_quantize_pure.gguf";
+  o.output_path = vela::test::unique_temp_path("vela_quantize_pure.gguf");
   o.target = *parse_quant_target("Q4_0");
   o.pure = true;
   ASSERT_TRUE(quantize_model(o).ok());
@@ -134,7 +134,7 @@ TEST(QuantizeModel, RefusesToRequantize) {
   VELA_REQUIRE_SHARED();
   QuantizeOptions o;
   o.input_path = test::shared_path("models/tiny-llama-256-Q4_0.gguf").string();
-  o.output_path = testing::TempDir() + "vela_quantize_requant.gguf";
+  o.output_path = vela::test::unique_temp_path("vela_quantize_requant.gguf");
   o.target = *parse_quant_target("Q8_0");
   auto r = quantize_model(o);
   ASSERT_FALSE(r.ok());

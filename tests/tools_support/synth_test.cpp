@@ -81,7 +81,7 @@ TEST(Synth, WeightsAreDeterministicWithTheRequestedSpread) {
 
 std::string synth(const std::string& shape, const std::string& type, const std::string& vocab) {
   SynthOptions o;
-  o.output_path = testing::TempDir() + "vela_synth_" + shape + "_" + type + ".gguf";
+  o.output_path = vela::test::unique_temp_path("vela_synth_" + shape + "_" + type + ".gguf");
   o.shape = *find_shape(shape);
   o.target = *parse_quant_target(type);
   o.vocab_path = test::shared_path(vocab).string();
@@ -167,7 +167,7 @@ TEST(Synth, GeneratesWithTheLlmApi) {
 TEST(Synth, PadsTheVocabularyToTheShape) {
   VELA_REQUIRE_SHARED();
   SynthOptions o;
-  o.output_path = testing::TempDir() + "vela_synth_padded.gguf";
+  o.output_path = vela::test::unique_temp_path("vela_synth_padded.gguf");
   o.shape = *find_shape("tiny");
   o.shape.n_vocab = 600;  // aidreams260K has 512 tokens
   o.target = *parse_quant_target("Q8_0");
@@ -201,7 +201,7 @@ TEST(Synth, PadsTheVocabularyToTheShape) {
 TEST(Synth, ErrorsNameTheProblem) {
   VELA_REQUIRE_SHARED();
   SynthOptions o;
-  o.output_path = testing::TempDir() + "vela_synth_error.gguf";
+  o.output_path = vela::test::unique_temp_path("vela_synth_error.gguf");
   o.shape = *find_shape("tiny");
   o.target = *parse_quant_target("Q4_0");
   o.vocab_path = "/nonexistent/vocab.gguf";
