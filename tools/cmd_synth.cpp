@@ -6,23 +6,25 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "tools_support/builtin_vocab.h"
 #include "tools_support/synth.h"
 
 namespace vela::cli {
 
 int run_synth(int argc, char** argv) {
-  Args args(
-      "synth", "-o OUT.gguf --shape NAME --type TYPE --vocab-from FILE.gguf [options]",
-      {{"output", 'o', "FILE", "GGUF file to write"},
-       {"shape", 0, "NAME", "model shape: " + known_shape_names()},
-       {"type", 0, "TYPE", "tensor type: " + quant_target_names()},
-       {"vocab-from", 0, "FILE", "GGUF file whose tokenizer is copied (its size sets n_vocab)"},
-       {"seed", 's', "N",
-        "random seed (default 0); the same seed gives the same weights in every type"},
-       {"pad-vocab", 0, "", "pad the vocabulary with unused tokens up to the shape's size"},
-       {"pure", 0, "", "every matrix in TYPE (no Q6_K output / K-mix rules)"},
-       {"threads", 't', "N", "threads (default: all)"},
-       {"quiet", 'q', "", "no per-tensor progress"}});
+  Args args("synth", "-o OUT.gguf --shape NAME --type TYPE --vocab-from FILE.gguf [options]",
+            {{"output", 'o', "FILE", "GGUF file to write"},
+             {"shape", 0, "NAME", "model shape: " + known_shape_names()},
+             {"type", 0, "TYPE", "tensor type: " + quant_target_names()},
+             {"vocab-from", 0, "FILE",
+              "GGUF file whose tokenizer is copied (its size sets n_vocab); 'builtin' = a small "
+              "byte-level vocabulary with a ChatML template"},
+             {"seed", 's', "N",
+              "random seed (default 0); the same seed gives the same weights in every type"},
+             {"pad-vocab", 0, "", "pad the vocabulary with unused tokens up to the shape's size"},
+             {"pure", 0, "", "every matrix in TYPE (no Q6_K output / K-mix rules)"},
+             {"threads", 't', "N", "threads (default: all)"},
+             {"quiet", 'q', "", "no per-tensor progress"}});
   if (auto st = args.parse(argc, argv); !st) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 2;
@@ -60,6 +62,13 @@ int run_synth(int argc, char** argv) {
   o.shape = *shape;
   o.target = *target;
   o.vocab_path = args.get("vocab-from");
+  if (o.vocab_path == "builtin") {
+    o.vocab_path = o.output_path + ".vocab.gguf";
+    if (auto st = write_builtin_vocab(o.vocab_path); !st) {
+      std::fprintf(stderr, "vela synth: %s\n", st.message().c_str());
+      return 1;
+    }
+  }
   o.seed = uint64_t(*seed);
   o.pure = args.has("pure");
   o.pad_vocab = args.has("pad-vocab");
