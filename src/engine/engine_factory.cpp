@@ -1,30 +1,58 @@
 #include "engine/engine_factory.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <climits>
 #include <fstream>
-#include <sstream>
 
 namespace vela {
 
-int64_t available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    long long kb = 0;
-    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kb) == 1) return int64_t(kb) * 1024;
+Result<int32_t> kv_block_budget(const KvBudgetInput& in) {
+  if (in.bytes_per_block == 0) return make_error("the KV block size in bytes is zero");
+  if (in.kv_cache_bytes && in.kv_cache_fraction)
+    return make_error("give either a KV cache byte budget or a memory fraction, not both");
+  const int64_t per_seq = (int64_t(in.max_context) + in.block_size - 1) / in.block_size;
+  const int64_t demand = per_seq * std::max(in.max_num_seqs, 1);
+  std::optional<uint64_t> budget = in.kv_cache_bytes;
+  if (in.kv_cache_fraction) {
+    if (!(*in.kv_cache_fraction > 0.0 && *in.kv_cache_fraction <= 1.0))
+      return make_error("the KV cache memory fraction must be in (0, 1]");
+    if (!in.mem_available)
+      return make_error("a KV cache memory fraction needs MemAvailable (/proc/meminfo)");
+    budget = uint64_t(double(*in.mem_available) * *in.kv_cache_fraction);
   }
-  return 0;
+  int64_t blocks = 0;
+  if (budget) {
+    blocks = int64_t(*budget / in.bytes_per_block);
+  } else {
+    blocks = demand;
+    if (in.mem_available)
+      blocks =
+          std::min<int64_t>(blocks, int64_t(double(*in.mem_available) * kDefaultKvMemoryFraction) /
+                                        int64_t(in.bytes_per_block));
+  }
+  if (blocks < 1)
+    return make_error("the KV cache budget holds no block (one block takes " +
+                      std::to_string(in.bytes_per_block) + " bytes)");
+  return int32_t(std::min<int64_t>(blocks, INT32_MAX));
+}
+
+std::optional<uint64_t> mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t value = 0;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return value * 1024;  // reported in kB
+  }
+  return std::nullopt;
 }
 
 Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
-  if (o.max_num_seqs <= 0 || o.max_num_seqs > 4096) return make_error("max_num_seqs must be in [1, 4096]");
+  if (o.max_num_seqs <= 0 || o.max_num_seqs > 4096)
+    return make_error("max_num_seqs must be in [1, 4096]");
   if (o.max_num_batched_tokens <= 0 || o.max_num_batched_tokens > 65536)
     return make_error("max_num_batched_tokens must be in [1, 65536]");
   if (o.max_context < 0) return make_error("the context length must not be negative");
-  if (o.kv_cache_bytes < 0) return make_error("the KV cache budget must not be negative");
-  if (!(o.kv_cache_fraction >= 0 && o.kv_cache_fraction <= 0.95))
-    return make_error("the KV cache memory fraction must be in [0, 0.95]");
   if (o.n_threads < 0 || o.n_threads > 1024) return make_error("threads must be in [0, 1024]");
   auto kv_type = parse_kv_type(o.kv_cache_type);
   if (!kv_type) return kv_type.error();
@@ -34,7 +62,8 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   if (!tokenizer) return make_error("'" + o.model_path + "': " + tokenizer.message());
   const ModelConfig& mc = (*model)->config();
   if (tokenizer->n_vocab() != mc.n_vocab)
-    return make_error("'" + o.model_path + "': tokenizer and model disagree on the vocabulary size");
+    return make_error("'" + o.model_path +
+                      "': tokenizer and model disagree on the vocabulary size");
 
   EngineConfig c;
   c.max_context = o.max_context > 0 ? o.max_context : std::min(mc.n_ctx_train, 4096);
@@ -43,25 +72,22 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.enable_prefix_caching = o.enable_prefix_caching;
   c.n_threads = o.n_threads;
   c.scheduler.max_num_seqs = o.max_num_seqs;
-  c.scheduler.max_num_batched_tokens = std::min(o.max_num_batched_tokens, std::max(c.max_context, 1));
+  c.scheduler.max_num_batched_tokens =
+      std::min(o.max_num_batched_tokens, std::max(c.max_context, 1));
   c.scheduler.priority_aging_per_second = o.priority_aging_per_second;
 
-  const KvCacheConfig probe{mc.n_layer, mc.n_head_kv, mc.head_dim, c.block_size, 1, c.kv_type};
-  const int64_t block_bytes = int64_t(KvCache::bytes_per_block(probe));
-  const int64_t blocks_per_seq = (c.max_context + c.block_size - 1) / c.block_size;
-  const int64_t available = available_memory_bytes();
-  int64_t budget;
-  if (o.kv_cache_bytes > 0) budget = o.kv_cache_bytes;
-  else if (o.kv_cache_fraction > 0) budget = int64_t(double(available) * o.kv_cache_fraction);
-  else {
-    budget = int64_t(o.max_num_seqs) * blocks_per_seq * block_bytes;
-    if (available > 0) budget = std::min(budget, available / 2);
-  }
-  const int64_t n_blocks = std::min<int64_t>(budget / block_bytes, int64_t(1) << 24);
-  if (n_blocks < 1)
-    return make_error("the KV cache budget of " + std::to_string(budget) + " bytes holds no block (one block is " +
-                      std::to_string(block_bytes) + " bytes)");
-  c.n_blocks = static_cast<int32_t>(n_blocks);
+  KvBudgetInput budget;
+  budget.bytes_per_block = KvCache::bytes_per_block(
+      KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, c.block_size, 1, c.kv_type});
+  budget.max_num_seqs = o.max_num_seqs;
+  budget.max_context = c.max_context;
+  budget.block_size = c.block_size;
+  budget.kv_cache_bytes = o.kv_cache_bytes;
+  budget.kv_cache_fraction = o.kv_cache_fraction;
+  budget.mem_available = mem_available_bytes();
+  auto blocks = kv_block_budget(budget);
+  if (!blocks) return blocks.error();
+  c.n_blocks = *blocks;
   return std::make_unique<Engine>(std::move(*model), std::move(*tokenizer), c);
 }
 

@@ -2,8 +2,10 @@
 // Builds an Engine from a model file and user-facing options: loads the model and tokenizer,
 // picks the context length, and turns a KV memory budget (bytes, or a fraction of the memory
 // available now) into a number of blocks. Shared by the LLM API, `vela serve` and the benchmarks.
+// Free functions; no shared state.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -12,20 +14,38 @@ namespace vela {
 
 struct EngineOptions {
   std::string model_path;
-  int32_t n_threads = 0;                  // 0 = physical cores
-  int32_t max_context = 0;                // 0 = the model's, capped at 4096
+  int32_t n_threads = 0;    // 0 = physical cores
+  int32_t max_context = 0;  // 0 = the model's, capped at 4096
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   std::string kv_cache_type = "f16";
-  int64_t kv_cache_bytes = 0;             // explicit KV budget; 0 = use the fraction below
-  double kv_cache_fraction = 0;           // of MemAvailable; 0 = enough for max_num_seqs x max_context,
-                                          // capped at half the available memory
+  std::optional<uint64_t> kv_cache_bytes;   // explicit KV budget (exclusive with the fraction)
+  std::optional<double> kv_cache_fraction;  // of MemAvailable, in (0, 1]
   bool enable_prefix_caching = true;
   double priority_aging_per_second = 0.1;
 };
 
-// Bytes of memory the kernel reports as available (MemAvailable), or 0 if unknown.
-int64_t available_memory_bytes();
+// Share of MemAvailable the KV cache takes by default when max_num_seqs full contexts would
+// need more.
+inline constexpr double kDefaultKvMemoryFraction = 0.25;
+
+struct KvBudgetInput {
+  uint64_t bytes_per_block = 0;
+  int32_t max_num_seqs = 1;
+  int32_t max_context = 1;
+  int32_t block_size = 16;
+  std::optional<uint64_t> kv_cache_bytes;
+  std::optional<double> kv_cache_fraction;
+  std::optional<uint64_t> mem_available;  // bytes; unknown on some systems
+};
+
+// KV blocks to allocate: the byte budget (or fraction x MemAvailable) / bytes_per_block; by
+// default the full demand (max_num_seqs x blocks per context) capped at
+// kDefaultKvMemoryFraction of MemAvailable. Errors when the budget holds no block.
+Result<int32_t> kv_block_budget(const KvBudgetInput& in);
+
+// MemAvailable from /proc/meminfo, if readable.
+std::optional<uint64_t> mem_available_bytes();
 
 Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& options);
 

@@ -38,7 +38,8 @@ Result<std::unique_ptr<LLM>> LLM::load(const LLMConfig& config) {
   o.max_num_seqs = config.max_num_seqs;
   o.max_num_batched_tokens = config.max_batch_tokens;
   o.kv_cache_type = config.kv_cache_type;
-  o.kv_cache_bytes = config.kv_cache_bytes;
+  if (config.kv_cache_bytes < 0) return make_error("kv_cache_bytes must not be negative");
+  if (config.kv_cache_bytes > 0) o.kv_cache_bytes = uint64_t(config.kv_cache_bytes);
   o.enable_prefix_caching = config.enable_prefix_caching;
   auto engine = make_engine(o);
   if (!engine) return engine.error();

@@ -1,0 +1,110 @@
+#include "server/engine_setup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "engine/engine_factory.h"
+#include "kernels/cpu_features.h"
+#include "model/model.h"
+
+namespace vela::server {
+
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOptions& o,
+                                                            std::string& log) {
+  if (o.max_num_seqs < 1) return make_error("--max-num-seqs must be at least 1");
+  if (o.max_num_batched_tokens < 1)
+    return make_error("--max-num-batched-tokens must be at least 1");
+
+  // Read the template file first: a typo should fail before a long model load.
+  std::optional<std::string> template_file;
+  if (!o.chat_template_path.empty()) {
+    auto text = read_file(o.chat_template_path);
+    if (!text) return make_error("--chat-template: " + text.message());
+    template_file = std::move(*text);
+  }
+
+  EngineOptions eo;
+  eo.model_path = o.model_path;
+  eo.n_threads = o.n_threads;
+  eo.max_context = o.ctx_size;
+  eo.max_num_seqs = o.max_num_seqs;
+  eo.max_num_batched_tokens = o.max_num_batched_tokens;
+  eo.kv_cache_type = o.kv_type;
+  eo.kv_cache_bytes = o.kv_cache_bytes;
+  eo.kv_cache_fraction = o.kv_cache_fraction;
+  eo.enable_prefix_caching = o.prefix_caching;
+  auto engine = make_engine(eo);
+  if (!engine) return engine.error();
+  const Tokenizer* tokenizer = &(*engine)->tokenizer();
+  const ModelConfig& mc = (*engine)->model().config();
+  const GgufFile& gguf = (*engine)->model().gguf();
+
+  auto loaded = std::make_shared<LoadedModel>();
+  const std::string bos =
+      tokenizer->bos_id() >= 0 ? std::string(tokenizer->token_text(tokenizer->bos_id())) : "";
+  const std::string eos =
+      tokenizer->eos_id() >= 0 ? std::string(tokenizer->token_text(tokenizer->eos_id())) : "";
+  std::optional<std::string> source = template_file;
+  if (!source) {
+    auto meta = gguf.get_string("tokenizer.chat_template");
+    if (meta && *meta) source = std::string(**meta);
+  }
+  if (!source) {
+    loaded->chat_unavailable = "the model file has no tokenizer.chat_template";
+  } else {
+    auto formatter = ChatFormatter::create(*source, bos, eos);
+    if (formatter) {
+      loaded->chat = std::move(*formatter);
+    } else if (template_file) {
+      return make_error("--chat-template: " + formatter.message());
+    } else {
+      loaded->chat_unavailable = "its chat template is not supported: " + formatter.message();
+    }
+  }
+
+  const EngineConfig& actual = (*engine)->config();
+  const uint64_t bytes_per_block = KvCache::bytes_per_block(
+      KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, actual.block_size, 1, actual.kv_type});
+  loaded->block_size = actual.block_size;
+  loaded->max_model_len =
+      int32_t(std::min<int64_t>(actual.max_context, int64_t(actual.n_blocks) * actual.block_size));
+  AsyncEngineConfig ac;
+  ac.max_wait_ms = o.max_wait_ms;
+  ac.max_queued_requests = o.max_queued_requests;
+  loaded->engine = std::make_shared<AsyncEngine>(std::move(*engine), ac);
+
+  std::ostringstream s;
+  s << "vela serve: model " << o.model_path << " (" << mc.arch_name << ", " << mc.n_layer
+    << " layers, vocab " << mc.n_vocab << "), context " << actual.max_context << ", KV cache "
+    << actual.n_blocks << " blocks x " << actual.block_size << " tokens ("
+    << (double(bytes_per_block) * actual.n_blocks / (1 << 20)) << " MiB "
+    << kv_type_name(actual.kv_type) << "), max " << o.max_num_seqs << " sequences, "
+    << o.max_num_batched_tokens << " tokens per step, prefix caching "
+    << (actual.enable_prefix_caching ? "on" : "off") << ", kernels " << describe_cpu() << "\n";
+  if (loaded->chat)
+    s << "vela serve: chat template from " << (template_file ? o.chat_template_path : "the model")
+      << " (" << ChatFormatter::engine_name() << ")\n";
+  else
+    s << "vela serve: /v1/chat/completions unavailable: " << loaded->chat_unavailable << "\n";
+  if (loaded->max_model_len < actual.max_context)
+    s << "vela serve: warning: the KV budget holds only " << loaded->max_model_len
+      << " tokens, less than one full context\n";
+  log = s.str();
+  return loaded;
+}
+
+}  // namespace vela::server

@@ -1,0 +1,301 @@
+#include "server/generation_handler.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "model/model.h"
+
+namespace vela::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+Rejection rejection_for(int status) {
+  if (status == 429) return Rejection::kQueueFull;
+  if (status == 401) return Rejection::kUnauthorized;
+  if (status == 413) return Rejection::kTooLarge;
+  if (status >= 500) return Rejection::kUnavailable;
+  return Rejection::kInvalid;
+}
+
+}  // namespace
+
+GenerationHandler::GenerationHandler(ServerContext& ctx, std::weak_ptr<ResponseSink> sink,
+                                     Clock::time_point received)
+    : ctx_(ctx), sink_(std::move(sink)), received_(received) {}
+
+GenerationHandler::~GenerationHandler() = default;
+
+std::shared_ptr<ResponseSink> GenerationHandler::live_sink() const {
+  return gone_ ? nullptr : sink_.lock();
+}
+
+void GenerationHandler::fail(const ApiError& error, int retry_after_seconds) {
+  responded_ = true;
+  ctx_.metrics.count_rejection(rejection_for(error.status));
+  if (auto sink = live_sink())
+    sink->send_json(error.status, error_body(error), retry_after_seconds);
+}
+
+void GenerationHandler::start(Endpoint endpoint, std::string_view body) {
+  model_ = ctx_.model;
+  if (!model_) {
+    ApiError e{503, "the model is still loading; retry shortly", "service_unavailable", "", ""};
+    return fail(e, 1);
+  }
+  if (ctx_.draining) {
+    ApiError e{503, "the server is shutting down", "service_unavailable", "", ""};
+    return fail(e);
+  }
+  RequestLimits limits = ctx_.options.limits;
+  limits.default_chat_max_tokens = model_->max_model_len;
+  if (auto error = parse_generation_request(body, endpoint, limits, request_)) return fail(*error);
+
+  meta_.endpoint = endpoint;
+  meta_.id = ctx_.make_id(endpoint == Endpoint::kCompletions ? "cmpl" : "chatcmpl");
+  meta_.created = int64_t(std::time(nullptr));
+  meta_.model = ctx_.options.served_model_name;
+  summary_.id = meta_.id;
+  summary_.stream = request_.stream;
+  if (!request_.model.empty() && request_.model != ctx_.options.served_model_name) {
+    ApiError e{404,
+               "The model '" + request_.model + "' does not exist; this server serves '" +
+                   ctx_.options.served_model_name + "'",
+               "invalid_request_error", "model", "model_not_found"};
+    return fail(e);
+  }
+
+  std::vector<std::vector<int32_t>> prompts;
+  if (auto error = prepare_prompts(prompts)) return fail(*error);
+  submit_all(prompts);
+}
+
+std::optional<ApiError> GenerationHandler::prepare_prompts(
+    std::vector<std::vector<int32_t>>& prompts) {
+  const Tokenizer& tokenizer = model_->engine->tokenizer();
+  if (request_.endpoint == Endpoint::kChatCompletions) {
+    if (!model_->chat)
+      return invalid_request("this model has no usable chat template (" + model_->chat_unavailable +
+                                 "); start the server with --chat-template FILE, or use "
+                                 "/v1/completions",
+                             "messages", "chat_template_missing");
+    auto text = model_->chat->render(request_.messages, /*add_generation_prompt=*/true);
+    if (!text) return invalid_request("the chat template failed: " + text.message(), "messages");
+    // The template writes any BOS itself (as vLLM and HF tokenizers do for chat).
+    prompts.push_back(tokenizer.encode(*text, /*add_special=*/false, /*parse_special=*/true));
+  } else {
+    for (const PromptInput& in : request_.prompts)
+      prompts.push_back(in.pretokenized ? in.tokens
+                                        : tokenizer.encode(in.text, /*add_special=*/true,
+                                                           /*parse_special=*/true));
+  }
+  const int64_t cap = model_->max_model_len;
+  const int32_t n_vocab = model_->engine->model().config().n_vocab;
+  const char* param = request_.endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+  for (const std::vector<int32_t>& p : prompts) {
+    if (p.empty()) return invalid_request("the prompt is empty", param);
+    for (int32_t t : p)
+      if (t >= n_vocab)
+        return invalid_request("token id " + std::to_string(t) +
+                                   " is out of range (vocabulary of " + std::to_string(n_vocab) +
+                                   ")",
+                               param);
+    const int64_t n = int64_t(p.size());
+    if (n >= cap)
+      return invalid_request("This model's maximum context length is " + std::to_string(cap) +
+                                 " tokens. However, your prompt has " + std::to_string(n) +
+                                 " tokens. Please reduce the length of the prompt.",
+                             param, "context_length_exceeded");
+    if (request_.max_tokens_given && n + request_.params.max_tokens > cap)
+      return invalid_request("This model's maximum context length is " + std::to_string(cap) +
+                                 " tokens. However, you requested " +
+                                 std::to_string(n + request_.params.max_tokens) + " tokens (" +
+                                 std::to_string(n) + " in the prompt, " +
+                                 std::to_string(request_.params.max_tokens) +
+                                 " for the completion). Please reduce the prompt or max_tokens.",
+                             "max_tokens", "context_length_exceeded");
+  }
+  return std::nullopt;
+}
+
+void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
+  const int32_t n = request_.n;
+  choices_.resize(prompts.size() * size_t(n));
+  last_token_time_.assign(choices_.size(), Clock::time_point{});
+  AsyncEngine& engine = *model_->engine;
+  for (size_t pi = 0; pi < prompts.size(); ++pi) {
+    for (int32_t j = 0; j < n; ++j) {
+      const int32_t index = int32_t(pi) * n + j;
+      Choice& c = choices_[size_t(index)];
+      c.prompt_index = int32_t(pi);
+      SamplingParams params = request_.params;
+      // n samples of one seeded request differ from each other but repeat across calls.
+      if (params.seed && j > 0) params.seed = *params.seed + uint64_t(j);
+      std::vector<int32_t> tokens = j + 1 < n ? prompts[pi] : std::move(prompts[pi]);
+      auto id = engine.submit(std::move(tokens), params, request_.priority,
+                              [self = shared_from_this(), index](const RequestEvent& e) {
+                                self->on_engine_event(index, e);
+                              });
+      if (!id) {
+        // Cancel what was already queued; its events are ignored (responded_).
+        for (Choice& other : choices_)
+          if (other.submitted) engine.abort(other.engine_id);
+        const std::string& m = id.message();
+        if (m.rfind(AsyncEngine::kQueueFull, 0) == 0)
+          return fail(
+              ApiError{429, "the server is busy: " + m, "rate_limit_error", "", "queue_full"}, 1);
+        if (m.find("shutting down") != std::string::npos)
+          return fail(ApiError{503, m, "service_unavailable", "", ""});
+        return fail(invalid_request(m));
+      }
+      c.engine_id = *id;
+      c.submitted = true;
+    }
+  }
+  if (!request_.stream) return;
+  auto sink = live_sink();
+  if (!sink) return client_gone();
+  sink->begin_stream();
+  // Chat streams open each choice with the assistant role (as OpenAI and vLLM do).
+  if (request_.endpoint == Endpoint::kChatCompletions)
+    for (int32_t i = 0; i < int32_t(choices_.size()); ++i)
+      if (!sink->stream_write(sse_event(stream_chunk(meta_, i, "", /*role_delta=*/true, nullptr,
+                                                     nullptr, request_.include_usage))))
+        return client_gone();
+}
+
+void GenerationHandler::on_engine_event(int32_t choice, const RequestEvent& e) {
+  // Engine thread: copy, observe metrics, hand over. Nothing here waits on I/O.
+  const Clock::time_point now = Clock::now();
+  if (e.token >= 0) {
+    Clock::time_point& last = last_token_time_[size_t(choice)];
+    if (last != Clock::time_point{}) ctx_.metrics.observe_inter_token(seconds_between(last, now));
+    last = now;
+  }
+  Event ev;
+  ev.choice = choice;
+  ev.text.assign(e.text);
+  if (e.logprobs) ev.logprobs = *e.logprobs;
+  ev.finished = e.finished;
+  if (e.finished) {
+    const Request& r = *e.request;
+    ev.reason = e.output->finish_reason;
+    ev.n_prompt = r.n_prompt;
+    ev.n_output = r.n_output();
+    ev.cached = r.cached_prompt_tokens;
+    ev.first_token = r.timeline.first_token;
+    if (!request_.stream) ev.output = *e.output;
+    ctx_.metrics.observe_request(
+        make_request_record(r.timeline, received_, r.n_prompt, r.n_output()));
+  }
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(std::move(ev));
+    post = !drain_posted_;
+    drain_posted_ = true;
+  }
+  if (post) boost::asio::post(ctx_.io, [self = shared_from_this()] { self->drain(); });
+}
+
+void GenerationHandler::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draining_.swap(pending_);
+    drain_posted_ = false;
+  }
+  for (Event& e : draining_) {
+    Choice& c = choices_[size_t(e.choice)];
+    if (!responded_ && !gone_ && request_.stream) handle_stream_event(e);
+    if (!e.finished) continue;
+    c.finished = true;
+    c.reason = e.reason;
+    c.n_prompt = e.n_prompt;
+    c.n_output = e.n_output;
+    c.cached = e.cached;
+    if (e.output) c.output = std::move(*e.output);
+    if (e.first_token != Clock::time_point{} && (!first_token_ || e.first_token < *first_token_))
+      first_token_ = e.first_token;
+    ++n_finished_;
+  }
+  draining_.clear();
+  if (n_finished_ == int32_t(choices_.size()) && !responded_) finish_response();
+}
+
+void GenerationHandler::handle_stream_event(const Event& e) {
+  if (e.text.empty() && !e.logprobs && !e.finished) return;
+  Choice& c = choices_[size_t(e.choice)];
+  json logprobs = nullptr;
+  if (e.logprobs) {
+    std::span<const TokenLogprobs> one(&*e.logprobs, 1);
+    logprobs = request_.endpoint == Endpoint::kCompletions ? completion_logprobs(one, c.text_offset)
+                                                           : chat_logprobs(one);
+  }
+  const char* finish = e.finished ? finish_reason_name(e.reason) : nullptr;
+  auto sink = live_sink();
+  if (!sink) return;
+  if (!sink->stream_write(sse_event(stream_chunk(
+          meta_, e.choice, e.text, false, std::move(logprobs), finish, request_.include_usage))))
+    client_gone();
+}
+
+void GenerationHandler::finish_response() {
+  responded_ = true;
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached = 0;
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    completion_tokens += c.n_output;
+    // Each prompt counts once, however many choices it has (as OpenAI's usage does).
+    if (i % size_t(request_.n) == 0) {
+      prompt_tokens += c.n_prompt;
+      cached += c.cached;
+    }
+  }
+  summary_.completed = true;
+  summary_.prompt_tokens = prompt_tokens;
+  summary_.completion_tokens = completion_tokens;
+  if (first_token_) summary_.ttft_ms = seconds_between(received_, *first_token_) * 1e3;
+  auto sink = live_sink();
+  if (!sink) return;
+  const json usage = usage_json(prompt_tokens, completion_tokens, cached);
+  if (request_.stream) {
+    if (request_.include_usage && !sink->stream_write(sse_event(usage_chunk(meta_, usage))))
+      return client_gone();
+    if (!sink->stream_write(kSseDone)) return client_gone();
+    sink->end_stream();
+    return;
+  }
+  json choices = json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    json logprobs = nullptr;
+    if (request_.logprobs) {
+      int64_t offset = 0;
+      logprobs = request_.endpoint == Endpoint::kCompletions
+                     ? completion_logprobs(c.output.logprobs, offset)
+                     : chat_logprobs(c.output.logprobs);
+    }
+    choices.push_back(response_choice(request_.endpoint, int32_t(i), c.output.text,
+                                      std::move(logprobs), finish_reason_name(c.reason)));
+  }
+  sink->send_json(200, dump_json(full_response(meta_, std::move(choices), usage)));
+}
+
+void GenerationHandler::client_gone() {
+  if (gone_) return;
+  gone_ = true;
+  summary_.client_gone = true;
+  if (!model_) return;
+  for (const Choice& c : choices_)
+    if (c.submitted && !c.finished) model_->engine->abort(c.engine_id);
+}
+
+}  // namespace vela::server

@@ -1,0 +1,125 @@
+#pragma once
+// One completions / chat-completions HTTP request from parsed body to last byte: checks the
+// model name, renders chat messages, tokenizes, submits n engine requests per prompt, and turns
+// the engine's events into a JSON response or a server-sent-event stream.
+//
+// Engine callbacks run on the engine thread; they copy what they need into a small queue and
+// post one drain to the io_context when the queue goes from empty to non-empty, so the engine
+// thread never waits on the network and a burst of tokens costs one wake-up.
+//
+// Thread-safety: start(), client_gone() and every ResponseSink call run on the io_context
+// thread. on_engine_event() runs on the engine thread and touches only the event queue (under
+// its mutex), the per-choice token clocks (engine thread only) and the metrics (lock-free).
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/openai_response.h"
+#include "server/server_context.h"
+
+namespace vela::server {
+
+// Implemented by the HTTP session; called on the io_context thread.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+  // A whole response. retry_after_seconds > 0 adds a Retry-After header (429).
+  virtual void send_json(int status, std::string body, int retry_after_seconds = 0) = 0;
+  // 200 with Content-Type text/event-stream, chunked; then any number of writes, then the end.
+  virtual void begin_stream() = 0;
+  // Queues bytes; false when the client is gone or too far behind (the session then closes
+  // the connection and calls client_gone()).
+  virtual bool stream_write(std::string_view data) = 0;
+  virtual void end_stream() = 0;
+};
+
+// For the access log, once the exchange is over.
+struct HandlerSummary {
+  std::string id;
+  bool stream = false;
+  bool completed = false;  // every choice finished (token counts are known)
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::optional<double> ttft_ms;
+  bool client_gone = false;
+};
+
+class GenerationHandler : public std::enable_shared_from_this<GenerationHandler> {
+ public:
+  GenerationHandler(ServerContext& ctx, std::weak_ptr<ResponseSink> sink,
+                    Clock::time_point received);
+  ~GenerationHandler();
+
+  // Parses and submits; answers errors through the sink at once.
+  void start(Endpoint endpoint, std::string_view body);
+  // The client disconnected or fell too far behind: cancel the engine requests (their KV
+  // blocks are freed at the next engine step) and write nothing more.
+  void client_gone();
+
+  const HandlerSummary& summary() const { return summary_; }
+
+ private:
+  // One engine event, copied off the engine thread.
+  struct Event {
+    int32_t choice = 0;
+    std::string text;
+    std::optional<TokenLogprobs> logprobs;
+    bool finished = false;
+    FinishReason reason = FinishReason::kLength;
+    int32_t n_prompt = 0;
+    int32_t n_output = 0;
+    int32_t cached = 0;
+    Clock::time_point first_token{};
+    std::optional<CompletionOutput> output;  // non-streaming final event
+  };
+  struct Choice {
+    int32_t prompt_index = 0;
+    uint64_t engine_id = 0;
+    bool submitted = false;
+    bool finished = false;
+    FinishReason reason = FinishReason::kLength;
+    int32_t n_prompt = 0;
+    int32_t n_output = 0;
+    int32_t cached = 0;
+    int64_t text_offset = 0;  // completions logprobs text_offset, streaming
+    CompletionOutput output;  // non-streaming result
+  };
+
+  void fail(const ApiError& error, int retry_after_seconds = 0);
+  std::optional<ApiError> prepare_prompts(std::vector<std::vector<int32_t>>& prompts);
+  void submit_all(std::vector<std::vector<int32_t>>& prompts);
+  void on_engine_event(int32_t choice, const RequestEvent& e);  // engine thread
+  void drain();
+  void handle_stream_event(const Event& e);
+  void finish_response();
+  std::shared_ptr<ResponseSink> live_sink() const;
+
+  ServerContext& ctx_;
+  std::weak_ptr<ResponseSink> sink_;
+  std::shared_ptr<const LoadedModel> model_;  // pinned for the request's lifetime
+  Clock::time_point received_;
+  GenerationRequest request_;
+  ResponseMeta meta_;
+  HandlerSummary summary_;
+  std::vector<Choice> choices_;
+  int32_t n_finished_ = 0;
+  bool gone_ = false;
+  bool responded_ = false;
+  std::optional<Clock::time_point> first_token_;
+
+  // Engine thread only: when each choice's previous token came (inter-token latency).
+  std::vector<Clock::time_point> last_token_time_;
+
+  std::mutex mutex_;            // guards pending_ and drain_posted_
+  std::vector<Event> pending_;  // engine -> io
+  bool drain_posted_ = false;
+  std::vector<Event> draining_;  // io thread: the batch being handled (capacity reused)
+};
+
+}  // namespace vela::server

@@ -1,0 +1,62 @@
+#pragma once
+// The body of POST /v1/completions and /v1/chat/completions, parsed and validated: JSON types,
+// ranges (Sampler::validate plus the API's own limits), and options this server does not
+// implement (a clear 400 rather than silently ignoring them). Tokenization and chat-template
+// rendering happen later, in the handler, which knows the model.
+// A plain value type; no thread-safety concerns.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "vela/sampling_params.h"
+
+namespace vela::server {
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+// One prompt of a completions request: text, or token ids sent by the client.
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool pretokenized = false;  // tokens came from the client
+};
+
+struct RequestLimits {
+  int32_t max_n = 16;        // choices per prompt
+  int32_t max_prompts = 64;  // prompts in one completions request
+  int32_t max_stop = 16;     // stop strings
+  int32_t max_stop_token_ids = 64;
+  int32_t default_chat_max_tokens = 2048;  // chat without max_tokens: up to the context
+};
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;                 // as sent; empty when absent
+  std::vector<PromptInput> prompts;  // completions
+  nlohmann::json messages;           // chat: [{"role": str, "content": str}, ...]
+  SamplingParams params;             // max_tokens, stop, logprobs, ... filled in
+  bool max_tokens_given = false;     // the client chose max_tokens (else the default applies)
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // report logprobs (completions: logprobs given; chat: true)
+  int32_t top_logprobs = 0;    // alternatives per token
+  int32_t priority = 0;        // engine priority: higher first (the API's value, negated)
+  std::string user;
+};
+
+// Parses `body` for `endpoint`. On failure returns the 4xx error to send.
+std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint endpoint,
+                                                 const RequestLimits& limits,
+                                                 GenerationRequest& out);
+
+// Deepest nesting of arrays/objects in a JSON text (strings skipped), to refuse absurdly deep
+// documents before parsing them.
+int32_t json_nesting_depth(std::string_view text);
+
+}  // namespace vela::server

@@ -1,0 +1,451 @@
+#include "server/http_session.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "server/openai_response.h"
+
+namespace vela::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+constexpr size_t kHeaderLimit = 32 * 1024;
+constexpr size_t kWatchBytes = 4096;
+constexpr size_t kDiscardBytes = 16384;
+constexpr size_t kMaxLingerBytes = 64u << 20;
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+// A streamed response's header and the serializer writing it (kept alive together).
+struct StreamHead {
+  http::response<http::empty_body> res;
+  http::response_serializer<http::empty_body> sr{res};
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx)
+    : stream_(std::move(socket)), ctx_(ctx) {
+  error_code ec;
+  const auto ep = stream_.socket().remote_endpoint(ec);
+  if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+HttpSession::~HttpSession() {
+  ctx_.sessions.erase(this);
+  end_in_flight();
+}
+
+void HttpSession::start() {
+  ctx_.sessions.insert(this);
+  read_header();
+}
+
+void HttpSession::force_close() {
+  if (handler_) handler_->client_gone();
+  handler_.reset();
+  close_gracefully();
+  auto keep = std::move(self_);  // may be the last reference: release at scope end
+}
+
+void HttpSession::read_header() {
+  if (closed_) return;
+  parser_.emplace();
+  parser_->header_limit(kHeaderLimit);
+  parser_->body_limit(ctx_.options.max_body_bytes);
+  // One deadline for an idle keep-alive connection and for the header itself.
+  stream_.expires_after(seconds(ctx_.options.idle_timeout_seconds));
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+}
+
+void HttpSession::on_header(error_code ec) {
+  // The connection ended or failed before a whole header: nobody to answer. Only HTTP syntax
+  // errors (and the size limits) get a response.
+  const bool http_error =
+      ec && ec.category() == http::make_error_code(http::error::bad_method).category();
+  if ((ec && !http_error) || ec == http::error::end_of_stream ||
+      ec == http::error::partial_message) {
+    close_gracefully();
+    return;
+  }
+  in_exchange_ = true;
+  received_ = Clock::now();
+  log_ = AccessRecord{};
+  log_.remote = remote_;
+  const auto& req = parser_->get();
+  log_.method = std::string(req.method_string());
+  log_.path = std::string(req.target().substr(0, req.target().find('?')));
+  version_ = req.version() == 10 ? 10 : 11;
+  keep_alive_ = !ec && req.keep_alive();
+  if (ec == http::error::body_limit) {
+    ctx_.metrics.count_rejection(Rejection::kTooLarge);
+    ApiError e{413,
+               "the request body is larger than the server's limit of " +
+                   std::to_string(ctx_.options.max_body_bytes) + " bytes",
+               "invalid_request_error", "", "request_too_large"};
+    return send_error(e, /*close_after=*/true);
+  }
+  if (ec == http::error::header_limit) {
+    ApiError e{431, "the request header is too large", "invalid_request_error", "", ""};
+    return send_error(e, true);
+  }
+  if (ec) {
+    ApiError e{400, "malformed HTTP request: " + ec.message(), "invalid_request_error", "", ""};
+    return send_error(e, true);
+  }
+  stream_.expires_after(seconds(ctx_.options.header_timeout_seconds));
+  auto read_body = [self = shared_from_this()] {
+    if (self->parser_->is_done()) return self->on_body({});
+    http::async_read(self->stream_, self->buffer_, *self->parser_,
+                     [self](error_code ec, size_t) { self->on_body(ec); });
+  };
+  // curl and others wait for "100 Continue" before sending a large body.
+  if (iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(stream_, asio::buffer(kContinue),
+                      [self = shared_from_this(), read_body](error_code ec, size_t) {
+                        if (ec) return self->abandon();
+                        read_body();
+                      });
+    return;
+  }
+  read_body();
+}
+
+void HttpSession::on_body(error_code ec) {
+  if (ec == http::error::body_limit) {
+    ctx_.metrics.count_rejection(Rejection::kTooLarge);
+    ApiError e{413,
+               "the request body is larger than the server's limit of " +
+                   std::to_string(ctx_.options.max_body_bytes) + " bytes",
+               "invalid_request_error", "", "request_too_large"};
+    return send_error(e, true);
+  }
+  if (ec) {
+    log_.status = 400;
+    log_.note = "incomplete request: " + ec.message();
+    return abandon();
+  }
+  handle_request();
+}
+
+void HttpSession::handle_request() {
+  auto& req = parser_->get();
+  const std::string_view path = log_.path;
+  const http::verb method = req.method();
+  const bool is_api = path.rfind("/v1/", 0) == 0;
+  const bool is_ops = path == "/health" || path == "/metrics";
+  if (ctx_.keys.enabled() && (is_api || (is_ops && ctx_.options.protect_metrics))) {
+    const std::string_view auth = req[http::field::authorization];
+    if (!ctx_.keys.check(auth)) {
+      ctx_.metrics.count_rejection(Rejection::kUnauthorized);
+      ApiError e{401,
+                 auth.empty() ? "You didn't provide an API key: send 'Authorization: Bearer KEY'"
+                              : "Incorrect API key provided",
+                 "invalid_request_error", "", "invalid_api_key"};
+      return send_error(e);
+    }
+  }
+  auto only = [&](http::verb allowed) {
+    if (method == allowed) return true;
+    ApiError e{405, "use " + std::string(http::to_string(allowed)) + " for " + std::string(path),
+               "invalid_request_error", "", "method_not_allowed"};
+    send_error(e);
+    return false;
+  };
+  const std::shared_ptr<const LoadedModel>& model = ctx_.model;
+  if (path == "/health") {
+    if (!only(http::verb::get)) return;
+    if (ctx_.draining) return send(503, "application/json", R"({"status":"shutting_down"})");
+    if (!model) return send(503, "application/json", R"({"status":"loading"})");
+    return send(200, "application/json", R"({"status":"ok"})");
+  }
+  if (path == "/metrics") {
+    if (!only(http::verb::get)) return;
+    std::optional<EngineStats> stats;
+    if (model) stats = model->engine->stats();
+    return send(200, "text/plain; version=0.0.4; charset=utf-8",
+                ctx_.metrics.render(stats ? &*stats : nullptr, model ? model->block_size : 16));
+  }
+  if (path == "/v1/models") {
+    if (!only(http::verb::get)) return;
+    if (!model)
+      return send_error(ApiError{503, "the model is still loading", "service_unavailable", "", ""});
+    return send(
+        200, "application/json",
+        dump_json(models_list(ctx_.options.served_model_name, ctx_.created, model->max_model_len)));
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!only(http::verb::post)) return;
+    counted_in_flight_ = true;
+    ++ctx_.in_flight;
+    self_ = shared_from_this();
+    handler_ = std::make_shared<GenerationHandler>(
+        ctx_,
+        std::weak_ptr<ResponseSink>(std::static_pointer_cast<ResponseSink>(shared_from_this())),
+        received_);
+    const std::string body = std::move(req.body());
+    handler_->start(path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions,
+                    body);
+    // Until the answer is complete, watch the socket for a disconnect.
+    if (in_exchange_ && handler_ && !sending_whole_) start_watch();
+    return;
+  }
+  send_error(ApiError{404, "no such endpoint: " + std::string(path), "invalid_request_error", "",
+                      "not_found"});
+}
+
+void HttpSession::send_error(const ApiError& error, bool close_after) {
+  send(error.status, "application/json", error_body(error), 0, close_after);
+}
+
+void HttpSession::send_json(int status, std::string body, int retry_after_seconds) {
+  send(status, "application/json", std::move(body), retry_after_seconds);
+}
+
+void HttpSession::send(int status, std::string content_type, std::string body,
+                       int retry_after_seconds, bool close_after) {
+  if (closed_ || !in_exchange_) return;
+  auto res = std::make_shared<http::response<http::string_body>>(
+      http::int_to_status(unsigned(status)), version_);
+  res->set(http::field::server, "vela");
+  res->set(http::field::content_type, content_type);
+  if (retry_after_seconds > 0)
+    res->set(http::field::retry_after, std::to_string(retry_after_seconds));
+  if (status == 401) res->set(http::field::www_authenticate, "Bearer");
+  const bool close = close_after || !keep_alive_ || ctx_.draining;
+  res->keep_alive(!close);
+  res->body() = std::move(body);
+  res->prepare_payload();
+  log_.status = status;
+  response_ = res;
+  sending_whole_ = true;
+  stream_.expires_after(seconds(ctx_.options.write_timeout_seconds));
+  http::async_write(
+      stream_, *res,
+      [self = shared_from_this(), close, linger = close_after](error_code ec, size_t) {
+        self->response_.reset();
+        self->sending_whole_ = false;
+        if (ec) return self->abandon();
+        self->finish_exchange();
+        if (linger)
+          self->linger_close();
+        else if (close)
+          self->close_gracefully();
+        else if (!self->watching_)
+          self->read_header();
+        else  // the watch read resumes reading once cancelled
+          self->stream_.socket().cancel();
+      });
+}
+
+void HttpSession::begin_stream() {
+  if (closed_ || !in_exchange_) return;
+  streaming_ = true;
+  log_.status = 200;
+  auto head = std::make_shared<StreamHead>();
+  head->res.result(http::status::ok);
+  head->res.version(version_);
+  head->res.set(http::field::server, "vela");
+  head->res.set(http::field::content_type, "text/event-stream");
+  head->res.set(http::field::cache_control, "no-cache");
+  head->res.set("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
+  // HTTP/1.0 has no chunked encoding: the stream then ends when the connection closes.
+  chunked_ = version_ != 10;
+  if (!chunked_) keep_alive_ = false;
+  head->res.keep_alive(keep_alive_ && !ctx_.draining);
+  head->res.chunked(chunked_);
+  response_ = head;
+  writing_ = true;
+  stream_.expires_after(seconds(ctx_.options.write_timeout_seconds));
+  http::async_write_header(stream_, head->sr, [self = shared_from_this()](error_code ec, size_t) {
+    self->response_.reset();
+    self->header_sent_ = true;
+    self->on_stream_written(ec);
+  });
+}
+
+bool HttpSession::stream_write(std::string_view data) {
+  if (closed_ || !streaming_ || !in_exchange_) return false;
+  if (data.empty()) return true;  // an empty chunk would end the chunked body
+  if (outbox_.size() + data.size() > ctx_.options.max_stream_buffer_bytes) {
+    // The client reads slower than we generate: drop it rather than buffer without bound.
+    log_.note = "slow_client_dropped";
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->abandon(); });
+    return false;
+  }
+  if (!chunked_) {
+    outbox_.append(data);
+  } else {
+    char size_line[24];
+    const int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
+    outbox_.append(size_line, size_t(n));
+    outbox_.append(data);
+    outbox_.append("\r\n");
+  }
+  flush_stream();
+  return true;
+}
+
+void HttpSession::end_stream() {
+  if (closed_ || !streaming_) return;
+  if (chunked_) outbox_.append("0\r\n\r\n");
+  stream_ending_ = true;
+  flush_stream();
+}
+
+void HttpSession::flush_stream() {
+  if (writing_ || !header_sent_ || closed_ || outbox_.empty()) return;
+  inflight_.swap(outbox_);
+  outbox_.clear();
+  writing_ = true;
+  stream_.expires_after(seconds(ctx_.options.write_timeout_seconds));
+  asio::async_write(
+      stream_, asio::buffer(inflight_),
+      [self = shared_from_this()](error_code ec, size_t) { self->on_stream_written(ec); });
+}
+
+void HttpSession::on_stream_written(error_code ec) {
+  writing_ = false;
+  if (ec) return abandon();
+  inflight_.clear();
+  if (!outbox_.empty()) return flush_stream();
+  if (!stream_ending_) return;
+  const bool close = !keep_alive_ || ctx_.draining;
+  finish_exchange();
+  if (close)
+    close_gracefully();
+  else if (!watching_)
+    read_header();
+  else
+    stream_.socket().cancel();  // on_watch resumes reading
+}
+
+void HttpSession::start_watch() {
+  if (watching_ || closed_) return;
+  watching_ = true;
+  // No deadline while the engine works: a long generation is not an idle client.
+  stream_.expires_never();
+  stream_.async_read_some(
+      buffer_.prepare(kWatchBytes),
+      [self = shared_from_this()](error_code ec, size_t n) { self->on_watch(ec, n); });
+}
+
+void HttpSession::on_watch(error_code ec, size_t n) {
+  watching_ = false;
+  if (!ec) buffer_.commit(n);
+  if (!in_exchange_) {
+    // The exchange ended and cancelled this read (or it brought the next request's first bytes).
+    if (closed_) return;
+    if (!ec || ec == asio::error::operation_aborted)
+      read_header();
+    else
+      close_gracefully();
+    return;
+  }
+  if (ec) {
+    if (log_.note.empty()) log_.note = "client_disconnected";
+    return abandon();
+  }
+  // Bytes of a pipelined request: leave them in buffer_ for read_header(); stop watching.
+}
+
+void HttpSession::abandon() {
+  if (!in_exchange_) {
+    close_gracefully();
+    return;
+  }
+  if (handler_) handler_->client_gone();
+  if (log_.note.empty()) log_.note = "client_disconnected";
+  if (log_.status == 0) log_.status = 499;  // nginx's "client closed request"
+  finish_exchange();
+  close_gracefully();
+}
+
+void HttpSession::finish_exchange() {
+  if (!in_exchange_) return;
+  in_exchange_ = false;
+  if (handler_) {
+    const HandlerSummary& s = handler_->summary();
+    log_.id = s.id;
+    log_.stream = s.stream;
+    if (s.completed) {
+      log_.prompt_tokens = s.prompt_tokens;
+      log_.completion_tokens = s.completion_tokens;
+    }
+    log_.ttft_ms = s.ttft_ms;
+    log_.e2e_ms = std::chrono::duration<double, std::milli>(Clock::now() - received_).count();
+  }
+  write_access_log(log_);
+  handler_.reset();
+  streaming_ = header_sent_ = stream_ending_ = false;
+  outbox_.clear();
+  end_in_flight();
+  // Pending completion handlers hold their own references; this one only bridged idle gaps.
+  auto keep = std::move(self_);
+}
+
+void HttpSession::end_in_flight() {
+  if (!counted_in_flight_) return;
+  counted_in_flight_ = false;
+  --ctx_.in_flight;
+  if (ctx_.on_exchange_done) ctx_.on_exchange_done();
+}
+
+void HttpSession::close_gracefully() {
+  if (closed_) return;
+  closed_ = true;
+  error_code ec;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+void HttpSession::linger_close() {
+  // The client may still be sending a body we refused: read and drop it for a moment so the
+  // kernel does not answer it with a reset that would destroy our error response in flight.
+  if (closed_) return;
+  closed_ = true;
+  error_code ec;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  stream_.expires_after(std::chrono::seconds(2));
+  discard_ = std::make_unique<char[]>(kDiscardBytes);
+  linger_read();
+}
+
+void HttpSession::linger_read() {
+  stream_.async_read_some(asio::buffer(discard_.get(), kDiscardBytes),
+                          [self = shared_from_this()](error_code ec, size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ > kMaxLingerBytes) {
+                              self->stream_.close();
+                              return;
+                            }
+                            self->linger_read();
+                          });
+}
+
+}  // namespace vela::server

@@ -1,0 +1,258 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace vela::server {
+
+namespace {
+
+// vLLM's bucket boundaries, with a few sub-10 ms steps added at the low end of the
+// per-token histograms since small models on CPUs produce tokens that fast.
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                          20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kTokenLatencyBuckets = {
+    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2, 0.3,
+    0.4,   0.5,    0.75,  1.0,    2.5,  5.0,   7.5,  10.0,  20.0, 40.0, 80.0};
+const std::vector<double> kRequestLatencyBuckets = {
+    0.01, 0.05, 0.1,  0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,   5.0,    10.0,
+    15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+// 1, 2, 5, 10, 20, 50, ... up to max_value (vLLM's build_1_2_5_buckets).
+std::vector<double> buckets_1_2_5(int32_t max_value) {
+  std::vector<double> out;
+  for (int64_t scale = 1;; scale *= 10)
+    for (int64_t m : {1, 2, 5}) {
+      if (m * scale > std::max<int64_t>(max_value, 1)) return out;
+      out.push_back(double(m * scale));
+    }
+}
+
+void append_number(std::string& out, double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, r.ptr);
+}
+
+void append_header(std::string& out, std::string_view name, std::string_view type,
+                   std::string_view help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void append_sample(std::string& out, std::string_view name, std::string_view labels, double v) {
+  out += name;
+  out += '{';
+  out += labels;
+  out += "} ";
+  append_number(out, v);
+  out += '\n';
+}
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)),
+      counts_(std::make_unique<std::atomic<uint64_t>[]>(bounds_.size() + 1)) {}
+
+void Histogram::observe(double value) {
+  const size_t i =
+      size_t(std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(value, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  // Buckets are cumulative; the +Inf bucket and _count come from the same running total so a
+  // scrape that races an observe() still has them agree.
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    out += name;
+    out += "_bucket{le=\"";
+    if (i < bounds_.size())
+      append_number(out, bounds_[i]);
+    else
+      out += "+Inf";
+    out += "\",";
+    out += labels;
+    out += "} ";
+    out += std::to_string(cumulative);
+    out += '\n';
+  }
+  std::string sum_name = std::string(name) + "_sum";
+  append_sample(out, sum_name, labels, sum_.load(std::memory_order_relaxed));
+  out += name;
+  out += "_count{";
+  out += labels;
+  out += "} ";
+  out += std::to_string(cumulative);
+  out += '\n';
+}
+
+RequestRecord make_request_record(const RequestTimeline& t, Clock::time_point received,
+                                  int64_t prompt_tokens, int64_t generation_tokens) {
+  const Clock::time_point unset{};
+  RequestRecord r;
+  r.prompt_tokens = prompt_tokens;
+  r.generation_tokens = generation_tokens;
+  if (t.finished != unset) r.e2e = seconds_between(received, t.finished);
+  if (t.first_scheduled != unset) r.queue = seconds_between(received, t.first_scheduled);
+  if (t.first_token != unset) {
+    r.ttft = seconds_between(received, t.first_token);
+    r.decode = seconds_between(t.first_token, t.last_token);
+    if (t.first_scheduled != unset) {
+      r.prefill = seconds_between(t.first_scheduled, t.first_token);
+      r.inference = seconds_between(t.first_scheduled, t.last_token);
+    }
+    if (generation_tokens > 1) r.tpot = r.decode / double(generation_tokens - 1);
+  }
+  return r;
+}
+
+ServerMetrics::ServerMetrics(std::string model_name, int32_t max_model_len)
+    : model_name_(std::move(model_name)),
+      labels_("model_name=\"" + escape_label_value(model_name_) + "\""),
+      ttft_(kTtftBuckets),
+      itl_(kTokenLatencyBuckets),
+      tpot_(kTokenLatencyBuckets),
+      e2e_(kRequestLatencyBuckets),
+      queue_(kRequestLatencyBuckets),
+      prefill_(kRequestLatencyBuckets),
+      decode_(kRequestLatencyBuckets),
+      inference_(kRequestLatencyBuckets),
+      prompt_tokens_(buckets_1_2_5(max_model_len)),
+      generation_tokens_(buckets_1_2_5(max_model_len)) {}
+
+void ServerMetrics::observe_request(const RequestRecord& r) {
+  if (r.ttft >= 0) ttft_.observe(r.ttft);
+  if (r.e2e >= 0) e2e_.observe(r.e2e);
+  if (r.queue >= 0) queue_.observe(r.queue);
+  if (r.prefill >= 0) prefill_.observe(r.prefill);
+  if (r.decode >= 0) decode_.observe(r.decode);
+  if (r.inference >= 0) inference_.observe(r.inference);
+  if (r.tpot >= 0) tpot_.observe(r.tpot);
+  prompt_tokens_.observe(double(r.prompt_tokens));
+  generation_tokens_.observe(double(r.generation_tokens));
+}
+
+void ServerMetrics::observe_inter_token(double seconds) {
+  itl_.observe(seconds);
+}
+
+void ServerMetrics::count_rejection(Rejection reason) {
+  rejected_[size_t(reason)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) const {
+  const EngineStats s = stats ? *stats : EngineStats{};
+  const std::string& l = labels_;
+  std::string out;
+  out.reserve(16384);
+
+  append_header(out, "vela:num_requests_running", "gauge",
+                "Number of requests in model execution batches.");
+  append_sample(out, "vela:num_requests_running", l, double(s.running));
+  append_header(out, "vela:num_requests_waiting", "gauge",
+                "Number of requests waiting to be processed.");
+  append_sample(out, "vela:num_requests_waiting", l, double(s.waiting));
+  append_header(out, "vela:kv_cache_usage_perc", "gauge",
+                "KV-cache usage. 1 means 100 percent usage (blocks held by requests).");
+  append_sample(out, "vela:kv_cache_usage_perc", l,
+                s.kv.total > 0 ? double(s.kv.used) / double(s.kv.total) : 0.0);
+
+  append_header(out, "vela:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
+  append_sample(out, "vela:prompt_tokens_total", l, double(s.counters.prompt_tokens));
+  append_header(out, "vela:generation_tokens_total", "counter",
+                "Number of generation tokens processed.");
+  append_sample(out, "vela:generation_tokens_total", l, double(s.counters.generation_tokens));
+  append_header(out, "vela:num_preemptions_total", "counter", "Cumulative number of preemptions.");
+  append_sample(out, "vela:num_preemptions_total", l, double(s.preemptions));
+  append_header(out, "vela:prefix_cache_queries_total", "counter",
+                "Prefix cache queries, in terms of number of queried tokens.");
+  append_sample(out, "vela:prefix_cache_queries_total", l,
+                double(s.kv.prefix_queries) * double(block_size));
+  append_header(out, "vela:prefix_cache_hits_total", "counter",
+                "Prefix cache hits, in terms of number of cached tokens.");
+  append_sample(out, "vela:prefix_cache_hits_total", l,
+                double(s.kv.prefix_hits) * double(block_size));
+
+  append_header(out, "vela:request_success_total", "counter",
+                "Count of finished requests by finish reason.");
+  const std::pair<const char*, uint64_t> reasons[] = {{"stop", s.counters.finished_stop},
+                                                      {"length", s.counters.finished_length},
+                                                      {"abort", s.counters.finished_abort}};
+  for (const auto& [reason, n] : reasons)
+    append_sample(out, "vela:request_success_total",
+                  "finished_reason=\"" + std::string(reason) + "\"," + l, double(n));
+
+  append_header(out, "vela:request_rejected_total", "counter",
+                "Requests refused before reaching the engine, by reason.");
+  const char* rejection_names[] = {"queue_full", "invalid", "unauthorized", "too_large",
+                                   "unavailable"};
+  for (size_t i = 0; i < size_t(Rejection::kCount); ++i)
+    append_sample(out, "vela:request_rejected_total",
+                  "reason=\"" + std::string(rejection_names[i]) + "\"," + l,
+                  double(rejected_[i].load(std::memory_order_relaxed)));
+
+  struct Series {
+    const char* name;
+    const char* help;
+    const Histogram* h;
+  };
+  const Series histograms[] = {
+      {"vela:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &ttft_},
+      {"vela:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &itl_},
+      {"vela:time_per_output_token_seconds",
+       "Histogram of the mean time per output token of each request, in seconds.", &tpot_},
+      {"vela:e2e_request_latency_seconds", "Histogram of end-to-end request latency in seconds.",
+       &e2e_},
+      {"vela:request_queue_time_seconds",
+       "Histogram of time spent waiting before the first schedule, in seconds.", &queue_},
+      {"vela:request_prefill_time_seconds",
+       "Histogram of time from first schedule to first token, in seconds.", &prefill_},
+      {"vela:request_decode_time_seconds",
+       "Histogram of time from first token to last token, in seconds.", &decode_},
+      {"vela:request_inference_time_seconds",
+       "Histogram of time from first schedule to last token, in seconds.", &inference_},
+      {"vela:request_prompt_tokens", "Number of prefill tokens processed per request.",
+       &prompt_tokens_},
+      {"vela:request_generation_tokens", "Number of generation tokens processed per request.",
+       &generation_tokens_},
+  };
+  for (const Series& series : histograms) {
+    append_header(out, series.name, "histogram", series.help);
+    series.h->render(out, series.name, l);
+  }
+  return out;
+}
+
+}  // namespace vela::server

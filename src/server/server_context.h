@@ -1,0 +1,74 @@
+#pragma once
+// State shared by the HTTP sessions and generation handlers of one server: options, the loaded
+// model (absent while loading), metrics, and the drain bookkeeping for graceful shutdown.
+// Thread-safety: everything here is read and written on the io_context thread only, except
+// `metrics` (thread-safe) and the AsyncEngine inside `model` (thread-safe by design).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/async_engine.h"
+#include "server/auth.h"
+#include "server/chat_formatter.h"
+#include "server/generation_request.h"
+#include "server/metrics.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace vela::server {
+
+class HttpSession;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  // 0 = any free port (the log line says which)
+  std::vector<std::string> api_keys;
+  bool protect_metrics = false;  // /metrics and /health need the key too
+  std::string served_model_name;
+  size_t max_body_bytes = 8u << 20;
+  double shutdown_grace_seconds = 30;
+  size_t max_stream_buffer_bytes = 1u << 20;  // unsent SSE bytes before a slow client is dropped
+  double header_timeout_seconds = 30;         // to receive a request's header and body
+  double idle_timeout_seconds = 120;          // keep-alive connection with no request
+  double write_timeout_seconds = 60;          // one write to a client that does not read
+  RequestLimits limits;
+};
+
+// What requests need once the model is loaded.
+struct LoadedModel {
+  std::shared_ptr<AsyncEngine> engine;
+  std::optional<ChatFormatter> chat;  // none: chat requests get a 400 saying why
+  std::string chat_unavailable;       // the reason, when `chat` is empty
+  int32_t max_model_len = 0;          // tokens one request can hold (context or KV budget)
+  int32_t block_size = 16;
+};
+
+struct ServerContext {
+  ServerContext(boost::asio::io_context& io_context, const ServerOptions& server_options,
+                ServerMetrics& server_metrics)
+      : io(io_context), options(server_options), metrics(server_metrics) {}
+
+  boost::asio::io_context& io;
+  const ServerOptions& options;
+  ServerMetrics& metrics;
+  ApiKeys keys;
+  std::shared_ptr<const LoadedModel> model;   // null while loading
+  bool draining = false;                      // SIGTERM/SIGINT seen: refuse new work
+  int64_t created = 0;                        // server start, Unix seconds (for /v1/models)
+  int64_t in_flight = 0;                      // generation exchanges not yet fully answered
+  std::function<void()> on_exchange_done;     // after in_flight drops (drain watcher)
+  std::unordered_set<HttpSession*> sessions;  // open connections (closed on stop)
+  uint64_t id_counter = 0;
+  uint64_t id_salt = 0;  // random per process so ids differ between runs
+
+  // "cmpl-…" style ids: unique within the process, unpredictable across runs.
+  std::string make_id(const char* prefix);
+};
+
+}  // namespace vela::server

@@ -1,0 +1,181 @@
+// `vela serve -m MODEL`: an OpenAI-compatible HTTP server (/v1/completions,
+// /v1/chat/completions, /v1/models, /health, /metrics). Logs and one access-log line per
+// request go to stderr.
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "server/auth.h"
+#include "server/engine_setup.h"
+#include "server/http_server.h"
+
+namespace vela::cli {
+namespace {
+
+// "123", "64K", "512M", "2G" (binary units) -> bytes.
+Result<uint64_t> parse_bytes(const std::string& flag, const std::string& text) {
+  std::string digits = text;
+  uint64_t scale = 1;
+  if (!digits.empty()) {
+    const char unit = char(std::toupper(static_cast<unsigned char>(digits.back())));
+    const int shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : unit == 'T' ? 40 : 0;
+    if (shift) {
+      scale = uint64_t(1) << shift;
+      digits.pop_back();
+    }
+  }
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+      digits.size() > 15)
+    return make_error("vela serve: --" + flag +
+                      " expects a byte count like 1048576, 512M or 2G (got '" + text + "')");
+  const uint64_t value = std::stoull(digits) * scale;
+  if (value == 0) return make_error("vela serve: --" + flag + " must be positive");
+  return value;
+}
+
+}  // namespace
+
+int run_serve(int argc, char** argv) {
+  Args args(
+      "serve", "-m MODEL.gguf [options]",
+      {{"model", 'm', "FILE", "GGUF model file"},
+       {"host", 0, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"},
+       {"port", 0, "N", "TCP port (default 8080; 0 = any free port, printed at start)"},
+       {"threads", 't', "N", "forward-pass threads (default: physical cores)"},
+       {"ctx-size", 'c', "N",
+        "longest prompt + output of one request (default: the model's, at most 4096)"},
+       {"max-num-seqs", 0, "N", "requests decoded together at most (default 64)"},
+       {"max-num-batched-tokens", 0, "N", "tokens computed per engine step (default 512)"},
+       {"kv-cache-bytes", 0, "N", "KV-cache budget in bytes (512M, 2G, ...)"},
+       {"kv-cache-fraction", 0, "F",
+        "KV-cache budget as a fraction of MemAvailable, in (0, 1] (default: what max-num-seqs full "
+        "contexts need, at most 0.25 of MemAvailable)"},
+       {"kv-type", 0, "TYPE", "KV-cache element type: f16 (default), f32, bf16, q8_0"},
+       {"no-prefix-caching", 0, "", "do not reuse the KV cache of shared prompt prefixes"},
+       {"max-wait-ms", 0, "X",
+        "an idle engine waits this long for more requests to batch (default 0)"},
+       {"max-queued-requests", 0, "N",
+        "waiting requests beyond which new ones get 429 at once (default 256; 0 = no bound)"},
+       {"api-key", 0, "KEY",
+        "require 'Authorization: Bearer KEY' on /v1/* (repeatable; also $VELA_API_KEY)"},
+       {"api-key-file", 0, "FILE", "API keys, one per line ('#' comments)"},
+       {"protect-metrics", 0, "", "/health and /metrics need an API key too"},
+       {"chat-template", 0, "FILE",
+        "chat template for /v1/chat/completions (default: the model's)"},
+       {"served-model-name", 0, "NAME",
+        "the model name clients use (default: the file name's stem)"},
+       {"max-body-bytes", 0, "N", "largest request body; larger ones get 413 (default 8M)"},
+       {"max-stream-buffer-bytes", 0, "N",
+        "unsent streamed bytes before a slow client is dropped (default 1M)"},
+       {"shutdown-grace-seconds", 0, "S",
+        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}});
+  if (auto st = args.parse(argc, argv); !st) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 2;
+  }
+  if (args.has("help")) {
+    std::fputs(args.help().c_str(), stdout);
+    return 0;
+  }
+  if (!args.has("model") || !args.positional().empty()) {
+    std::fprintf(stderr, "vela serve: expected -m MODEL (see --help)\n");
+    return 2;
+  }
+
+  server::ServerOptions so;
+  server::EngineSetupOptions eo;
+  eo.model_path = args.get("model");
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "%s\n", message.c_str());
+    return 2;
+  };
+#define VELA_INT(var, flag, def, lo, hi)      \
+  auto var = args.get_int(flag, def, lo, hi); \
+  if (!var) return fail(var.message());
+  VELA_INT(port, "port", 8080, 0, 65535)
+  VELA_INT(threads, "threads", 0, 0, 1024)
+  VELA_INT(ctx, "ctx-size", 0, 0, 1 << 24)
+  VELA_INT(seqs, "max-num-seqs", 64, 1, 65536)
+  VELA_INT(batched, "max-num-batched-tokens", 512, 1, 1 << 20)
+  VELA_INT(queued, "max-queued-requests", 256, 0, 1 << 24)
+#undef VELA_INT
+  auto wait_ms = args.get_float("max-wait-ms", 0, 0, 10000);
+  if (!wait_ms) return fail(wait_ms.message());
+  auto grace = args.get_float("shutdown-grace-seconds", 30, 0, 86400);
+  if (!grace) return fail(grace.message());
+  if (args.has("kv-cache-bytes")) {
+    auto b = parse_bytes("kv-cache-bytes", args.get("kv-cache-bytes"));
+    if (!b) return fail(b.message());
+    eo.kv_cache_bytes = *b;
+  }
+  if (args.has("kv-cache-fraction")) {
+    auto f = args.get_float("kv-cache-fraction", 0, 1e-9, 1.0);
+    if (!f) return fail(f.message());
+    eo.kv_cache_fraction = *f;
+  }
+  if (eo.kv_cache_bytes && eo.kv_cache_fraction)
+    return fail("vela serve: give either --kv-cache-bytes or --kv-cache-fraction, not both");
+  for (const char* flag : {"max-body-bytes", "max-stream-buffer-bytes"}) {
+    if (!args.has(flag)) continue;
+    auto b = parse_bytes(flag, args.get(flag));
+    if (!b) return fail(b.message());
+    (std::string(flag) == "max-body-bytes" ? so.max_body_bytes : so.max_stream_buffer_bytes) =
+        size_t(*b);
+  }
+
+  eo.n_threads = int32_t(*threads);
+  eo.ctx_size = int32_t(*ctx);
+  eo.max_num_seqs = int32_t(*seqs);
+  eo.max_num_batched_tokens = int32_t(*batched);
+  eo.kv_type = args.get("kv-type", "f16");
+  eo.prefix_caching = !args.has("no-prefix-caching");
+  eo.max_wait_ms = *wait_ms;
+  eo.max_queued_requests = int32_t(*queued);
+  eo.chat_template_path = args.get("chat-template");
+
+  so.host = args.get("host", "127.0.0.1");
+  so.port = uint16_t(*port);
+  so.protect_metrics = args.has("protect-metrics");
+  so.shutdown_grace_seconds = *grace;
+  so.served_model_name =
+      args.get("served-model-name", std::filesystem::path(eo.model_path).stem().string());
+  if (so.served_model_name.empty()) return fail("vela serve: --served-model-name is empty");
+  so.api_keys = args.get_all("api-key");
+  if (const char* env = std::getenv("VELA_API_KEY"); env && *env) so.api_keys.emplace_back(env);
+  if (args.has("api-key-file")) {
+    auto keys = server::read_api_key_file(args.get("api-key-file"));
+    if (!keys) return fail("vela serve: " + keys.message());
+    so.api_keys.insert(so.api_keys.end(), keys->begin(), keys->end());
+  }
+  for (const std::string& key : so.api_keys)
+    if (key.empty()) return fail("vela serve: an API key is empty");
+
+  server::HttpServer server(so, eo.ctx_size > 0 ? eo.ctx_size : 4096);
+  if (auto st = server.listen(); !st) {
+    std::fprintf(stderr, "vela serve: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "vela serve: listening on http://%s:%u (model '%s' loading)%s\n",
+               so.host.c_str(), unsigned(server.port()), so.served_model_name.c_str(),
+               so.api_keys.empty() ? "" : ", API key required");
+  std::fflush(stderr);
+
+  // Load on another thread so /health can answer 503 meanwhile.
+  std::thread loader([&] {
+    std::string log;
+    auto model = server::load_model_for_serving(eo, log);
+    if (!model) return server.model_failed(model.message());
+    std::fputs(log.c_str(), stderr);
+    if (!server.stopping()) server.model_ready(std::move(*model));
+  });
+  const int rc = server.run();
+  loader.join();
+  return rc;
+}
+
+}  // namespace vela::cli
