@@ -9,6 +9,7 @@ int run_quantize(int argc, char** argv);
 int run_synth(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_throughput(int argc, char** argv);  // `vela bench throughput`
+int run_bench_serve(int argc, char** argv);       // `vela bench serve`
 int run_serve(int argc, char** argv);
 
 }  // namespace vela::cli
