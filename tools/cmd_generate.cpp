@@ -95,6 +95,7 @@ int run_generate(int argc, char** argv) {
   config.n_threads = static_cast<int32_t>(*threads);
   config.max_context = static_cast<int32_t>(*ctx);
   config.max_batch_tokens = static_cast<int32_t>(*batch);
+  config.max_num_seqs = 1;  // one prompt: KV for one sequence
 
   auto llm = LLM::load(config);
   if (!llm) {

@@ -82,7 +82,14 @@ TEST(AsyncEngine, ConcurrentSubmittersGetTheirOwnStreams) {
         std::vector<int32_t>(results.back().tokens.begin(), results.back().tokens.begin() + 20 + i),
         results[size_t(i)].tokens);
   }
-  const EngineStats s = engine.stats();
+  // Stats are published after the step whose callbacks just ran: wait for that (bounded).
+  EngineStats s = engine.stats();
+  for (int i = 0;
+       i < 2000 && (s.running + s.waiting != 0 || s.counters.finished_length != uint64_t(kThreads));
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s = engine.stats();
+  }
   EXPECT_EQ(s.running + s.waiting, 0u);
   EXPECT_EQ(s.counters.finished_length, uint64_t(kThreads));
 }
