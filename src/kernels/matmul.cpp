@@ -20,6 +20,10 @@ constexpr std::align_val_t kScratchAlignment{64};
 // token loop streams the activations.
 constexpr int64_t kRowTile = 16;
 
+// gemm_tile (register-tiled prompt processing) from this many tokens; below it the per-row
+// kernels lose nothing, since a register tile would be mostly empty.
+constexpr int64_t kGemmMinTokens = 4;
+
 [[noreturn]] void fail(const char* what, GgmlType type) {
   std::fprintf(stderr, "matmul: %s for type %s\n", what, ggml_type_name(uint32_t(type)).c_str());
   std::abort();
@@ -96,6 +100,12 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
   const auto vec_dot = traits.vec_dot;
   const size_t w_stride = row_size(w_type, n_cols);
   const auto* w_bytes = static_cast<const uint8_t*>(w);
+  if (traits.gemm_tile && n_tokens >= kGemmMinTokens) {
+    // The kernel blocks the rows for its caches and handles ragged tile edges itself.
+    traits.gemm_tile(n_cols, w_bytes + size_t(row_begin) * w_stride, w_stride, row_end - row_begin,
+                     act.data, act.row_stride, n_tokens, y + row_begin, n_rows);
+    return;
+  }
   if (traits.vec_dot_rows && n_tokens > 1) {
     // Each weight row is decoded once for all tokens.
     for (int64_t r = row_begin; r < row_end; ++r)

@@ -5,6 +5,7 @@
 // (x86/avx2, x86/avx512) built on top of it. type_traits() uses the level cpu_features.h selects;
 // a type a SIMD table does not override keeps its scalar kernels.
 // Thread-safety: the tables are immutable after static initialization; safe to use concurrently.
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu_features.h"
@@ -27,8 +28,14 @@ struct TypeTraits {
   // what makes batched decode and prefill cheaper than n_act separate dots. Null = loop vec_dot.
   void (*vec_dot_rows)(int64_t n, const void* w_row, const uint8_t* act, size_t act_stride,
                        int64_t n_act, float* out, int64_t out_stride) = nullptr;
+  // Optional register-tiled form for prompt processing: out[t * out_stride + r] =
+  // vec_dot(n, w + r * w_stride, act + t * act_stride) for r < n_w_rows, t < n_act, each
+  // bit-identical to that vec_dot (batch invariance). A kernel keeps a tile of decoded weight
+  // blocks and prepared activation blocks in registers, so each is decoded once per tile rather
+  // than once per pair. Null = vec_dot_rows / vec_dot.
+  void (*gemm_tile)(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const uint8_t* act,
+                    size_t act_stride, int64_t n_act, float* out, int64_t out_stride) = nullptr;
 };
-
 
 // Kernels for `type` from the best table for this CPU; nullptr if the type is unsupported.
 const TypeTraits* type_traits(GgmlType type);

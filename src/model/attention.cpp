@@ -4,36 +4,24 @@
 #include <cassert>
 #include <cmath>
 
-#include "kernels/type_traits.h"
+#include "kernels/attention_kernels.h"
 #include "util/half.h"
 
 namespace vela {
 namespace {
 
-using RowToFloat = void (*)(const void* row, float* out, int64_t n);
-
-// Converts one stored head row to f32; nullptr for f32 rows, which are read in place.
-RowToFloat row_converter(KvType type) {
+kernels::AttnRowType row_type(KvType type) {
   switch (type) {
     case KvType::kF32:
-      return nullptr;
-    // The kernel table's conversions are exact and use the CPU's fastest instructions.
+      return kernels::AttnRowType::kF32;
     case KvType::kF16:
-      return type_traits(GgmlType::F16)->to_float;
+      return kernels::AttnRowType::kF16;
     case KvType::kBF16:
-      return type_traits(GgmlType::BF16)->to_float;
+      return kernels::AttnRowType::kBF16;
     case KvType::kQ8_0:
-      return [](const void* row, float* out, int64_t n) {
-        kv_decode_head_row(KvType::kQ8_0, row, int32_t(n), out);
-      };
+      return kernels::AttnRowType::kQ8_0;
   }
-  return nullptr;
-}
-
-inline const float* row_as_float(const uint8_t* row, RowToFloat convert, int32_t n, float* buf) {
-  if (convert == nullptr) return reinterpret_cast<const float*>(row);
-  convert(row, buf, n);
-  return buf;
+  return kernels::AttnRowType::kF32;
 }
 
 }  // namespace
@@ -41,9 +29,7 @@ inline const float* row_as_float(const uint8_t* row, RowToFloat convert, int32_t
 AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p) {
   const size_t rows = size_t(kAttentionMaxTokens) * size_t(p.group());
   scores.resize(size_t(max_context) * rows);
-  query_t.resize(size_t(p.head_dim) * rows);
-  k_row.resize(size_t(p.head_dim));
-  v_row.resize(size_t(p.head_dim));
+  query.resize(rows * size_t(p.head_dim));
   acc.resize(rows * size_t(p.head_dim));
 }
 
@@ -55,7 +41,9 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   assert(n_heads >= 1 && first_head / p.group() == (first_head + n_heads - 1) / p.group());
   const KvType type = cache.config().type;
   const bool f16_math = type == KvType::kF16;
-  const RowToFloat convert = row_converter(type);
+  const kernels::AttentionRowKernels& kern = kernels::attention_row_kernels();
+  const kernels::AttnDotFn dot = kern.dot_for(row_type(type));
+  const kernels::AttnAxpyFn axpy = kern.axpy_for(row_type(type));
   const int32_t bs = cache.config().block_size;
   const int32_t hd = p.head_dim;
   const int32_t kv_head = first_head / p.group();
@@ -77,35 +65,24 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     return s.scores[size_t(j - lo) * size_t(n_rows) + size_t(r)];
   };
 
-  // Queries transposed, [head_dim, n_rows], so one K value meets every row's query in a
-  // contiguous (vectorisable) loop while each row still sums its dot in dimension order.
+  // Queries as the dots see them, [n_rows, head_dim].
   for (int32_t t = 0; t < n_tokens; ++t)
     for (int32_t g = 0; g < n_heads; ++g) {
       const float* qh = q + t * row_stride + int64_t(first_head + g) * hd;
-      const int32_t r = t * n_heads + g;
-      for (int32_t d = 0; d < hd; ++d) {
-        const float v = qh[d];
-        s.query_t[size_t(d) * size_t(n_rows) + size_t(r)] =
-            f16_math ? fp16_to_fp32(fp32_to_fp16(v)) : v;
-      }
+      float* qr = s.query.data() + size_t(t * n_heads + g) * size_t(hd);
+      for (int32_t d = 0; d < hd; ++d) qr[d] = f16_math ? fp16_to_fp32(fp32_to_fp16(qh[d])) : qh[d];
     }
 
-  // Pass 1: scores. Each K row is converted once for every row that sees it.
+  // Pass 1: scores. Each K row is read once for every row that sees it (later rows find it in
+  // L1); a row's dot does not depend on which other rows share the call.
   for (int32_t j = lo; j <= last_position; ++j) {
     int32_t t_lo, t_hi;
     tokens_seeing(j, t_lo, t_hi);
     if (t_lo > t_hi) continue;
-    const int32_t r_lo = t_lo * n_heads, r_hi = (t_hi + 1) * n_heads;
-    const float* k =
-        row_as_float(cache.k_head(layer, slot_of(j), kv_head), convert, hd, s.k_row.data());
+    const uint8_t* k = cache.k_head(layer, slot_of(j), kv_head);
     float* sc = &score(j, 0);
-    for (int32_t r = r_lo; r < r_hi; ++r) sc[r] = 0.0f;
-    for (int32_t d = 0; d < hd; ++d) {
-      const float kd = k[d];
-      const float* qd = s.query_t.data() + size_t(d) * size_t(n_rows);
-      for (int32_t r = r_lo; r < r_hi; ++r) sc[r] += qd[r] * kd;
-    }
-    for (int32_t r = r_lo; r < r_hi; ++r) sc[r] *= p.scale;
+    for (int32_t r = t_lo * n_heads; r < (t_hi + 1) * n_heads; ++r)
+      sc[r] = dot(s.query.data() + size_t(r) * size_t(hd), k, hd) * p.scale;
   }
 
   // Softmax of each row over the positions its token sees.
@@ -127,20 +104,16 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     }
   }
 
-  // Pass 2: probability-weighted sum of V, each V row converted once.
+  // Pass 2: probability-weighted sum of V, each V row read once.
   std::fill(s.acc.begin(), s.acc.begin() + size_t(n_rows) * size_t(hd), 0.0f);
   for (int32_t j = lo; j <= last_position; ++j) {
     int32_t t_lo, t_hi;
     tokens_seeing(j, t_lo, t_hi);
     if (t_lo > t_hi) continue;
-    const float* v =
-        row_as_float(cache.v_head(layer, slot_of(j), kv_head), convert, hd, s.v_row.data());
+    const uint8_t* v = cache.v_head(layer, slot_of(j), kv_head);
     const float* pj = &score(j, 0);
-    for (int32_t r = t_lo * n_heads; r < (t_hi + 1) * n_heads; ++r) {
-      const float w = pj[r];
-      float* acc = s.acc.data() + size_t(r) * size_t(hd);
-      for (int32_t d = 0; d < hd; ++d) acc[d] += w * v[d];
-    }
+    for (int32_t r = t_lo * n_heads; r < (t_hi + 1) * n_heads; ++r)
+      axpy(pj[r], v, s.acc.data() + size_t(r) * size_t(hd), hd);
   }
   for (int32_t t = 0; t < n_tokens; ++t)
     for (int32_t g = 0; g < n_heads; ++g) {

@@ -2,8 +2,10 @@
 // Causal multi-head attention over the paged KV cache, with grouped-query heads and an optional
 // sliding window. One call handles the query heads that share one KV head, for one to
 // kAttentionMaxTokens tokens of one sequence (a decode token or a piece of a prefill chunk), so
-// each K and V row is read and converted once for all of them. Two passes per call: scores of
-// every visible position and a softmax per (token, head), then the probability-weighted sum of V.
+// each K and V row is read from memory once for all of them (the SIMD row kernels of
+// kernels/attention_kernels.h then take it from L1 for each query row). Two passes per call: scores
+// of every visible position and a softmax per (token, head), then the probability-weighted sum of
+// V.
 //
 // Precision follows the cache type:
 // - f16: the query is rounded to f16 for the Q·K dot products and the normalised probabilities
@@ -36,11 +38,9 @@ constexpr int32_t kAttentionMaxTokens = 4;
 // Work space of one thread's attention calls, sized once for the longest context. Rows are the
 // (token, head) pairs of a call: row r = token * n_heads + head in the call.
 struct AttentionScratch {
-  std::vector<float> scores;   // [max_context, max rows] scores, then probabilities, position-major
-  std::vector<float> query_t;  // [head_dim, max rows] queries transposed, as the dots see them
-  std::vector<float> k_row;    // [head_dim] one K head row in f32
-  std::vector<float> v_row;    // [head_dim] one V head row in f32
-  std::vector<float> acc;      // [max rows, head_dim]
+  std::vector<float> scores;  // [max_context, max rows] scores, then probabilities, position-major
+  std::vector<float> query;   // [max rows, head_dim] queries as the dots see them (f16-rounded)
+  std::vector<float> acc;     // [max rows, head_dim]
   AttentionScratch(int32_t max_context, const AttentionParams& p);
 };
 

@@ -79,7 +79,7 @@ TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceLogits,
-                         ::testing::Values(ModelCase{"aidreams260K", 1e-3f, 1e-4f},
+                         ::testing::Values(ModelCase{"aidreams260K", 1.5e-3f, 1e-4f},
                                            ModelCase{"tiny-llama-gqa", 1e-2f, 5e-4f},
                                            ModelCase{"tiny-qwen2-bpe-F16", 1.5e-2f, 1.5e-3f},
                                            ModelCase{"tiny-llama-256-F32", 5e-2f, 2.5e-3f},

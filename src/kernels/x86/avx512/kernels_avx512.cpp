@@ -4,6 +4,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_table.h"
 #include "kernels/x86/avx512/avx512_kernels.h"
+#include "kernels/x86/avx512/gemm_avx512.h"
 
 namespace vela::kernels {
 
@@ -18,6 +19,7 @@ void register_kernels(TraitsTable& table, Avx512Extensions ext) {
   register_float_kernels(table, ext);
   register_q32_kernels(table, ext);
   register_k_kernels(table, ext);
+  register_gemm_kernels(table, ext);
 }
 
 }  // namespace avx512

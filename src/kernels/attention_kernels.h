@@ -1,0 +1,64 @@
+#pragma once
+// Row kernels of attention over a KV cache: the dot product of an f32 query head with one stored
+// K head row, and the weighted accumulation of one stored V head row, for each KV storage type.
+// One table per instruction-set level; attention picks the table once per call.
+//
+// Row layouts (those of kv/kv_cache.h, restated here so kernels do not depend on kv):
+// - f32: n floats; f16 / bf16: n uint16 values.
+// - q8_0: ceil(n / 32) blocks, each an fp16 scale (2 bytes) followed by its int8 values — 32 in
+//   every block but the last, which holds the n % 32 remaining ones when n is not a multiple of
+//   32 (so the row is n / 32 * 34 + (n % 32 ? 2 + n % 32 : 0) bytes). Value i of a block is
+//   q[i] * scale.
+// Rows are read byte-wise with no alignment and never past their last byte.
+//
+// Results differ between tables only in summation order (stored values convert exactly to f32),
+// so a table's dot is within a few ulp of sum |q_i k_i| of the scalar reference's.
+// Thread-safety: the tables are immutable; the kernels are pure functions.
+#include <cstdint>
+
+#include "kernels/cpu_features.h"
+
+namespace vela::kernels {
+
+// sum_i q[i] * k[i] over one stored row. q: [n]; k_row: one row of n values in the row type.
+using AttnDotFn = float (*)(const float* q, const void* k_row, int n);
+// acc[i] += w * v[i] over one stored row. v_row: one row of n values; acc: [n].
+using AttnAxpyFn = void (*)(float w, const void* v_row, float* acc, int n);
+
+// Storage types of attention rows, in the order of the table's arrays.
+enum class AttnRowType { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3 };
+constexpr int kAttnRowTypes = 4;
+
+struct AttentionRowKernels {
+  AttnDotFn dot[kAttnRowTypes];    // indexed by AttnRowType
+  AttnAxpyFn axpy[kAttnRowTypes];  // indexed by AttnRowType
+
+  AttnDotFn dot_for(AttnRowType t) const { return dot[static_cast<int>(t)]; }
+  AttnAxpyFn axpy_for(AttnRowType t) const { return axpy[static_cast<int>(t)]; }
+};
+
+// Per-level tables, defined in ref/attention_ref.cpp, x86/avx2/attention_avx2.cpp and
+// x86/avx512/attention_avx512.cpp. A SIMD table must only be used when the CPU has its ISA.
+const AttentionRowKernels& attention_row_kernels_ref();
+const AttentionRowKernels& attention_row_kernels_avx2();
+const AttentionRowKernels& attention_row_kernels_avx512();
+
+// The table of one level (tests; the caller checks the CPU supports it).
+inline const AttentionRowKernels& attention_row_kernels(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512:
+      return attention_row_kernels_avx512();
+    case KernelIsa::kAvx2:
+      return attention_row_kernels_avx2();
+    case KernelIsa::kScalar:
+      break;
+  }
+  return attention_row_kernels_ref();
+}
+
+// The table of the level in use (selected_kernel_isa(), so $VELA_ISA applies).
+inline const AttentionRowKernels& attention_row_kernels() {
+  return attention_row_kernels(selected_kernel_isa());
+}
+
+}  // namespace vela::kernels

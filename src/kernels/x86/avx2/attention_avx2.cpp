@@ -1,0 +1,133 @@
+// AVX2 attention row kernels (kernels/attention_kernels.h): 8 values per step, a row's last
+// n % 8 values in scalar code (head dims are almost always multiples of 8, and AVX2 has no
+// masked 16-bit loads). No util/half.h or std:: templates here: an out-of-line copy compiled
+// with AVX2 flags could be the one the linker keeps for every other file. Stored values convert
+// exactly to f32 (f16 by vcvtph2ps, bf16 by a 16-bit shift, q8_0 as int8 * scale), so only the
+// summation order differs from the scalar reference.
+#include "kernels/attention_kernels.h"
+#include "kernels/x86/avx2/avx2_common.h"
+
+namespace vela::kernels {
+namespace avx2 {
+namespace {
+
+constexpr int kQ8Block = 32;
+constexpr int kQ8BlockBytes = 34;
+
+// Loaders of 8 row values starting at element i, as f32, and of one value for the tail.
+struct F32Row {
+  static __m256 load(const void* row, int i) {
+    return _mm256_loadu_ps(static_cast<const float*>(row) + i);
+  }
+  static float at(const void* row, int i) { return static_cast<const float*>(row)[i]; }
+};
+
+struct F16Row {
+  static __m256 load(const void* row, int i) {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + i)));
+  }
+  static float at(const void* row, int i) {
+    return half_to_float(static_cast<const uint16_t*>(row)[i]);
+  }
+};
+
+struct BF16Row {
+  static __m256 load(const void* row, int i) {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float at(const void* row, int i) {
+    return _mm_cvtss_f32(_mm_castsi128_ps(
+        _mm_cvtsi32_si128(int(uint32_t(static_cast<const uint16_t*>(row)[i]) << 16))));
+  }
+};
+
+// Two accumulators over 16-value steps hide the FMA latency.
+template <class Row>
+float dot(const float* q, const void* k_row, int n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), Row::load(k_row, i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), Row::load(k_row, i + 8), acc1);
+  }
+  if (i + 8 <= n) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), Row::load(k_row, i), acc0);
+    i += 8;
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += q[i] * Row::at(k_row, i);
+  return sum;
+}
+
+template <class Row>
+void axpy(float w, const void* v_row, float* acc, int n) {
+  const __m256 wv = _mm256_set1_ps(w);
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, Row::load(v_row, i), _mm256_loadu_ps(acc + i)));
+  for (; i < n; ++i) acc[i] += w * Row::at(v_row, i);
+}
+
+// q8_0 values j..j+7 of the block at p (j + 8 <= the block's length) times its scale (exact).
+inline __m256 load_q8_8(const uint8_t* p, int j, __m256 d) {
+  const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 + j));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+}
+
+inline float q8_scale(const uint8_t* p) {
+  return half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+
+float dot_q8_0(const float* q, const void* k_row, int n) {
+  const auto* p = static_cast<const uint8_t*>(k_row);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  float tail = 0.0f;
+  for (int i0 = 0; i0 < n; i0 += kQ8Block, p += kQ8BlockBytes) {
+    const float ds = q8_scale(p);
+    const __m256 d = _mm256_set1_ps(ds);
+    const int len = (n - i0 < kQ8Block ? n - i0 : kQ8Block);
+    int j = 0;
+    for (; j + 16 <= len; j += 16) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i0 + j), load_q8_8(p, j, d), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i0 + j + 8), load_q8_8(p, j + 8, d), acc1);
+    }
+    if (j + 8 <= len) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i0 + j), load_q8_8(p, j, d), acc0);
+      j += 8;
+    }
+    const auto* qs = reinterpret_cast<const int8_t*>(p + 2);
+    for (; j < len; ++j) tail += q[i0 + j] * (float(qs[j]) * ds);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1)) + tail;
+}
+
+void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
+  const auto* p = static_cast<const uint8_t*>(v_row);
+  const __m256 wv = _mm256_set1_ps(w);
+  for (int i0 = 0; i0 < n; i0 += kQ8Block, p += kQ8BlockBytes) {
+    const float ds = q8_scale(p);
+    const __m256 d = _mm256_set1_ps(ds);
+    const int len = (n - i0 < kQ8Block ? n - i0 : kQ8Block);
+    float* a = acc + i0;
+    int j = 0;
+    for (; j + 8 <= len; j += 8)
+      _mm256_storeu_ps(a + j, _mm256_fmadd_ps(wv, load_q8_8(p, j, d), _mm256_loadu_ps(a + j)));
+    const auto* qs = reinterpret_cast<const int8_t*>(p + 2);
+    for (; j < len; ++j) a[j] += w * (float(qs[j]) * ds);
+  }
+}
+
+}  // namespace
+}  // namespace avx2
+
+const AttentionRowKernels& attention_row_kernels_avx2() {
+  using namespace avx2;  // NOLINT(build/namespaces): the kernels of this file
+  static const AttentionRowKernels table = {{dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
+                                            {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0}};
+  return table;
+}
+
+}  // namespace vela::kernels

@@ -1,0 +1,157 @@
+// AVX-512 attention row kernels (kernels/attention_kernels.h): 16 values per step, the row's
+// tail through masked loads (which never touch the masked-off bytes, so no read passes the row).
+// No std:: templates here: an out-of-line copy compiled with AVX-512 flags could be the one the
+// linker keeps for every other file. Stored values convert exactly to f32 (f16 by vcvtph2ps, bf16
+// by a 16-bit shift, q8_0 as int8 * scale), so only the summation order differs from the scalar
+// reference.
+#include "kernels/attention_kernels.h"
+#include "kernels/x86/avx512/avx512_util.h"
+
+namespace vela::kernels {
+namespace avx512 {
+namespace {
+
+constexpr int kQ8Block = 32;
+constexpr int kQ8BlockBytes = 34;
+
+inline __mmask16 tail_mask(int len) {
+  return static_cast<__mmask16>((1u << len) - 1u);
+}
+
+// Loaders of 16 row values starting at element i, as f32; `Tail` variants load the first len
+// (< 16) of them and zero the rest.
+struct F32Row {
+  static __m512 load(const void* row, int i) {
+    return _mm512_loadu_ps(static_cast<const float*>(row) + i);
+  }
+  static __m512 load_tail(const void* row, int i, int len) {
+    return _mm512_maskz_loadu_ps(tail_mask(len), static_cast<const float*>(row) + i);
+  }
+};
+
+struct F16Row {
+  static __m512 load(const void* row, int i) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + i)));
+  }
+  static __m512 load_tail(const void* row, int i, int len) {
+    return _mm512_cvtph_ps(
+        _mm256_maskz_loadu_epi16(tail_mask(len), static_cast<const uint16_t*>(row) + i));
+  }
+};
+
+struct BF16Row {
+  static __m512 widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static __m512 load(const void* row, int i) {
+    return widen(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + i)));
+  }
+  static __m512 load_tail(const void* row, int i, int len) {
+    return widen(_mm256_maskz_loadu_epi16(tail_mask(len), static_cast<const uint16_t*>(row) + i));
+  }
+};
+
+// Two accumulators over 32-value steps hide the FMA latency of short rows (head_dim 64-128).
+template <class Row>
+float dot(const float* q, const void* k_row, int n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), Row::load(k_row, i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), Row::load(k_row, i + 16), acc1);
+  }
+  if (i + 16 <= n) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), Row::load(k_row, i), acc0);
+    i += 16;
+  }
+  if (i < n) {
+    const __m512 qv = _mm512_maskz_loadu_ps(tail_mask(n - i), q + i);
+    acc1 = _mm512_fmadd_ps(qv, Row::load_tail(k_row, i, n - i), acc1);
+  }
+  return hsum(_mm512_add_ps(acc0, acc1));
+}
+
+template <class Row>
+void axpy(float w, const void* v_row, float* acc, int n) {
+  const __m512 wv = _mm512_set1_ps(w);
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(wv, Row::load(v_row, i), _mm512_loadu_ps(acc + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 a = _mm512_maskz_loadu_ps(m, acc + i);
+    _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(wv, Row::load_tail(v_row, i, n - i), a));
+  }
+}
+
+// q8_0: per block, the 32 int8 values as two f32 vectors times the block scale (exact).
+struct Q8Block {
+  __m512 lo, hi;  // values 0-15, 16-31 (zero past the block's length)
+};
+
+inline Q8Block load_q8_block(const uint8_t* p, int len) {
+  const __m512 d = _mm512_set1_ps(half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8))));
+  const __m256i q = len == kQ8Block
+                        ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2))
+                        : _mm256_maskz_loadu_epi8(static_cast<__mmask32>((1ull << len) - 1), p + 2);
+  const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
+  const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
+  return {_mm512_mul_ps(lo, d), _mm512_mul_ps(hi, d)};
+}
+
+float dot_q8_0(const float* q, const void* k_row, int n) {
+  const auto* p = static_cast<const uint8_t*>(k_row);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + kQ8Block <= n; i += kQ8Block, p += kQ8BlockBytes) {
+    const Q8Block k = load_q8_block(p, kQ8Block);
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), k.lo, acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), k.hi, acc1);
+  }
+  if (i < n) {
+    const int len = n - i;
+    const Q8Block k = load_q8_block(p, len);
+    const __m512 q0 = _mm512_maskz_loadu_ps(tail_mask((len < 16 ? len : 16)), q + i);
+    acc0 = _mm512_fmadd_ps(q0, k.lo, acc0);
+    if (len > 16)
+      acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail_mask(len - 16), q + i + 16), k.hi, acc1);
+  }
+  return hsum(_mm512_add_ps(acc0, acc1));
+}
+
+void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
+  const auto* p = static_cast<const uint8_t*>(v_row);
+  const __m512 wv = _mm512_set1_ps(w);
+  int i = 0;
+  for (; i + kQ8Block <= n; i += kQ8Block, p += kQ8BlockBytes) {
+    const Q8Block v = load_q8_block(p, kQ8Block);
+    _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(wv, v.lo, _mm512_loadu_ps(acc + i)));
+    _mm512_storeu_ps(acc + i + 16, _mm512_fmadd_ps(wv, v.hi, _mm512_loadu_ps(acc + i + 16)));
+  }
+  if (i < n) {
+    const int len = n - i;
+    const Q8Block v = load_q8_block(p, len);
+    const __mmask16 m0 = tail_mask((len < 16 ? len : 16));
+    _mm512_mask_storeu_ps(acc + i, m0,
+                          _mm512_fmadd_ps(wv, v.lo, _mm512_maskz_loadu_ps(m0, acc + i)));
+    if (len > 16) {
+      const __mmask16 m1 = tail_mask(len - 16);
+      _mm512_mask_storeu_ps(acc + i + 16, m1,
+                            _mm512_fmadd_ps(wv, v.hi, _mm512_maskz_loadu_ps(m1, acc + i + 16)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace avx512
+
+const AttentionRowKernels& attention_row_kernels_avx512() {
+  using namespace avx512;  // NOLINT(build/namespaces): the kernels of this file
+  static const AttentionRowKernels table = {{dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
+                                            {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0}};
+  return table;
+}
+
+}  // namespace vela::kernels

@@ -1,0 +1,192 @@
+// The attention row kernels (kernels/attention_kernels.h) of every level this CPU can run
+// against the scalar reference, for every KV row type and several head dims (whole and partial
+// SIMD steps and q8_0 blocks). Stored values convert exactly to f32 in every table, so tables
+// differ only in how they round sums:
+// - dot: |simd - ref| <= n * 2^-23 * sum_i |q_i k_i| (each side's float sum of n terms is within
+//   (n - 1) * 2^-24 * sum |terms| of the exact one), and the reference is within half that of a
+//   double-precision sum of the decoded values;
+// - axpy, repeated over a few rows: |simd - ref| <= rows * 2^-22 * sum over rows of |acc| + |w v|
+//   (each step rounds at most twice, relative to the magnitudes it adds).
+// Each row lives in a vector of exactly its bytes, so a kernel reading past it shows under ASan.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention_kernels.h"
+#include "kernels/cpu_features.h"
+#include "util/half.h"
+
+namespace vela::kernels {
+namespace {
+
+constexpr double kEps = 1.0 / 8388608.0;  // 2^-23, float's machine epsilon
+const int kLengths[] = {3, 16, 32, 45, 64, 80, 100, 128};
+const AttnRowType kTypes[] = {AttnRowType::kF32, AttnRowType::kF16, AttnRowType::kBF16,
+                              AttnRowType::kQ8_0};
+
+const char* type_name(AttnRowType t) {
+  switch (t) {
+    case AttnRowType::kF32:
+      return "f32";
+    case AttnRowType::kF16:
+      return "f16";
+    case AttnRowType::kBF16:
+      return "bf16";
+    case AttnRowType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+// A stored row of x ([n]) in `type` (the layout of kernels/attention_kernels.h), with its exact
+// decoded values in `decoded` ([n]).
+std::vector<uint8_t> encode(AttnRowType type, const std::vector<float>& x,
+                            std::vector<float>& decoded) {
+  const int n = int(x.size());
+  decoded.resize(x.size());
+  std::vector<uint8_t> row;
+  switch (type) {
+    case AttnRowType::kF32:
+      row.resize(size_t(n) * 4);
+      std::memcpy(row.data(), x.data(), row.size());
+      decoded = x;
+      break;
+    case AttnRowType::kF16:
+    case AttnRowType::kBF16: {
+      row.resize(size_t(n) * 2);
+      for (int i = 0; i < n; ++i) {
+        const uint16_t h =
+            type == AttnRowType::kF16 ? fp32_to_fp16(x[size_t(i)]) : fp32_to_bf16(x[size_t(i)]);
+        std::memcpy(row.data() + size_t(i) * 2, &h, 2);
+        decoded[size_t(i)] = type == AttnRowType::kF16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+      }
+      break;
+    }
+    case AttnRowType::kQ8_0:
+      for (int i0 = 0; i0 < n; i0 += 32) {
+        const int len = std::min(32, n - i0);
+        float amax = 0.0f;
+        for (int i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[size_t(i0 + i)]));
+        const uint16_t d16 = fp32_to_fp16(amax / 127.0f);
+        const float d = fp16_to_fp32(d16);
+        const size_t at = row.size();
+        row.resize(at + 2 + size_t(len));
+        std::memcpy(row.data() + at, &d16, 2);
+        for (int i = 0; i < len; ++i) {
+          const float v = d != 0.0f ? std::round(x[size_t(i0 + i)] / d) : 0.0f;
+          const auto q = static_cast<int8_t>(std::max(-127.0f, std::min(127.0f, v)));
+          row[at + 2 + size_t(i)] = static_cast<uint8_t>(q);
+          decoded[size_t(i0 + i)] = float(q) * d;
+        }
+      }
+      break;
+  }
+  return row;
+}
+
+std::vector<float> random_vector(std::mt19937& rng, int n, float scale) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(AttentionKernels, ReferenceDotMatchesDoubleSum) {
+  std::mt19937 rng(7);
+  const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
+  for (AttnRowType type : kTypes)
+    for (int n : kLengths) {
+      const std::vector<float> q = random_vector(rng, n, 1.0f);
+      std::vector<float> k;
+      const std::vector<uint8_t> row = encode(type, random_vector(rng, n, 2.0f), k);
+      double exact = 0.0, magnitude = 0.0;
+      for (int i = 0; i < n; ++i) {
+        exact += double(q[size_t(i)]) * double(k[size_t(i)]);
+        magnitude += std::fabs(double(q[size_t(i)]) * double(k[size_t(i)]));
+      }
+      EXPECT_NEAR(ref.dot_for(type)(q.data(), row.data(), n), exact, n * kEps / 2 * magnitude)
+          << type_name(type) << " n=" << n;
+    }
+}
+
+TEST(AttentionKernels, EveryLevelMatchesReference) {
+  const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const AttentionRowKernels& kern = attention_row_kernels(isa);
+    std::mt19937 rng(11);
+    for (AttnRowType type : kTypes)
+      for (int n : kLengths) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
+                     " n=" + std::to_string(n));
+        const std::vector<float> q = random_vector(rng, n, 1.0f);
+        std::vector<float> k;
+        const std::vector<uint8_t> row = encode(type, random_vector(rng, n, 2.0f), k);
+        double magnitude = 0.0;
+        for (int i = 0; i < n; ++i) magnitude += std::fabs(double(q[size_t(i)]) * k[size_t(i)]);
+        const float want = ref.dot_for(type)(q.data(), row.data(), n);
+        const float got = kern.dot_for(type)(q.data(), row.data(), n);
+        EXPECT_NEAR(got, want, n * kEps * magnitude);
+
+        // axpy over a few V rows with softmax-like weights, on a non-zero start.
+        constexpr int kRows = 3;
+        std::vector<float> acc_ref = random_vector(rng, n, 0.5f);
+        std::vector<float> acc = acc_ref;
+        std::vector<double> bound(size_t(n), 0.0);
+        for (int r = 0; r < kRows; ++r) {
+          const float w = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+          std::vector<float> v;
+          const std::vector<uint8_t> vrow = encode(type, random_vector(rng, n, 2.0f), v);
+          for (int i = 0; i < n; ++i)
+            bound[size_t(i)] += std::fabs(acc_ref[size_t(i)]) + std::fabs(w * v[size_t(i)]);
+          ref.axpy_for(type)(w, vrow.data(), acc_ref.data(), n);
+          kern.axpy_for(type)(w, vrow.data(), acc.data(), n);
+        }
+        for (int i = 0; i < n; ++i)
+          ASSERT_NEAR(acc[size_t(i)], acc_ref[size_t(i)], kRows * 2 * kEps * bound[size_t(i)])
+              << "element " << i;
+      }
+  }
+}
+
+// Small integers times power-of-two scales: no product or sum can round, so every level must
+// give the reference's result exactly (catches a wrong element, block scale or tail).
+TEST(AttentionKernels, ExactWhereNothingRounds) {
+  const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const AttentionRowKernels& kern = attention_row_kernels(isa);
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> small(-8, 8);
+    for (AttnRowType type : kTypes)
+      for (int n : kLengths) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
+                     " n=" + std::to_string(n));
+        std::vector<float> q(static_cast<size_t>(n)), x(static_cast<size_t>(n)), k;
+        for (int i = 0; i < n; ++i) {
+          q[size_t(i)] = float(small(rng));
+          x[size_t(i)] = float(small(rng)) * 0.25f;
+        }
+        // q8_0: each block's largest value 31.75 gives it the scale 1/4, so values stay exact.
+        for (int i0 = 0; i0 < n; i0 += 32) x[size_t(i0)] = i0 % 64 ? -31.75f : 31.75f;
+        const std::vector<uint8_t> row = encode(type, x, k);
+        EXPECT_EQ(kern.dot_for(type)(q.data(), row.data(), n),
+                  ref.dot_for(type)(q.data(), row.data(), n));
+        std::vector<float> acc(size_t(n), 1.0f), acc_ref(size_t(n), 1.0f);
+        kern.axpy_for(type)(0.5f, row.data(), acc.data(), n);
+        ref.axpy_for(type)(0.5f, row.data(), acc_ref.data(), n);
+        EXPECT_EQ(acc, acc_ref);
+      }
+  }
+}
+
+TEST(AttentionKernels, SelectedTableIsTheSelectedLevels) {
+  EXPECT_EQ(&attention_row_kernels(), &attention_row_kernels(selected_kernel_isa()));
+}
+
+}  // namespace
+}  // namespace vela::kernels

@@ -1,0 +1,196 @@
+// TypeTraits::gemm_tile (the register-tiled prompt-processing kernel) against vec_dot: every
+// output bit-identical to vec_dot for its (weight row, activation row) pair, over ragged tile
+// edges, odd block counts, padded strides and strided outputs; and matmul_rows, which uses it for
+// batches, equal bit for bit to one vec_dot per element. Skipped where no table has the kernel.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dot_reference.h"
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+#include "kernels/type_traits.h"
+#include "kernels/x86/avx512/avx512_kernels.h"
+#include "quant/blocks.h"
+
+namespace vela {
+namespace {
+
+using kernels::TraitsTable;
+using kernels::avx512::Avx512Extensions;
+
+const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+
+size_t bytes_of(GgmlType type, int64_t n) {
+  return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
+}
+
+// The AVX-512 table for the given extensions, built directly so the non-VNNI variant is covered
+// on a CPU with VNNI.
+TraitsTable avx512_table(Avx512Extensions ext) {
+  TraitsTable t;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const TypeTraits* s = type_traits_for(KernelIsa::kScalar, static_cast<GgmlType>(i));
+    t[i] = s != nullptr ? *s : TypeTraits{GgmlType::F32, nullptr, nullptr, nullptr};
+  }
+  kernels::avx512::register_kernels(t, ext);
+  return t;
+}
+
+// rows x n weights in `type`, each row at `stride` bytes (padding filled with 0xEE); some blocks
+// scaled up or zeroed so the per-block scales vary.
+std::vector<uint8_t> make_rows(GgmlType type, int64_t rows, int64_t n, size_t stride,
+                               uint32_t seed) {
+  std::vector<uint8_t> out(stride * size_t(rows), 0xEE);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto v = test::normal_values(n, 0.02f, seed + uint32_t(r));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] *= (i / 32 % 5 == 3) ? 30.0f : (i / 32 % 7 == 2 ? 0.0f : 1.0f);
+    const auto row = test::encode(type, v);
+    std::memcpy(&out[size_t(r) * stride], row.data(), row.size());
+  }
+  return out;
+}
+
+// rows x n activations converted to `type`'s vec_dot_type, each at `stride` bytes.
+std::vector<uint8_t> make_acts(const TypeTraits& traits, int64_t rows, int64_t n, size_t stride,
+                               uint32_t seed) {
+  const TypeTraits& act = *type_traits_for(KernelIsa::kScalar, traits.vec_dot_type);
+  std::vector<uint8_t> out(stride * size_t(rows), 0xEE);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto x = test::normal_values(n, 1.0f, seed + uint32_t(r));
+    for (size_t i = 5; i < x.size(); i += 97) x[i] *= 40.0f;  // outliers
+    act.from_float(x.data(), &out[size_t(r) * stride], n);
+  }
+  return out;
+}
+
+class Gemm : public testing::TestWithParam<GgmlType> {
+ protected:
+  void SetUp() override {
+    if (!cpu_features().avx512 || !cpu_features().avx512_vnni)
+      GTEST_SKIP() << "CPU without AVX-512 VNNI";
+    table_ = avx512_table({.vnni = true, .bf16 = false});
+    traits_ = &table_[size_t(GetParam())];
+    ASSERT_NE(traits_->gemm_tile, nullptr);
+  }
+  // gemm_tile over rows x acts with padded strides and out_stride > rows; checks each output
+  // against vec_dot bit for bit and that nothing between outputs is written.
+  void check(int64_t n, int64_t rows, int64_t acts, uint32_t seed) {
+    const GgmlType type = GetParam();
+    const size_t w_stride = bytes_of(type, n) + 18;
+    const size_t a_stride = bytes_of(traits_->vec_dot_type, n) + 36;
+    const auto w = make_rows(type, rows, n, w_stride, seed);
+    const auto a = make_acts(*traits_, acts, n, a_stride, seed + 1000);
+    const int64_t out_stride = rows + 3;
+    std::vector<float> out(size_t(acts * out_stride), -3.0f);  // [acts, out_stride]
+    traits_->gemm_tile(n, w.data(), w_stride, rows, a.data(), a_stride, acts, out.data(),
+                       out_stride);
+    for (int64_t t = 0; t < acts; ++t) {
+      for (int64_t r = 0; r < out_stride; ++r) {
+        const float got = out[size_t(t * out_stride + r)];
+        if (r >= rows) {
+          ASSERT_EQ(got, -3.0f) << "wrote outside the tile: t=" << t << " r=" << r;
+          continue;
+        }
+        const float expect =
+            traits_->vec_dot(n, &w[size_t(r) * w_stride], &a[size_t(t) * a_stride]);
+        ASSERT_EQ(got, expect) << "n=" << n << " rows=" << rows << " acts=" << acts << " t=" << t
+                               << " r=" << r;
+      }
+    }
+  }
+  TraitsTable table_;
+  const TypeTraits* traits_ = nullptr;
+};
+
+// Block counts around vec_dot's chain and main-loop boundaries (odd counts leave a lone block).
+TEST_P(Gemm, BitIdenticalToVecDotForEveryLength) {
+  for (int64_t nb : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 129})
+    check(32 * nb, 5, 6, uint32_t(nb));
+}
+
+// Every ragged edge of the 4 x 4 register tile on both sides.
+TEST_P(Gemm, BitIdenticalForRaggedTiles) {
+  for (int64_t rows = 1; rows <= 9; ++rows)
+    for (int64_t acts = 1; acts <= 9; ++acts) check(96, rows, acts, uint32_t(rows * 16 + acts));
+}
+
+// Enough long rows that the kernel splits them into several cached weight blocks.
+TEST_P(Gemm, BitIdenticalAcrossWeightBlocks) {
+  check(4128, 70, 5, 7);
+}
+
+// Q8_0's -128 weight and extreme activation quants: the offset form stays exact.
+TEST_P(Gemm, ExtremeQuants) {
+  const GgmlType type = GetParam();
+  if (type != GgmlType::Q8_0) GTEST_SKIP();
+  constexpr int kBlocks = 7;
+  std::vector<BlockQ8_0> w(kBlocks * 2), a(kBlocks * 3);
+  for (size_t b = 0; b < w.size(); ++b) {
+    w[b].d = 0x3C00;  // 1.0
+    for (int j = 0; j < 32; ++j) w[b].qs[j] = int8_t(j % 3 == 0 ? -128 : 127 - j);
+  }
+  for (size_t b = 0; b < a.size(); ++b) {
+    a[b].d = 0x3C00;
+    for (int j = 0; j < 32; ++j) a[b].qs[j] = int8_t(j % 2 ? 127 : -127);
+  }
+  float out[3 * 2];
+  traits_->gemm_tile(32 * kBlocks, w.data(), sizeof(BlockQ8_0) * kBlocks, 2,
+                     reinterpret_cast<const uint8_t*>(a.data()), sizeof(BlockQ8_0) * kBlocks, 3,
+                     out, 2);
+  for (int t = 0; t < 3; ++t)
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(out[t * 2 + r],
+                traits_->vec_dot(32 * kBlocks, &w[size_t(r) * kBlocks], &a[size_t(t) * kBlocks]));
+}
+
+std::string type_name(const testing::TestParamInfo<GgmlType>& info) {
+  return ggml_type_name(uint32_t(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Gemm, testing::ValuesIn(kGemmTypes), type_name);
+
+// Without VNNI the unsigned-weight form could saturate, so no kernel is installed.
+TEST(GemmTable, NoKernelWithoutVnni) {
+  if (!cpu_features().avx512) GTEST_SKIP() << "CPU without AVX-512";
+  const TraitsTable t = avx512_table({.vnni = false, .bf16 = false});
+  for (GgmlType type : kGemmTypes) EXPECT_EQ(t[size_t(type)].gemm_tile, nullptr);
+}
+
+// matmul_rows on the active table (gemm_tile for batches where installed) equals one vec_dot per
+// element, for batch sizes around the gemm threshold and row ranges that split tiles.
+TEST(GemmMatmul, MatmulRowsEqualsVecDotBitForBit) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const TypeTraits& traits = *type_traits(type);
+    constexpr int64_t kRows = 37, kCols = 768;
+    const size_t w_stride = bytes_of(type, kCols);
+    const auto w = make_rows(type, kRows, kCols, w_stride, 11);
+    for (int64_t n_tokens : {1, 3, 4, 5, 13}) {
+      const auto x = test::normal_values(n_tokens * kCols, 1.0f, 99);  // [n_tokens, kCols]
+      MatmulScratch scratch;
+      const QuantizedActivations act =
+          quantize_activations(type, x.data(), kCols, n_tokens, scratch);
+      std::vector<float> y(size_t(n_tokens * kRows), -1.0f);  // [n_tokens, kRows]
+      for (int64_t begin : {0, 5, 21})                        // ranges [0, 5), [5, 21), [21, 37)
+        matmul_rows(type, w.data(), kRows, kCols, begin,
+                    begin == 0   ? 5
+                    : begin == 5 ? 21
+                                 : kRows,
+                    act, n_tokens, y.data());
+      for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t r = 0; r < kRows; ++r)
+          ASSERT_EQ(y[size_t(t * kRows + r)], traits.vec_dot(kCols, &w[size_t(r) * w_stride],
+                                                             act.data + size_t(t) * act.row_stride))
+              << ggml_type_name(uint32_t(type)) << " tokens=" << n_tokens << " t=" << t
+              << " r=" << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vela
