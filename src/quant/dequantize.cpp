@@ -195,24 +195,8 @@ void dequantize_row_q8_k(const void* src, float* dst, int64_t n) {
 }
 
 bool can_dequantize(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::Q8_0:
-    case GgmlType::Q8_1:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-    case GgmlType::Q8_K:
-      return true;
-    default:
-      return false;
-  }
+  // Every type with a block geometry can be read back to f32.
+  return ggml_type_info(static_cast<uint32_t>(type)).has_value();
 }
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {

@@ -208,24 +208,8 @@ void quantize_row_q8_1_activations(const float* src, void* dst, int64_t n) {
 }
 
 bool can_quantize(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::Q8_0:
-    case GgmlType::Q8_1:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-    case GgmlType::Q8_K:
-      return true;
-    default:
-      return false;
-  }
+  // Every type with a block geometry has a quantizer (weights and activations alike).
+  return ggml_type_info(static_cast<uint32_t>(type)).has_value();
 }
 
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {

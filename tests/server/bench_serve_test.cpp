@@ -8,21 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "server_harness.h"
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
 namespace {
 
 std::string run_capture(const std::string& cmd, int& exit_code) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const CommandResult r = run_command(cmd);
+  exit_code = r.exit_code;
+  return r.out;
 }
 
 TEST(BenchServe, DrivesTheServerAndReportsPercentiles) {
@@ -32,7 +27,7 @@ TEST(BenchServe, DrivesTheServerAndReportsPercentiles) {
   int code = -1;
   const std::string out =
       run_capture(std::string(VELA_BINARY) + " bench serve --url " + server->url("") +
-                      " -n 24 -c 8 --input-len 8 --output-len 12 --rate 200 -o json 2>/dev/null",
+                      " -n 24 -c 8 --input-len 8 --output-len 12 --rate 200 -o json",
                   code);
   ASSERT_EQ(code, 0) << out;
   const auto j = nlohmann::json::parse(out);
@@ -47,10 +42,9 @@ TEST(BenchServe, DrivesTheServerAndReportsPercentiles) {
 
 TEST(BenchServe, UnreachableServerIsAnError) {
   int code = 0;
-  run_capture(std::string(VELA_BINARY) + " bench serve --url http://127.0.0.1:1 -n 1 2>/dev/null",
-              code);
+  run_capture(std::string(VELA_BINARY) + " bench serve --url http://127.0.0.1:1 -n 1", code);
   EXPECT_NE(code, 0);
-  run_capture(std::string(VELA_BINARY) + " bench serve --url ftp://x -n 1 2>/dev/null", code);
+  run_capture(std::string(VELA_BINARY) + " bench serve --url ftp://x -n 1", code);
   EXPECT_EQ(code, 2);
 }
 

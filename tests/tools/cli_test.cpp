@@ -7,35 +7,20 @@
 #include <cstdio>
 #include <string>
 
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using CliRun = vela::test::CommandResult;
 
 CliRun run(const std::string& args) {
-  const std::string err_file = vela::test::unique_temp_path("vela_cli_stderr.txt");
-  const std::string cmd = std::string(VELA_BINARY) + " " + args + " 2>" + err_file;
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* e = fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-    fclose(e);
-  }
-  return r;
+  return vela::test::run_command(std::string(VELA_BINARY) + " " + args);
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
+std::string quote(const std::string& s) {
+  return "'" + s + "'";
+}
 
 size_t count_lines(const std::string& s) {
   size_t n = 0;
@@ -82,7 +67,8 @@ TEST(Cli, WrongFlagsAndMissingFilesAreOneLineErrors) {
 
 TEST(Cli, InfoListsMetadataAndTensors) {
   VELA_REQUIRE_SHARED();
-  const CliRun r = run("info " + quote(vela::test::shared_path("models/tiny-llama-gqa.gguf").string()));
+  const CliRun r =
+      run("info " + quote(vela::test::shared_path("models/tiny-llama-gqa.gguf").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("GGUF version: 3"), std::string::npos);
   EXPECT_NE(r.out.find("general.architecture"), std::string::npos);
@@ -93,8 +79,9 @@ TEST(Cli, InfoListsMetadataAndTensors) {
 
 TEST(Cli, TokenizePrintsIds) {
   VELA_REQUIRE_SHARED();
-  const CliRun r = run("tokenize -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
-                    " 'Once upon a time'");
+  const CliRun r =
+      run("tokenize -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
+          " 'Once upon a time'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The reference's prompt_tokens for this prompt.
   EXPECT_EQ(r.out, "1 429 491 433 295 429 444 445 265 262 263 342 430\n");
@@ -102,15 +89,17 @@ TEST(Cli, TokenizePrintsIds) {
 
 TEST(Cli, GenerateStreamsTextAndReportsSpeedOnStderr) {
   VELA_REQUIRE_SHARED();
-  const CliRun r = run("generate -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
-                    " -p 'Once upon a time' -n 16 --temp 0");
+  const CliRun r =
+      run("generate -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
+          " -p 'Once upon a time' -n 16 --temp 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(r.out.size(), 10u);
   EXPECT_EQ(r.out.find("vela:"), std::string::npos);  // no logs on stdout
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
   // Greedy output is deterministic.
-  const CliRun again = run("generate -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
-                        " -p 'Once upon a time' -n 16 --temp 0");
+  const CliRun again =
+      run("generate -m " + quote(vela::test::shared_path("models/aidreams260K.gguf").string()) +
+          " -p 'Once upon a time' -n 16 --temp 0");
   EXPECT_EQ(r.out, again.out);
 }
 

@@ -10,32 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using CliRun = vela::test::CommandResult;
 
 CliRun run(const std::string& args) {
-  const std::string err_file = vela::test::unique_temp_path("vela_tools_cli_stderr.txt");
-  const std::string cmd = std::string(VELA_BINARY) + " " + args + " 2>" + err_file;
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* e = fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-    fclose(e);
-  }
-  return r;
+  return vela::test::run_command(std::string(VELA_BINARY) + " " + args);
 }
 
 size_t count_lines(const std::string& s) {
