@@ -55,6 +55,7 @@ Result<Target> parse_url(const std::string& url) {
 
 struct Sample {
   bool ok = false;
+  int http_status = 0;  // 0 = no response
   std::string error;
   double ttft = 0, e2e = 0;
   std::vector<double> itl;  // gaps between streamed chunks after the first
@@ -93,6 +94,7 @@ Sample run_request(const Target& target, const std::string& model, const std::st
     http::response_parser<http::buffer_body> parser;
     parser.body_limit(std::numeric_limits<uint64_t>::max());
     http::read_header(stream, buffer, parser);
+    s.http_status = parser.get().result_int();
     if (parser.get().result() != http::status::ok) {
       s.error = "HTTP " + std::to_string(parser.get().result_int());
       return s;
@@ -317,11 +319,12 @@ int run_bench_serve(int argc, char** argv) {
   const double wall = elapsed();
 
   std::vector<double> ttft, tpot, itl, e2e;
-  int64_t completed = 0, failed = 0, out_tokens = 0, in_tokens = 0;
+  int64_t completed = 0, failed = 0, rejected = 0, out_tokens = 0, in_tokens = 0;
   std::string first_error;
   for (const Sample& s : samples) {
     if (!s.ok) {
       ++failed;
+      rejected += s.http_status == 429;
       if (first_error.empty()) first_error = s.error;
       continue;
     }
@@ -347,8 +350,11 @@ int run_bench_serve(int argc, char** argv) {
                         {"concurrency", *conc},
                         {"completed", completed},
                         {"failed", failed},
+                        {"rejected_429", rejected},
                         {"duration_s", wall},
                         {"request_throughput", double(completed) / wall},
+                        {"output_tokens", out_tokens},
+                        {"prompt_tokens", in_tokens},
                         {"output_tokens_per_s", double(out_tokens) / wall},
                         {"total_tokens_per_s", double(out_tokens + in_tokens) / wall},
                         {"ttft", stats_json(st_ttft)},

@@ -50,3 +50,50 @@ TEST(BenchServe, UnreachableServerIsAnError) {
 
 }  // namespace
 }  // namespace vela::test
+
+namespace vela::test {
+namespace {
+
+// Sum of every series of a metric (whatever its labels) in the /metrics text.
+double metric_sum(const ServerProcess& server, const std::string& name) {
+  const std::string text = server.get("/metrics").body;
+  double sum = 0;
+  size_t pos = 0;
+  while ((pos = text.find("\n" + name, pos)) != std::string::npos) {
+    pos += 1;
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    const char after = line.size() > name.size() ? line[name.size()] : ' ';
+    if (after == '{' || after == ' ') sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+// 256 concurrent streaming clients against the real server (bounded: 256 requests of 16 tokens,
+// 120 s): each completes or gets a deliberate 429; the server's token counters equal the usage
+// the clients saw; no request and no KV block is left afterwards.
+TEST(ServerLoad, TwoHundredFiftySixConcurrentStreams) {
+  VELA_REQUIRE_SHARED();
+  auto server = ServerProcess::start({"-m", shared_path("models/aidreams260K.gguf").string(),
+                                      "--max-num-seqs", "64", "--max-queued-requests", "128"});
+  ASSERT_TRUE(server);
+  const CommandResult r = run_command(
+      std::string(VELA_BINARY) + " bench serve --url " + server->url("") +
+      " -n 256 -c 256 --input-len 8 --output-len 16 --max-duration 120 --timeout 120 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const int64_t completed = j["completed"], rejected = j["rejected_429"], failed = j["failed"];
+  EXPECT_EQ(completed + rejected, 256) << r.out;
+  EXPECT_EQ(failed, rejected) << "only deliberate 429s may fail: " << r.out;
+  EXPECT_GT(completed, 0);
+  EXPECT_TRUE(server->wait_for_metric("vela:num_requests_running", 0, 30));
+  EXPECT_DOUBLE_EQ(metric_sum(*server, "vela:generation_tokens_total"),
+                   double(j["output_tokens"].get<int64_t>()));
+  EXPECT_DOUBLE_EQ(metric_sum(*server, "vela:prompt_tokens_total"),
+                   double(j["prompt_tokens"].get<int64_t>()));
+  EXPECT_DOUBLE_EQ(metric_sum(*server, "vela:kv_cache_usage_perc"), 0.0);
+  EXPECT_DOUBLE_EQ(metric_sum(*server, "vela:num_requests_waiting"), 0.0);
+}
+
+}  // namespace
+}  // namespace vela::test
