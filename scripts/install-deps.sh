@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev                                   # Unicode regexes for BPE pre-tokenizers
   libboost-dev                                   # Boost.Beast/Asio: the HTTP server
   curl                                           # HTTP integration tests
+  prometheus                                     # promtool + a real scrape in the metrics tests
 )
 # The openai npm client drives the server in integration tests: Node.js and npm from Debian,
 # unless the machine already has them (e.g. a NodeSource build that bundles npm).
