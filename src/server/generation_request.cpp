@@ -266,7 +266,7 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
   json doc;
   try {
     doc = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (406)
     return invalid_request(std::string("the body is not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) return invalid_request("the body must be a JSON object");

@@ -239,7 +239,17 @@ TEST_F(ServerApi, BadRequestsAreOpenAiErrors) {
   std::string long_prompt;
   for (int i = 0; i < 200; ++i) long_prompt += "dream ";
   std::string deep(200, '[');
+  const std::string very_deep(50000, '[');  // hostile: would overflow a recursive parser's stack
   const std::vector<Case> cases = {
+      {"/v1/completions", very_deep, 400, ""},
+      {"/v1/completions",
+       "{\"prompt\":" + std::string(20000, '[') + "1" + std::string(20000, ']') + "}", 400, ""},
+      {"/v1/completions", "{\"prompt\":\"bad \xff\xfe utf-8\"}", 400, ""},
+      {"/v1/completions", R"({"prompt":"lone \ud800 surrogate"})", 400, ""},
+      {"/v1/completions", R"({"prompt":"x","max_tokens":1e999})", 400, ""},  // number overflow
+      {"/v1/completions", R"({"prompt":"x","temperature":1e308})", 400, "temperature"},
+      {"/v1/completions", R"({"prompt":"x","seed":123456789012345678901234567890})", 400, "seed"},
+      {"/v1/completions", R"({"prompt":"x","max_tokens":9223372036854775807})", 400, "max_tokens"},
       {"/v1/completions", "{\"prompt\": \"x\",", 400, ""},
       {"/v1/completions", "[1, 2]", 400, ""},
       {"/v1/completions", deep, 400, ""},
