@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "kernels/packed/packed_blocks.h"
+#include "kernels/packed/packed_gemm.h"
 #include "kernels/type_traits.h"
 
 namespace vela {
@@ -93,13 +95,31 @@ QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64
 }
 
 void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, int64_t row_begin,
-                 int64_t row_end, const QuantizedActivations& act, int64_t n_tokens, float* y) {
+                 int64_t row_end, const QuantizedActivations& act, int64_t n_tokens, float* y,
+                 WeightLayout layout) {
   assert(0 <= row_begin && row_begin <= row_end && row_end <= n_rows);
   const TypeTraits& traits = weight_traits(w_type);
   assert(act.type == traits.vec_dot_type);
   const auto vec_dot = traits.vec_dot;
   const size_t w_stride = row_size(w_type, n_cols);
   const auto* w_bytes = static_cast<const uint8_t*>(w);
+  if (layout == WeightLayout::kInterleaved16) {
+    const PackedKernels& k = active_packed_kernels(w_type);
+    const PackedGemmFn gemm = k.large && n_tokens >= k.large_min_tokens ? k.large : k.small;
+    if (gemm == nullptr) fail("no kernel for the interleaved layout", w_type);
+    assert(row_begin % kPackedRows == 0 && row_end % kPackedRows == 0);
+    PackedGemmArgs args;
+    args.w = w_bytes + size_t(row_begin) * w_stride;  // groups sit where their rows were
+    args.n_groups = (row_end - row_begin) / kPackedRows;
+    args.n_cols = n_cols;
+    args.act = act.data;
+    args.act_stride = act.row_stride;
+    args.n_act = n_tokens;
+    args.y = y + row_begin;
+    args.y_stride = n_rows;
+    gemm(args);
+    return;
+  }
   if (traits.gemm_tile && n_tokens >= kGemmMinTokens) {
     // The kernel blocks the rows for its caches and handles ragged tile edges itself.
     traits.gemm_tile(n_cols, w_bytes + size_t(row_begin) * w_stride, w_stride, row_end - row_begin,
@@ -126,19 +146,21 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
 }
 
 void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, const float* x,
-            int64_t n_tokens, float* y, MatmulScratch& scratch) {
+            int64_t n_tokens, float* y, MatmulScratch& scratch, WeightLayout layout) {
   const QuantizedActivations act = quantize_activations(w_type, x, n_cols, n_tokens, scratch);
-  matmul_rows(w_type, w, n_rows, n_cols, 0, n_rows, act, n_tokens, y);
+  matmul_rows(w_type, w, n_rows, n_cols, 0, n_rows, act, n_tokens, y, layout);
 }
 
 void MatmulSplit::add(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
-                      const QuantizedActivations& act, int64_t n_tokens, float* y) {
+                      const QuantizedActivations& act, int64_t n_tokens, float* y,
+                      WeightLayout layout) {
   if (n_parts_ == kMaxParts) {
     std::fprintf(stderr, "MatmulSplit: more than %d parts\n", kMaxParts);
     std::abort();
   }
   Part& p = parts_[n_parts_++];
   p.w_type = w_type;
+  p.layout = layout;
   p.w = w;
   p.n_rows = n_rows;
   p.n_cols = n_cols;
@@ -171,7 +193,7 @@ void MatmulSplit::run_chunk(int64_t chunk) const {
   const Part& p = parts_[i];
   const int64_t begin = (chunk - p.first_chunk) * p.chunk_rows;
   const int64_t end = std::min(begin + p.chunk_rows, p.n_rows);
-  matmul_rows(p.w_type, p.w, p.n_rows, p.n_cols, begin, end, p.act, p.n_tokens, p.y);
+  matmul_rows(p.w_type, p.w, p.n_rows, p.n_cols, begin, end, p.act, p.n_tokens, p.y, p.layout);
 }
 
 }  // namespace vela

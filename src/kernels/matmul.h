@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/packed/packed_layout.h"
 #include "quant/ggml_type.h"
 
 namespace vela {
@@ -67,15 +68,18 @@ void convert_activations(const QuantizedActivations& act, const float* x, int64_
 // w: [n_rows, n_cols] in w_type, row-major, rows of row_bytes(w_type, n_cols) bytes;
 // act: [n_tokens, n_cols] from quantize_activations(w_type, ...); y: [n_tokens, n_rows] f32.
 // Writes only columns [row_begin, row_end) of y, so disjoint ranges may run concurrently.
+// A kInterleaved16 matrix (packed_layout.h) needs row_begin and row_end multiples of 16.
 void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, int64_t row_begin,
-                 int64_t row_end, const QuantizedActivations& act, int64_t n_tokens, float* y);
+                 int64_t row_end, const QuantizedActivations& act, int64_t n_tokens, float* y,
+                 WeightLayout layout = WeightLayout::kRowMajor);
 
 // y[t, r] = dot(W[r, :], x[t, :]) for t < n_tokens, r < n_rows.
 // w: [n_rows, n_cols] in w_type (row-major, rows of row_bytes); x: [n_tokens, n_cols] f32;
 // y: [n_tokens, n_rows] f32. w_type must have a vec_dot kernel (abort otherwise: weight types
 // are validated at load time).
 void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, const float* x,
-            int64_t n_tokens, float* y, MatmulScratch& scratch);
+            int64_t n_tokens, float* y, MatmulScratch& scratch,
+            WeightLayout layout = WeightLayout::kRowMajor);
 
 // Splits one or more matmuls that run back to back (the q/k/v projections of one input, gate and
 // up) into chunks of weight rows for a thread pool, so one parallel loop covers all of them.
@@ -91,7 +95,8 @@ class MatmulSplit {
   // Adds y = W x: w: [n_rows, n_cols] in w_type; act: [n_tokens, n_cols] from
   // quantize_activations(w_type, ...); y: [n_tokens, n_rows]. At most kMaxParts per split.
   void add(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
-           const QuantizedActivations& act, int64_t n_tokens, float* y);
+           const QuantizedActivations& act, int64_t n_tokens, float* y,
+           WeightLayout layout = WeightLayout::kRowMajor);
   // Chooses the chunks for n_threads threads; products of fewer than min_parallel_work
   // multiply-adds in all (a few microseconds of one core) stay on one thread.
   static constexpr int64_t kMinParallelWork = 64 * 1024;
@@ -105,6 +110,7 @@ class MatmulSplit {
  private:
   struct Part {
     GgmlType w_type;
+    WeightLayout layout;
     const void* w;
     int64_t n_rows, n_cols, n_tokens;
     QuantizedActivations act;

@@ -105,7 +105,7 @@ void LlamaForward::project(const float* x, int64_t n_tokens,
         convert_activations(act, x, w.n_cols, begin, end, scratch);
       });
     }
-    split_.add(w.type, w.data, w.n_rows, w.n_cols, acts[a], n_tokens, o.y);
+    split_.add(w.type, w.data, w.n_rows, w.n_cols, acts[a], n_tokens, o.y, w.layout);
   }
   split_.split(pool_->n_threads(), options_.min_parallel_work < 0 ? MatmulSplit::kMinParallelWork
                                                                   : options_.min_parallel_work);

@@ -1,19 +1,32 @@
 #include "model/model.h"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace vela {
 
-Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+namespace {
+// VELA_REPACK=0 keeps every matrix as the file has it (to compare kernels on the same model).
+bool repack_disabled_by_env() {
+  const char* env = std::getenv("VELA_REPACK");
+  return env != nullptr && std::string_view(env) == "0";
+}
+}  // namespace
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path,
+                                                 const ModelLoadOptions& options) {
   auto gguf = GgufFile::open(path);
   if (!gguf) return gguf.error();
-  auto model = from_gguf(std::make_shared<const GgufFile>(std::move(*gguf)));
+  auto model = from_gguf(std::make_shared<const GgufFile>(std::move(*gguf)), options);
   if (!model) return make_error("'" + path + "': " + model.message());
   return model;
 }
 
-Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const GgufFile> gguf) {
+Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const GgufFile> gguf,
+                                                      const ModelLoadOptions& options) {
   auto config = ModelConfig::from_gguf(*gguf);
   if (!config) return config.error();
-  auto weights = ModelWeights::load(*gguf, *config);
+  auto weights = ModelWeights::load(*gguf, *config, options.repack_weights && !repack_disabled_by_env());
   if (!weights) return weights.error();
   auto model = std::shared_ptr<Model>(new Model());
   model->gguf_ = std::move(gguf);

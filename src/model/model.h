@@ -11,10 +11,18 @@
 
 namespace vela {
 
+struct ModelLoadOptions {
+  // Repack matrices into the layout the selected int8 kernels prefer (model_weights.h); off
+  // keeps every matrix in the mapping as the file has it (as does VELA_REPACK=0).
+  bool repack_weights = true;
+};
+
 class Model {
  public:
-  static Result<std::shared_ptr<const Model>> load(const std::string& path);
-  static Result<std::shared_ptr<const Model>> from_gguf(std::shared_ptr<const GgufFile> gguf);
+  static Result<std::shared_ptr<const Model>> load(const std::string& path,
+                                                   const ModelLoadOptions& options = {});
+  static Result<std::shared_ptr<const Model>> from_gguf(std::shared_ptr<const GgufFile> gguf,
+                                                        const ModelLoadOptions& options = {});
 
   const GgufFile& gguf() const { return *gguf_; }
   const ModelConfig& config() const { return config_; }

@@ -1,6 +1,11 @@
 #include "model/model_weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "quant/dequantize.h"
 
@@ -37,9 +42,60 @@ Result<std::vector<float>> get_vector(const GgufFile& g, const std::string& name
   return out;
 }
 
+// Drops the mapping's resident pages wholly inside [data, data + bytes): the repacked copy serves
+// every read, and the file pages would otherwise count a second time.
+void release_mapped_pages(const void* data, int64_t bytes) {
+  const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(data) + page - 1) / page * page;
+  const uintptr_t end = (uintptr_t(data) + uintptr_t(bytes)) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// Repacks every matrix of `matrices` the kernels prefer interleaved into one owned buffer,
+// spreading the matrices over the machine's threads.
+void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices) {
+  std::vector<WeightMatrix*> chosen;
+  int64_t total = 0;
+  for (WeightMatrix* m : matrices) {
+    if (!prefers_interleaved16(m->type, m->n_rows, m->n_cols)) continue;
+    chosen.push_back(m);
+    total += m->n_rows * m->row_bytes;
+  }
+  if (chosen.empty()) return;
+  constexpr size_t kAlign = 64;
+  w.repacked = std::shared_ptr<uint8_t[]>(
+      static_cast<uint8_t*>(::operator new[](size_t(total), std::align_val_t(kAlign))),
+      [](uint8_t* p) { ::operator delete[](p, std::align_val_t(kAlign)); });
+  w.repacked_bytes = total;
+  std::vector<uint8_t*> dst(chosen.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    dst[i] = w.repacked.get() + offset;
+    offset += chosen[i]->n_rows * chosen[i]->row_bytes;
+  }
+  const auto pack = [&](size_t i) {
+    const WeightMatrix& m = *chosen[i];
+    pack_interleaved16(m.type, m.data, m.n_cols, 0, m.n_rows, dst[i]);
+    release_mapped_pages(m.data, m.n_rows * m.row_bytes);
+  };
+  const size_t n_threads =
+      std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::min<size_t>(chosen.size(), 16));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n_threads; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < chosen.size(); i += n_threads) pack(i);
+    });
+  for (size_t i = 0; i < chosen.size(); i += n_threads) pack(i);
+  for (std::thread& th : threads) th.join();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    chosen[i]->data = dst[i];
+    chosen[i]->layout = WeightLayout::kInterleaved16;
+  }
+}
+
 }  // namespace
 
-Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c) {
+Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack) {
   ModelWeights w;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
@@ -80,6 +136,14 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c)
     VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
   }
 #undef VELA_TRY_ASSIGN
+  if (repack) {
+    std::vector<WeightMatrix*> matrices;
+    for (LayerWeights& l : w.layers)
+      for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+        matrices.push_back(m);
+    if (!w.tied_embeddings) matrices.push_back(&w.output);
+    repack_matrices(w, matrices);
+  }
   return w;
 }
 

@@ -1,12 +1,17 @@
 #pragma once
 // Views of a Llama-family model's weights inside the memory-mapped GGUF file. Matrices stay in
-// the mapping (never copied); the small 1-D tensors (norms, biases) are converted to f32 at load.
+// the mapping, except those the int8 kernels want interleaved (packed_layout.h): those are
+// repacked once at load into memory the weights own, and their pages of the mapping are
+// released, so resident memory stays about the file size. The small 1-D tensors (norms, biases)
+// are converted to f32 at load.
 // Thread-safety: immutable after load(); concurrent reads are safe.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "io/gguf.h"
+#include "kernels/packed/packed_layout.h"
 #include "model/model_config.h"
 #include "quant/ggml_type.h"
 #include "util/result.h"
@@ -20,6 +25,7 @@ struct WeightMatrix {
   int64_t n_rows = 0;
   int64_t n_cols = 0;
   int64_t row_bytes = 0;
+  WeightLayout layout = WeightLayout::kRowMajor;
 };
 
 struct LayerWeights {
@@ -45,8 +51,14 @@ struct ModelWeights {
   std::vector<float> rope_freq_factors;  // [n_rot / 2] (Llama 3.1+ `rope_freqs.weight`) or empty
   std::vector<LayerWeights> layers;      // [n_layer]
 
-  // Checks every tensor's presence, type and shape against the config.
-  static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config);
+  // Owns the repacked matrices (empty when none was repacked).
+  std::shared_ptr<uint8_t[]> repacked;
+  int64_t repacked_bytes = 0;
+
+  // Checks every tensor's presence, type and shape against the config. With repack, matrices the
+  // selected kernels prefer interleaved are repacked (the embedding table, read by row, never).
+  static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config,
+                                   bool repack = true);
 };
 
 }  // namespace vela

@@ -1,0 +1,58 @@
+#include "kernels/packed/packed_gemm.h"
+
+#include <array>
+#include <cstdlib>
+#include <string_view>
+
+#include "kernels/cpu_features.h"
+
+namespace vela {
+
+namespace {
+
+// Tokens from which the AMX kernel takes over from VNNI.
+constexpr int64_t kAmxMinTokens = 4;
+
+// The AMX kernel runs only with VELA_AMX=1: it was written on a machine without AMX and has not
+// yet run on real tiles (its test, PackedGemm.AmxBitIdenticalToReference, needs the same opt-in).
+bool amx_opted_in() {
+  const char* env = std::getenv("VELA_AMX");
+  return env != nullptr && std::string_view(env) == "1";
+}
+
+PackedKernels select(GgmlType w_type) {
+  PackedKernels k;
+  if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
+  k.small = packed_gemm_kernel(PackedKernelKind::kAvx512Vnni, w_type);
+  if (k.small == nullptr) return k;
+  k.large = packed_gemm_kernel(PackedKernelKind::kAmx, w_type);
+  k.large_min_tokens = k.large ? kAmxMinTokens : 0;
+  return k;
+}
+
+}  // namespace
+
+PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
+  const CpuFeatures& f = cpu_features();
+  switch (kind) {
+    case PackedKernelKind::kReference: return kernels::packed_gemm_ref(w_type);
+    case PackedKernelKind::kAvx512Vnni:
+      return f.avx512_vnni ? kernels::packed_gemm_avx512_vnni(w_type) : nullptr;
+    case PackedKernelKind::kAmx:
+      return f.amx_int8 && f.avx512_vnni && amx_opted_in() ? kernels::packed_gemm_amx(w_type)
+                                                           : nullptr;
+  }
+  return nullptr;
+}
+
+const PackedKernels& active_packed_kernels(GgmlType w_type) {
+  static const std::array<PackedKernels, 2> table = {select(GgmlType::Q8_0), select(GgmlType::Q4_0)};
+  static const PackedKernels none;
+  switch (w_type) {
+    case GgmlType::Q8_0: return table[0];
+    case GgmlType::Q4_0: return table[1];
+    default: return none;
+  }
+}
+
+}  // namespace vela

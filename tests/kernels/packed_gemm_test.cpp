@@ -1,0 +1,185 @@
+// The 16-row interleaved int8 kernels (kernels/packed): repacking is lossless; the scalar
+// reference is within the float bound of the exact dot product; the AVX-512 VNNI and AMX kernels
+// are bit-identical to the reference for every batch size (ragged token tiles, odd block counts,
+// padded strides), which is what makes batched decoding equal to one sequence alone; and
+// matmul_rows on an interleaved matrix equals the same rows computed one token at a time.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dot_reference.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul.h"
+#include "kernels/packed/packed_blocks.h"
+#include "kernels/packed/packed_gemm.h"
+#include "kernels/packed/packed_layout.h"
+#include "kernels/type_traits.h"
+#include "quant/blocks.h"
+
+namespace vela {
+namespace {
+
+size_t bytes_of(GgmlType type, int64_t n) {
+  return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
+}
+
+// rows x n weights, row-major; some blocks scaled up or zeroed so block scales vary.
+std::vector<uint8_t> make_weights(GgmlType type, int64_t rows, int64_t n, uint32_t seed) {
+  std::vector<uint8_t> out;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto v = test::normal_values(n, 0.02f, seed + uint32_t(r));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] *= (i / 32 % 5 == 3) ? 30.0f : (i / 32 % 7 == 2 ? 0.0f : 1.0f);
+    const auto row = test::encode(type, v);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+// rows x n Q8_0 activations at `stride` bytes (padding 0xEE), with outliers.
+std::vector<uint8_t> make_acts(int64_t rows, int64_t n, size_t stride, uint32_t seed) {
+  const TypeTraits& q8 = *type_traits_for(KernelIsa::kScalar, GgmlType::Q8_0);
+  std::vector<uint8_t> out(stride * size_t(rows), 0xEE);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto x = test::normal_values(n, 1.0f, seed + uint32_t(r));
+    for (size_t i = 5; i < x.size(); i += 97) x[i] *= 40.0f;
+    q8.from_float(x.data(), &out[size_t(r) * stride], n);
+  }
+  return out;
+}
+
+std::vector<uint8_t> packed(GgmlType type, const std::vector<uint8_t>& w, int64_t rows, int64_t n) {
+  std::vector<uint8_t> out(w.size());
+  pack_interleaved16(type, w.data(), n, 0, rows, out.data());
+  return out;
+}
+
+// y: [n_act, y_stride] from `kernel`, unwritten cells left NaN.
+std::vector<float> run(PackedGemmFn kernel, const std::vector<uint8_t>& w, int64_t rows, int64_t n,
+                       const std::vector<uint8_t>& act, size_t act_stride, int64_t n_act,
+                       int64_t y_stride) {
+  std::vector<float> y(size_t(n_act * y_stride), std::nanf(""));
+  PackedGemmArgs a;
+  a.w = w.data();
+  a.n_groups = rows / kPackedRows;
+  a.n_cols = n;
+  a.act = act.data();
+  a.act_stride = act_stride;
+  a.n_act = n_act;
+  a.y = y.data();
+  a.y_stride = y_stride;
+  kernel(a);
+  return y;
+}
+
+class PackedGemm : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(PackedGemm, RepackingIsLossless) {
+  const GgmlType type = GetParam();
+  for (int64_t n : {32, 96, 256}) {
+    const auto w = make_weights(type, 32, n, 7);
+    const auto p = packed(type, w, 32, n);
+    std::vector<uint8_t> row(bytes_of(type, n));
+    for (int64_t r = 0; r < 32; ++r) {
+      unpack_interleaved16_row(type, p.data(), n, r, row.data());
+      ASSERT_EQ(std::memcmp(row.data(), &w[size_t(r) * row.size()], row.size()), 0) << "row " << r;
+    }
+  }
+}
+
+TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 32, n = 32 * 37, n_act = 3;
+  const size_t stride = bytes_of(GgmlType::Q8_0, n);
+  const auto w = make_weights(type, rows, n, 11);
+  const auto act = make_acts(n_act, n, stride, 12);
+  const auto y = run(packed_gemm_kernel(PackedKernelKind::kReference, type), packed(type, w, rows, n),
+                     rows, n, act, stride, n_act, rows);
+  const size_t w_row = bytes_of(type, n);
+  for (int64_t t = 0; t < n_act; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto ref = test::dot_reference(type, &w[size_t(r) * w_row], &act[size_t(t) * stride], n);
+      EXPECT_NEAR(y[size_t(t * rows + r)], ref.value, ref.tolerance) << "row " << r << " token " << t;
+    }
+}
+
+// Each SIMD kernel equals the reference bit for bit, for every token count around the tile
+// sizes (8 for VNNI, 16 for AMX), odd block counts, padded activation rows and a wider y.
+void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
+  const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
+  if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU";
+  const PackedGemmFn ref = packed_gemm_kernel(PackedKernelKind::kReference, type);
+  for (int64_t n : {32, 32 * 7, 32 * 64}) {
+    const int64_t rows = 48;
+    const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);
+    for (int64_t n_act : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33}) {
+      const size_t stride = bytes_of(GgmlType::Q8_0, n) + 6;
+      const auto act = make_acts(n_act, n, stride, uint32_t(n_act));
+      const int64_t y_stride = rows + 5;
+      const auto want = run(ref, w, rows, n, act, stride, n_act, y_stride);
+      const auto got = run(kernel, w, rows, n, act, stride, n_act, y_stride);
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(got[i])) << "wrote outside its outputs at " << i;
+          continue;
+        }
+        uint32_t a, b;
+        std::memcpy(&a, &want[i], 4);
+        std::memcpy(&b, &got[i], 4);
+        ASSERT_EQ(a, b) << "n=" << n << " n_act=" << n_act << " index " << i << ": " << want[i]
+                        << " vs " << got[i];
+      }
+    }
+  }
+}
+
+TEST_P(PackedGemm, Avx512VnniBitIdenticalToReference) {
+  expect_bit_identical(PackedKernelKind::kAvx512Vnni, GetParam());
+}
+
+TEST_P(PackedGemm, AmxBitIdenticalToReference) {
+  expect_bit_identical(PackedKernelKind::kAmx, GetParam());
+}
+
+// matmul_rows on the interleaved layout: any row split and any batch gives each token the
+// floats it gets alone (the engine's batched == one-at-a-time guarantee), and the values match
+// the row-major matmul within the float bound.
+TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 64, n = 32 * 9;
+  if (!prefers_interleaved16(type, rows, n)) GTEST_SKIP() << "no packed kernels at this kernel level";
+  const auto w = make_weights(type, rows, n, 5);
+  const auto p = packed(type, w, rows, n);
+  const int64_t n_tokens = 21;
+  std::vector<float> x(size_t(n_tokens * n));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto v = test::normal_values(n, 1.0f, uint32_t(100 + t));
+    std::copy(v.begin(), v.end(), x.begin() + t * n);
+  }
+  MatmulScratch scratch;
+  std::vector<float> batched(size_t(n_tokens * rows)), plain(batched.size());
+  const QuantizedActivations act = quantize_activations(type, x.data(), n, n_tokens, scratch);
+  for (int64_t r = 0; r < rows; r += 16)  // split by groups, as MatmulSplit does
+    matmul_rows(type, p.data(), rows, n, r, r + 16, act, n_tokens, batched.data(),
+                WeightLayout::kInterleaved16);
+  matmul(type, w.data(), rows, n, x.data(), n_tokens, plain.data(), scratch);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::vector<float> alone(static_cast<size_t>(rows));
+    matmul(type, p.data(), rows, n, x.data() + t * n, 1, alone.data(), scratch,
+           WeightLayout::kInterleaved16);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float b = batched[size_t(t * rows + r)];
+      ASSERT_EQ(std::memcmp(&b, &alone[size_t(r)], 4), 0) << "token " << t << " row " << r;
+      EXPECT_NEAR(b, plain[size_t(t * rows + r)], 1e-4 * (1 + std::fabs(b)));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedGemm, testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+                         [](const auto& info) { return std::string(ggml_type_name(uint32_t(info.param))); });
+
+}  // namespace
+}  // namespace vela
