@@ -25,6 +25,20 @@ using AttnDotFn = float (*)(const float* q, const void* k_row, int n);
 // acc[i] += w * v[i] over one stored row. v_row: one row of n values; acc: [n].
 using AttnAxpyFn = void (*)(float w, const void* v_row, float* acc, int n);
 
+// The same for n_rows query rows against one stored row (converted once for all of them), each
+// result bit-identical to the single-row kernel's, so a row's value never depends on how many
+// rows share the call:
+// out[r * out_stride] = dot(q + r * q_stride, k_row, n) * scale.
+using AttnDotRowsFn = void (*)(const float* q, int64_t q_stride, int n_rows, const void* k_row,
+                               int n, float scale, float* out, int64_t out_stride);
+// axpy(w[r * w_stride], v_row, acc + r * acc_stride, n) for r < n_rows.
+using AttnAxpyRowsFn = void (*)(const float* w, int64_t w_stride, int n_rows, const void* v_row,
+                                float* acc, int64_t acc_stride, int n);
+// x[0, n) := softmax(x) in place (max subtracted, exp, normalized by the sum); each probability
+// rounded to f16 when round_f16 (the f16-KV contract of model/attention.h). SIMD tables use a
+// polynomial exp within 2 ulp of std::exp.
+using AttnSoftmaxFn = void (*)(float* x, int n, bool round_f16);
+
 // Storage types of attention rows, in the order of the table's arrays.
 enum class AttnRowType { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3 };
 constexpr int kAttnRowTypes = 4;
@@ -32,9 +46,14 @@ constexpr int kAttnRowTypes = 4;
 struct AttentionRowKernels {
   AttnDotFn dot[kAttnRowTypes];    // indexed by AttnRowType
   AttnAxpyFn axpy[kAttnRowTypes];  // indexed by AttnRowType
+  AttnDotRowsFn dot_rows[kAttnRowTypes];
+  AttnAxpyRowsFn axpy_rows[kAttnRowTypes];
+  AttnSoftmaxFn softmax;
 
   AttnDotFn dot_for(AttnRowType t) const { return dot[static_cast<int>(t)]; }
   AttnAxpyFn axpy_for(AttnRowType t) const { return axpy[static_cast<int>(t)]; }
+  AttnDotRowsFn dot_rows_for(AttnRowType t) const { return dot_rows[static_cast<int>(t)]; }
+  AttnAxpyRowsFn axpy_rows_for(AttnRowType t) const { return axpy_rows[static_cast<int>(t)]; }
 };
 
 // Per-level tables, defined in ref/attention_ref.cpp, x86/avx2/attention_avx2.cpp and

@@ -42,8 +42,8 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   const KvType type = cache.config().type;
   const bool f16_math = type == KvType::kF16;
   const kernels::AttentionRowKernels& kern = kernels::attention_row_kernels();
-  const kernels::AttnDotFn dot = kern.dot_for(row_type(type));
-  const kernels::AttnAxpyFn axpy = kern.axpy_for(row_type(type));
+  const kernels::AttnDotRowsFn dot_rows = kern.dot_rows_for(row_type(type));
+  const kernels::AttnAxpyRowsFn axpy_rows = kern.axpy_rows_for(row_type(type));
   const int32_t bs = cache.config().block_size;
   const int32_t hd = p.head_dim;
   const int32_t kv_head = first_head / p.group();
@@ -61,8 +61,10 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     t_hi = window > 0 ? std::min(n_tokens - 1, j - first_position + window - 1) : n_tokens - 1;
   };
   const auto slot_of = [&](int32_t j) { return int64_t(block_table[j / bs]) * bs + j % bs; };
+  // Scores [n_rows, span]: row r's positions are contiguous for its softmax.
+  const int64_t span = last_position - lo + 1;
   const auto score = [&](int32_t j, int32_t r) -> float& {
-    return s.scores[size_t(j - lo) * size_t(n_rows) + size_t(r)];
+    return s.scores[size_t(r) * size_t(span) + size_t(j - lo)];
   };
 
   // Queries as the dots see them, [n_rows, head_dim].
@@ -80,28 +82,16 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     tokens_seeing(j, t_lo, t_hi);
     if (t_lo > t_hi) continue;
     const uint8_t* k = cache.k_head(layer, slot_of(j), kv_head);
-    float* sc = &score(j, 0);
-    for (int32_t r = t_lo * n_heads; r < (t_hi + 1) * n_heads; ++r)
-      sc[r] = dot(s.query.data() + size_t(r) * size_t(hd), k, hd) * p.scale;
+    const int32_t r0 = t_lo * n_heads;
+    dot_rows(s.query.data() + size_t(r0) * size_t(hd), hd, (t_hi + 1) * n_heads - r0, k, hd,
+             p.scale, &score(j, r0), span);
   }
 
   // Softmax of each row over the positions its token sees.
   for (int32_t r = 0; r < n_rows; ++r) {
     const int32_t t = r / n_heads;
     const int32_t first = first_visible(t), last = first_position + t;
-    float max_score = -INFINITY;
-    for (int32_t j = first; j <= last; ++j) max_score = std::max(max_score, score(j, r));
-    double sum = 0.0;  // double: long contexts sum many small terms
-    for (int32_t j = first; j <= last; ++j) {
-      const float e = std::exp(score(j, r) - max_score);
-      score(j, r) = e;
-      sum += e;
-    }
-    const float inv_sum = float(1.0 / sum);
-    for (int32_t j = first; j <= last; ++j) {
-      const float w = score(j, r) * inv_sum;
-      score(j, r) = f16_math ? fp16_to_fp32(fp32_to_fp16(w)) : w;
-    }
+    kern.softmax(&score(first, r), last - first + 1, f16_math);
   }
 
   // Pass 2: probability-weighted sum of V, each V row read once.
@@ -111,9 +101,9 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     tokens_seeing(j, t_lo, t_hi);
     if (t_lo > t_hi) continue;
     const uint8_t* v = cache.v_head(layer, slot_of(j), kv_head);
-    const float* pj = &score(j, 0);
-    for (int32_t r = t_lo * n_heads; r < (t_hi + 1) * n_heads; ++r)
-      axpy(pj[r], v, s.acc.data() + size_t(r) * size_t(hd), hd);
+    const int32_t r0 = t_lo * n_heads;
+    axpy_rows(&score(j, r0), span, (t_hi + 1) * n_heads - r0, v,
+              s.acc.data() + size_t(r0) * size_t(hd), hd, hd);
   }
   for (int32_t t = 0; t < n_tokens; ++t)
     for (int32_t g = 0; g < n_heads; ++g) {

@@ -184,6 +184,70 @@ TEST(AttentionKernels, ExactWhereNothingRounds) {
   }
 }
 
+// The multi-row kernels give every row exactly what the single-row kernel of the same table
+// gives it (a row's attention never depends on how many rows share the call), at strides that
+// leave gaps between rows.
+TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const AttentionRowKernels& kern = attention_row_kernels(isa);
+    std::mt19937 rng(21);
+    for (AttnRowType type : kTypes)
+      for (int n : {1, 15, 16, 33, 64, 80, 128, 300}) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
+                     " n=" + std::to_string(n));
+        constexpr int kRows = 5;
+        const int64_t q_stride = n + 3, out_stride = 7;
+        const std::vector<float> q = random_vector(rng, int(q_stride * kRows), 1.0f);
+        std::vector<float> k;
+        const std::vector<uint8_t> row = encode(type, random_vector(rng, n, 2.0f), k);
+        std::vector<float> out(size_t(out_stride * kRows), -1.0f);
+        kern.dot_rows_for(type)(q.data(), q_stride, kRows, row.data(), n, 0.125f, out.data(),
+                                out_stride);
+        for (int r = 0; r < kRows; ++r) {
+          const float one = kern.dot_for(type)(q.data() + r * q_stride, row.data(), n) * 0.125f;
+          ASSERT_EQ(std::memcmp(&one, &out[size_t(r * out_stride)], 4), 0) << "row " << r;
+        }
+        const std::vector<float> w = random_vector(rng, kRows * 2, 1.0f);
+        std::vector<float> acc = random_vector(rng, int(q_stride * kRows), 0.5f);
+        std::vector<float> acc_one = acc;
+        kern.axpy_rows_for(type)(w.data(), 2, kRows, row.data(), acc.data(), q_stride, n);
+        for (int r = 0; r < kRows; ++r)
+          kern.axpy_for(type)(w[size_t(2 * r)], row.data(), acc_one.data() + r * q_stride, n);
+        ASSERT_EQ(std::memcmp(acc.data(), acc_one.data(), acc.size() * 4), 0);
+      }
+  }
+}
+
+// Softmax of every level against the reference (std::exp, double sum): the SIMD exp is within a
+// few ulp, so probabilities agree to 1e-6 relative; with f16 rounding, within one f16 step
+// (2^-11 relative) where a value sits next to a rounding boundary. Probabilities sum to 1.
+TEST(AttentionKernels, SoftmaxMatchesReference) {
+  const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const AttentionRowKernels& kern = attention_row_kernels(isa);
+    std::mt19937 rng(5);
+    for (int n : {1, 2, 15, 16, 17, 100, 1000})
+      for (bool round_f16 : {false, true}) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n) +
+                     (round_f16 ? " f16" : ""));
+        std::vector<float> x = random_vector(rng, n, 8.0f);
+        if (n > 3) x[3] = -200.0f;  // underflows to ~0 in both
+        std::vector<float> want = x;
+        ref.softmax(want.data(), n, round_f16);
+        kern.softmax(x.data(), n, round_f16);
+        double sum = 0;
+        for (int j = 0; j < n; ++j) {
+          // (f16 subnormals, below 2^-14, step by 2^-24 absolute.)
+          const double tol = round_f16 ? std::fabs(want[size_t(j)]) / 1024 + 0x1p-24
+                                       : 2e-6 * std::fabs(want[size_t(j)]) + 1e-30;
+          ASSERT_NEAR(x[size_t(j)], want[size_t(j)], tol) << "position " << j;
+          sum += x[size_t(j)];
+        }
+        EXPECT_NEAR(sum, 1.0, round_f16 ? 1e-3 : 1e-5);
+      }
+  }
+}
+
 TEST(AttentionKernels, SelectedTableIsTheSelectedLevels) {
   EXPECT_EQ(&attention_row_kernels(), &attention_row_kernels(selected_kernel_isa()));
 }

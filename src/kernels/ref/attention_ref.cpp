@@ -1,9 +1,11 @@
 // Scalar reference of the attention row kernels (kernels/attention_kernels.h): plain loops in
 // element order, the definition the SIMD tables are tested against.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/attention_rows_generic.h"
 #include "util/half.h"
 
 namespace vela::kernels {
@@ -77,11 +79,33 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   }
 }
 
+// std::exp per element, the sum in double (long contexts sum many small terms).
+void softmax_ref(float* x, int n, bool round_f16) {
+  float max_score = -INFINITY;
+  for (int j = 0; j < n; ++j) max_score = std::max(max_score, x[j]);
+  double sum = 0.0;
+  for (int j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - max_score);
+    sum += x[j];
+  }
+  const float inv_sum = float(1.0 / sum);
+  for (int j = 0; j < n; ++j) {
+    const float w = x[j] * inv_sum;
+    x[j] = round_f16 ? fp16_to_fp32(fp32_to_fp16(w)) : w;
+  }
+}
+
 }  // namespace
 
 const AttentionRowKernels& attention_row_kernels_ref() {
-  static const AttentionRowKernels table = {{dot_f32, dot_f16, dot_bf16, dot_q8_0},
-                                            {axpy_f32, axpy_f16, axpy_bf16, axpy_q8_0}};
+  static const AttentionRowKernels table = {
+      {dot_f32, dot_f16, dot_bf16, dot_q8_0},
+      {axpy_f32, axpy_f16, axpy_bf16, axpy_q8_0},
+      {dot_rows_loop<dot_f32>, dot_rows_loop<dot_f16>, dot_rows_loop<dot_bf16>,
+       dot_rows_loop<dot_q8_0>},
+      {axpy_rows_loop<axpy_f32>, axpy_rows_loop<axpy_f16>, axpy_rows_loop<axpy_bf16>,
+       axpy_rows_loop<axpy_q8_0>},
+      softmax_ref};
   return table;
 }
 

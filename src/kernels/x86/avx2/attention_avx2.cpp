@@ -5,6 +5,7 @@
 // exactly to f32 (f16 by vcvtph2ps, bf16 by a 16-bit shift, q8_0 as int8 * scale), so only the
 // summation order differs from the scalar reference.
 #include "kernels/attention_kernels.h"
+#include "kernels/attention_rows_generic.h"
 #include "kernels/x86/avx2/avx2_common.h"
 
 namespace vela::kernels {
@@ -125,8 +126,14 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
 
 const AttentionRowKernels& attention_row_kernels_avx2() {
   using namespace avx2;  // NOLINT(build/namespaces): the kernels of this file
-  static const AttentionRowKernels table = {{dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
-                                            {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0}};
+  static const AttentionRowKernels table = {
+      {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
+      {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
+      {dot_rows_loop<dot<F32Row>>, dot_rows_loop<dot<F16Row>>, dot_rows_loop<dot<BF16Row>>,
+       dot_rows_loop<dot_q8_0>},
+      {axpy_rows_loop<axpy<F32Row>>, axpy_rows_loop<axpy<F16Row>>, axpy_rows_loop<axpy<BF16Row>>,
+       axpy_rows_loop<axpy_q8_0>},
+      attention_row_kernels_ref().softmax};  // the reference's: no AVX2 exp
   return table;
 }
 

@@ -5,6 +5,7 @@
 // by a 16-bit shift, q8_0 as int8 * scale), so only the summation order differs from the scalar
 // reference.
 #include "kernels/attention_kernels.h"
+#include "kernels/attention_rows_generic.h"
 #include "kernels/x86/avx512/avx512_util.h"
 
 namespace vela::kernels {
@@ -86,6 +87,121 @@ void axpy(float w, const void* v_row, float* acc, int n) {
   }
 }
 
+// Rows up to this length keep the converted stored row in registers for the multi-row kernels;
+// longer ones loop over the single-row kernel (same results either way).
+constexpr int kMaxHeldVectors = 16;
+
+// The stored row as kMaxHeldVectors f32 vectors (zero past n): the values Row::load /
+// Row::load_tail give the single-row kernels.
+template <class Row>
+inline void hold_row(const void* row, int n, __m512* v) {
+  int c = 0, i = 0;
+  for (; i + 16 <= n; i += 16) v[c++] = Row::load(row, i);
+  if (i < n) v[c] = Row::load_tail(row, i, n - i);
+}
+
+// dot<Row> for every row against a row converted once: the same two chains, same order.
+template <class Row>
+void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n, float scale,
+              float* out, int64_t out_stride) {
+  if (n > 16 * kMaxHeldVectors) {
+    for (int r = 0; r < n_rows; ++r) out[r * out_stride] = dot<Row>(q + r * q_stride, k_row, n) * scale;
+    return;
+  }
+  __m512 k[kMaxHeldVectors];
+  hold_row<Row>(k_row, n, k);
+  for (int r = 0; r < n_rows; ++r) {
+    const float* qr = q + r * q_stride;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + i), k[i / 16], acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + i + 16), k[i / 16 + 1], acc1);
+    }
+    if (i + 16 <= n) {
+      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + i), k[i / 16], acc0);
+      i += 16;
+    }
+    if (i < n) acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail_mask(n - i), qr + i), k[i / 16], acc1);
+    out[r * out_stride] = hsum(_mm512_add_ps(acc0, acc1)) * scale;
+  }
+}
+
+// axpy<Row> for every row against a row converted once.
+template <class Row>
+void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* v_row, float* acc,
+               int64_t acc_stride, int n) {
+  if (n > 16 * kMaxHeldVectors) {
+    for (int r = 0; r < n_rows; ++r) axpy<Row>(w[r * w_stride], v_row, acc + r * acc_stride, n);
+    return;
+  }
+  __m512 v[kMaxHeldVectors];
+  hold_row<Row>(v_row, n, v);
+  for (int r = 0; r < n_rows; ++r) {
+    const __m512 wv = _mm512_set1_ps(w[r * w_stride]);
+    float* a = acc + r * acc_stride;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(a + i, _mm512_fmadd_ps(wv, v[i / 16], _mm512_loadu_ps(a + i)));
+    if (i < n) {
+      const __mmask16 m = tail_mask(n - i);
+      _mm512_mask_storeu_ps(a + i, m, _mm512_fmadd_ps(wv, v[i / 16], _mm512_maskz_loadu_ps(m, a + i)));
+    }
+  }
+}
+
+// exp(x) for x <= 0: x = k ln2 + r with |r| <= ln2 / 2, a degree-7 Taylor polynomial of e^r
+// (truncation < 1e-8 relative), scaled by 2^k exactly. Below -87 the result underflows to ~0.
+inline __m512 exp_nonpositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);  // ln2, high part (exact k*)
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);     // ln2, low part
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, k);
+}
+
+void softmax(float* x, int n, bool round_f16) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 m = neg_inf;
+  int i = 0;
+  for (; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + i));
+  if (i < n) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(neg_inf, tail_mask(n - i), x + i));
+  const __m512 max_score = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+  __m512 sum = _mm512_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i), max_score));
+    _mm512_storeu_ps(x + i, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (i < n) {
+    const __mmask16 t = tail_mask(n - i);
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), max_score));
+    _mm512_mask_storeu_ps(x + i, t, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(t, e));
+  }
+  // The 16 lane sums added in double, as the reference sums in double.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  double total = 0.0;
+  for (float l : lanes) total += double(l);
+  const __m512 inv_sum = _mm512_set1_ps(float(1.0 / total));
+  for (i = 0; i < n; i += 16) {
+    const __mmask16 t = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
+    __m512 w = _mm512_mul_ps(_mm512_maskz_loadu_ps(t, x + i), inv_sum);
+    if (round_f16) w = _mm512_cvtph_ps(_mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm512_mask_storeu_ps(x + i, t, w);
+  }
+}
+
 // q8_0: per block, the 32 int8 values as two f32 vectors times the block scale (exact).
 struct Q8Block {
   __m512 lo, hi;  // values 0-15, 16-31 (zero past the block's length)
@@ -149,8 +265,12 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
 
 const AttentionRowKernels& attention_row_kernels_avx512() {
   using namespace avx512;  // NOLINT(build/namespaces): the kernels of this file
-  static const AttentionRowKernels table = {{dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
-                                            {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0}};
+  static const AttentionRowKernels table = {
+      {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
+      {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
+      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_loop<dot_q8_0>},
+      {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
+      softmax};
   return table;
 }
 

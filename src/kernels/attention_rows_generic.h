@@ -1,0 +1,21 @@
+#pragma once
+// Internal: multi-row attention kernels as loops over a table's single-row kernels (trivially
+// bit-identical to them), for the levels without a dedicated multi-row form. Instantiated only
+// with a file's own (internal) kernels, so no copy compiled with SIMD flags is shared.
+#include "kernels/attention_kernels.h"
+
+namespace vela::kernels {
+
+template <AttnDotFn kDot>
+void dot_rows_loop(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n,
+                   float scale, float* out, int64_t out_stride) {
+  for (int r = 0; r < n_rows; ++r) out[r * out_stride] = kDot(q + r * q_stride, k_row, n) * scale;
+}
+
+template <AttnAxpyFn kAxpy>
+void axpy_rows_loop(const float* w, int64_t w_stride, int n_rows, const void* v_row, float* acc,
+                    int64_t acc_stride, int n) {
+  for (int r = 0; r < n_rows; ++r) kAxpy(w[r * w_stride], v_row, acc + r * acc_stride, n);
+}
+
+}  // namespace vela::kernels
