@@ -123,6 +123,7 @@ int run_bench_throughput(int argc, char** argv) {
        {"max-num-batched-tokens", 0, "N", "token budget per step (default 512)"},
        {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
        {"kv-type", 0, "TYPE", "KV cache type (default f16)"},
+       {"block-size", 0, "N", "KV token slots per block (default 8)"},
        {"seed", 's', "N", "prompt seed (default 1)"},
        {"output", 'o', "md|json", "output format (default md)"}});
   if (auto st = args.parse(argc, argv); !st) {
@@ -144,8 +145,9 @@ int run_bench_throughput(int argc, char** argv) {
   const auto budget = args.get_int("max-num-batched-tokens", 512, 1, 65536);
   const auto ctx = args.get_int("ctx-size", 0, 0, 1 << 24);
   const auto seed = args.get_int("seed", 1, 0, INT64_MAX);
+  const auto block_size = args.get_int("block-size", 8, 1, 1024);
   for (const auto* r : {&num, &in_len, &out_len, &seq_n, &prefix_len, &prefix_n, &threads,
-                        &max_seqs, &budget, &ctx, &seed}) {
+                        &max_seqs, &budget, &ctx, &seed, &block_size}) {
     if (!*r) {
       std::fprintf(stderr, "%s\n", r->message().c_str());
       return 2;
@@ -163,6 +165,7 @@ int run_bench_throughput(int argc, char** argv) {
   options.max_num_batched_tokens = int32_t(*budget);
   options.max_context = int32_t(*ctx);
   options.kv_cache_type = args.get("kv-type", "f16");
+  options.block_size = int32_t(*block_size);
   const auto make = [&](bool prefix_caching) {
     EngineOptions o = options;
     o.enable_prefix_caching = prefix_caching;

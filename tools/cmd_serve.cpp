@@ -56,6 +56,7 @@ int run_serve(int argc, char** argv) {
         "KV-cache budget as a fraction of MemAvailable, in (0, 1] (default: what max-num-seqs full "
         "contexts need, at most 0.25 of MemAvailable)"},
        {"kv-type", 0, "TYPE", "KV-cache element type: f16 (default), f32, bf16, q8_0"},
+       {"block-size", 0, "N", "KV-cache token slots per block, 1-1024 (default 8)"},
        {"no-prefix-caching", 0, "", "do not reuse the KV cache of shared prompt prefixes"},
        {"max-wait-ms", 0, "X",
         "an idle engine waits this long for more requests to batch (default 0)"},
@@ -133,6 +134,11 @@ int run_serve(int argc, char** argv) {
   eo.max_num_seqs = int32_t(*seqs);
   eo.max_num_batched_tokens = int32_t(*batched);
   eo.kv_type = args.get("kv-type", "f16");
+  {
+    auto bs = args.get_int("block-size", 8, 1, 1024);
+    if (!bs) return fail("vela serve: --block-size: " + bs.message());
+    eo.block_size = int32_t(*bs);
+  }
   eo.prefix_caching = !args.has("no-prefix-caching");
   eo.max_wait_ms = *wait_ms;
   eo.max_queued_requests = int32_t(*queued);

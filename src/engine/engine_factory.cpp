@@ -67,7 +67,9 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
 
   EngineConfig c;
   c.max_context = o.max_context > 0 ? o.max_context : std::min(mc.n_ctx_train, 4096);
-  c.block_size = 16;
+  if (o.block_size < 1 || o.block_size > 1024)
+    return make_error("KV block size must be in [1, 1024], got " + std::to_string(o.block_size));
+  c.block_size = o.block_size;
   c.kv_type = *kv_type;
   c.enable_prefix_caching = o.enable_prefix_caching;
   c.n_threads = o.n_threads;

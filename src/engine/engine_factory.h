@@ -19,6 +19,9 @@ struct EngineOptions {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   std::string kv_cache_type = "f16";
+  // KV token slots per block, in [1, 1024]. 8 rather than 16: half the waste in each sequence's
+  // last block (vela bench throughput: 1.4% vs 4.2% at the peak) at the same speed on CPU.
+  int32_t block_size = 8;
   std::optional<uint64_t> kv_cache_bytes;   // explicit KV budget (exclusive with the fraction)
   std::optional<double> kv_cache_fraction;  // of MemAvailable, in (0, 1]
   bool enable_prefix_caching = true;

@@ -44,6 +44,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   eo.max_num_seqs = o.max_num_seqs;
   eo.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.kv_cache_type = o.kv_type;
+  eo.block_size = o.block_size;
   eo.kv_cache_bytes = o.kv_cache_bytes;
   eo.kv_cache_fraction = o.kv_cache_fraction;
   eo.enable_prefix_caching = o.prefix_caching;

@@ -22,6 +22,7 @@ struct EngineSetupOptions {
   std::optional<uint64_t> kv_cache_bytes;   // exclusive with kv_cache_fraction
   std::optional<double> kv_cache_fraction;  // of MemAvailable, in (0, 1]
   std::string kv_type = "f16";
+  int32_t block_size = 8;  // KV token slots per block (EngineOptions::block_size)
   bool prefix_caching = true;
   double max_wait_ms = 0;
   int32_t max_queued_requests = 0;  // 0 = no bound
