@@ -23,7 +23,8 @@ namespace {
 using kernels::TraitsTable;
 using kernels::avx512::Avx512Extensions;
 
-const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+const GgmlType kVnniGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::F32};
 
 size_t bytes_of(GgmlType type, int64_t n) {
   return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
@@ -120,6 +121,15 @@ TEST_P(Gemm, BitIdenticalForRaggedTiles) {
     for (int64_t acts = 1; acts <= 9; ++acts) check(96, rows, acts, uint32_t(rows * 16 + acts));
 }
 
+// Float weights take any row length: tails of every size around the 16-lane chunks and the
+// 32-element chain step.
+TEST_P(Gemm, BitIdenticalForOddFloatLengths) {
+  const GgmlType type = GetParam();
+  if (type != GgmlType::F16 && type != GgmlType::F32) GTEST_SKIP() << "block types";
+  for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 47, 48, 49, 100})
+    check(n, 6, 5, uint32_t(n));
+}
+
 // Enough long rows that the kernel splits them into several cached weight blocks.
 TEST_P(Gemm, BitIdenticalAcrossWeightBlocks) {
   check(4128, 70, 5, 7);
@@ -155,11 +165,11 @@ std::string type_name(const testing::TestParamInfo<GgmlType>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Gemm, testing::ValuesIn(kGemmTypes), type_name);
 
-// Without VNNI the unsigned-weight form could saturate, so no kernel is installed.
+// Without VNNI the unsigned-weight form could saturate, so no int8 kernel is installed.
 TEST(GemmTable, NoKernelWithoutVnni) {
   if (!cpu_features().avx512) GTEST_SKIP() << "CPU without AVX-512";
   const TraitsTable t = avx512_table({.vnni = false, .bf16 = false});
-  for (GgmlType type : kGemmTypes) EXPECT_EQ(t[size_t(type)].gemm_tile, nullptr);
+  for (GgmlType type : kVnniGemmTypes) EXPECT_EQ(t[size_t(type)].gemm_tile, nullptr);
 }
 
 // matmul_rows on the active table (gemm_tile for batches where installed) equals one vec_dot per

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 // GCC 12's AVX-512 headers initialize their "undefined" operands from themselves, which
@@ -85,6 +86,21 @@ inline float hsum(__m512 v) {
   const __m256 lo = _mm512_castps512_ps256(v);
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
   return hsum(_mm256_add_ps(lo, hi));
+}
+
+// A per-thread scratch array of at least n elements (grown, never shrunk; contents not kept).
+template <class T>
+T* thread_buffer(size_t n) {
+  struct Buffer {
+    std::unique_ptr<T[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buf;
+  if (buf.size < n) {
+    buf.data.reset(new T[n]);
+    buf.size = n;
+  }
+  return buf.data.get();
 }
 
 // Runs tile(std::integral_constant<int, R>, first_row) over n_rows rows in tiles of R = 8, then

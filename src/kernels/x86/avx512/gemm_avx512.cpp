@@ -137,22 +137,6 @@ void prepare_weight_row(int64_t nb, const typename F::Block* w, WeightPair* out)
   if (2 * s < nb) F::template decode<false>(w + 2 * s, &out[s].u, &out[s].d);
 }
 
-// Per-thread buffer for prepared pairs: grown to the largest size seen, then reused, so the
-// per-token path does not allocate.
-template <class T>
-T* thread_buffer(size_t n) {
-  struct Buffer {
-    std::unique_ptr<T[]> data;
-    size_t size = 0;
-  };
-  thread_local Buffer buf;
-  if (buf.size < n) {
-    buf.data.reset(new T[n]);
-    buf.size = n;
-  }
-  return buf.data.get();
-}
-
 // out[t * out_stride + r] = vec_dot(weight row r, activation row t), r < RW, t < RA.
 // w: RW prepared rows of [pair_count(nb)] WeightPair, w_stride pairs apart; act: RA prepared
 // rows of [pair_count(nb)] ActPair, act_stride pairs apart.
