@@ -137,17 +137,21 @@ int run_bench_matmul(int argc, char** argv) {
     const size_t copies = std::max<size_t>(1, bench::default_bandwidth_buffer_bytes() / matrix_bytes);
     for (WeightLayout layout : {WeightLayout::kRowMajor, WeightLayout::kInterleaved16}) {
       if (layout == WeightLayout::kInterleaved16 && !prefers_interleaved16(type, *rows, *cols)) continue;
-      std::vector<uint8_t> weights(matrix_bytes * copies);
+      const size_t stored_bytes =
+          layout == WeightLayout::kInterleaved16
+              ? size_t(*rows / 16 * interleaved16_group_bytes(type, *cols))
+              : matrix_bytes;
+      std::vector<uint8_t> weights(stored_bytes * copies);
       for (size_t c = 0; c < copies; ++c) {
         if (layout == WeightLayout::kInterleaved16)
-          pack_interleaved16(type, one.data(), *cols, 0, *rows, weights.data() + c * matrix_bytes);
+          pack_interleaved16(type, one.data(), *cols, 0, *rows, weights.data() + c * stored_bytes);
         else
-          std::copy(one.begin(), one.end(), weights.begin() + ptrdiff_t(c * matrix_bytes));
+          std::copy(one.begin(), one.end(), weights.begin() + ptrdiff_t(c * stored_bytes));
       }
       size_t next = 0;
       for (int64_t n : *tokens) {
         const auto call = [&] {
-          const void* w = weights.data() + (next++ % copies) * matrix_bytes;
+          const void* w = weights.data() + (next++ % copies) * stored_bytes;
           const QuantizedActivations act = prepare_activations(type, x.data(), *cols, n, scratch);
           convert_activations(act, x.data(), *cols, 0, n, scratch);
           split.clear();

@@ -109,7 +109,7 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
     if (gemm == nullptr) fail("no kernel for the interleaved layout", w_type);
     assert(row_begin % kPackedRows == 0 && row_end % kPackedRows == 0);
     PackedGemmArgs args;
-    args.w = w_bytes + size_t(row_begin) * w_stride;  // groups sit where their rows were
+    args.w = w_bytes + size_t(row_begin / kPackedRows * interleaved16_group_bytes(w_type, n_cols));
     args.n_groups = (row_end - row_begin) / kPackedRows;
     args.n_cols = n_cols;
     args.act = act.data;

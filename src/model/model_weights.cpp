@@ -59,7 +59,7 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   for (WeightMatrix* m : matrices) {
     if (!prefers_interleaved16(m->type, m->n_rows, m->n_cols)) continue;
     chosen.push_back(m);
-    total += m->n_rows * m->row_bytes;
+    total += m->n_rows / 16 * interleaved16_group_bytes(m->type, m->n_cols);
   }
   if (chosen.empty()) return;
   constexpr size_t kAlign = 64;
@@ -71,7 +71,7 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   int64_t offset = 0;
   for (size_t i = 0; i < chosen.size(); ++i) {
     dst[i] = w.repacked.get() + offset;
-    offset += chosen[i]->n_rows * chosen[i]->row_bytes;
+    offset += chosen[i]->n_rows / 16 * interleaved16_group_bytes(chosen[i]->type, chosen[i]->n_cols);
   }
   const auto pack = [&](size_t i) {
     const WeightMatrix& m = *chosen[i];

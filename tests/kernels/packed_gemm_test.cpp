@@ -39,9 +39,19 @@ std::vector<uint8_t> make_weights(GgmlType type, int64_t rows, int64_t n, uint32
   return out;
 }
 
-// rows x n Q8_0 activations at `stride` bytes (padding 0xEE), with outliers.
-std::vector<uint8_t> make_acts(int64_t rows, int64_t n, size_t stride, uint32_t seed) {
-  const TypeTraits& q8 = *type_traits_for(KernelIsa::kScalar, GgmlType::Q8_0);
+GgmlType act_type(GgmlType w_type) {
+  return type_traits_for(KernelIsa::kScalar, w_type)->vec_dot_type;
+}
+
+// Elements per block of the packed layout: Q4_K's super-block, else 32.
+int64_t unit(GgmlType type) {
+  return type == GgmlType::Q4_K ? 256 : 32;
+}
+
+// rows x n activations of w_type's vec_dot_type at `stride` bytes (padding 0xEE), with outliers.
+std::vector<uint8_t> make_acts(GgmlType w_type, int64_t rows, int64_t n, size_t stride,
+                               uint32_t seed) {
+  const TypeTraits& q8 = *type_traits_for(KernelIsa::kScalar, act_type(w_type));
   std::vector<uint8_t> out(stride * size_t(rows), 0xEE);
   for (int64_t r = 0; r < rows; ++r) {
     auto x = test::normal_values(n, 1.0f, seed + uint32_t(r));
@@ -52,7 +62,7 @@ std::vector<uint8_t> make_acts(int64_t rows, int64_t n, size_t stride, uint32_t 
 }
 
 std::vector<uint8_t> packed(GgmlType type, const std::vector<uint8_t>& w, int64_t rows, int64_t n) {
-  std::vector<uint8_t> out(w.size());
+  std::vector<uint8_t> out(size_t(rows / kPackedRows * interleaved16_group_bytes(type, n)));
   pack_interleaved16(type, w.data(), n, 0, rows, out.data());
   return out;
 }
@@ -79,7 +89,8 @@ class PackedGemm : public testing::TestWithParam<GgmlType> {};
 
 TEST_P(PackedGemm, RepackingIsLossless) {
   const GgmlType type = GetParam();
-  for (int64_t n : {32, 96, 256}) {
+  for (int64_t blocks : {1, 3, 8}) {
+    const int64_t n = blocks * unit(type);
     const auto w = make_weights(type, 32, n, 7);
     const auto p = packed(type, w, 32, n);
     std::vector<uint8_t> row(bytes_of(type, n));
@@ -92,10 +103,10 @@ TEST_P(PackedGemm, RepackingIsLossless) {
 
 TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
   const GgmlType type = GetParam();
-  const int64_t rows = 32, n = 32 * 37, n_act = 3;
-  const size_t stride = bytes_of(GgmlType::Q8_0, n);
+  const int64_t rows = 32, n = unit(type) * 37, n_act = 3;
+  const size_t stride = bytes_of(act_type(type), n);
   const auto w = make_weights(type, rows, n, 11);
-  const auto act = make_acts(n_act, n, stride, 12);
+  const auto act = make_acts(type, n_act, n, stride, 12);
   const auto y = run(packed_gemm_kernel(PackedKernelKind::kReference, type), packed(type, w, rows, n),
                      rows, n, act, stride, n_act, rows);
   const size_t w_row = bytes_of(type, n);
@@ -110,14 +121,15 @@ TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
 // sizes (8 for VNNI, 16 for AMX), odd block counts, padded activation rows and a wider y.
 void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
   const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
-  if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU";
+  if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU or for this type";
   const PackedGemmFn ref = packed_gemm_kernel(PackedKernelKind::kReference, type);
-  for (int64_t n : {32, 32 * 7, 32 * 64}) {
+  for (int64_t blocks : {1, 7, 64}) {
+    const int64_t n = blocks * unit(type);
     const int64_t rows = 48;
     const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);
     for (int64_t n_act : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33}) {
-      const size_t stride = bytes_of(GgmlType::Q8_0, n) + 6;
-      const auto act = make_acts(n_act, n, stride, uint32_t(n_act));
+      const size_t stride = bytes_of(act_type(type), n) + 6;
+      const auto act = make_acts(type, n_act, n, stride, uint32_t(n_act));
       const int64_t y_stride = rows + 5;
       const auto want = run(ref, w, rows, n, act, stride, n_act, y_stride);
       const auto got = run(kernel, w, rows, n, act, stride, n_act, y_stride);
@@ -149,7 +161,7 @@ TEST_P(PackedGemm, AmxBitIdenticalToReference) {
 // the row-major matmul within the float bound.
 TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
   const GgmlType type = GetParam();
-  const int64_t rows = 64, n = 32 * 9;
+  const int64_t rows = 64, n = unit(type) * 9;
   if (!prefers_interleaved16(type, rows, n)) GTEST_SKIP() << "no packed kernels at this kernel level";
   const auto w = make_weights(type, rows, n, 5);
   const auto p = packed(type, w, rows, n);
@@ -178,7 +190,8 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedGemm, testing::Values(GgmlType::Q8_0, GgmlType::Q4_0),
+INSTANTIATE_TEST_SUITE_P(Types, PackedGemm,
+                         testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K),
                          [](const auto& info) { return std::string(ggml_type_name(uint32_t(info.param))); });
 
 }  // namespace

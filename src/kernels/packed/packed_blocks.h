@@ -12,6 +12,7 @@ namespace vela {
 
 inline constexpr int kPackedRows = 16;    // weight rows per interleaved group
 inline constexpr int kPackedBlockK = 32;  // elements per block (Q8_0 and Q4_0)
+inline constexpr int kPackedSuperK = 256;  // elements per Q4_K super-block
 
 // 16 rows x one Q8_0 block: qs[j][n][i] = q(row n, element 4j + i) + 128.
 struct BlockQ8_0x16 {
@@ -28,6 +29,22 @@ struct BlockQ4_0x16 {
   uint8_t qs[4][kPackedRows][4];
 };
 static_assert(sizeof(BlockQ4_0x16) == 16 * 18, "16 Q4_0 blocks");
+
+// 16 rows x one Q4_K super-block (256 elements, 8 sub-blocks of 32; value of element l of
+// sub-block j = d * scale_j * q - dmin * min_j, q = 0..15). The 6-bit scales and mins are stored
+// decoded; the quant bytes keep their nibble pairing (sub-blocks 2p and 2p + 1 share bytes) in
+// the VNNI layout: qs[p][g][n][i] = row n's qs[32p + 4g + i], so masking gives sub-block 2p's
+// group g for all 16 rows and shifting gives sub-block 2p + 1's. The mins are stored in pairs
+// (sub-blocks 2k, 2k + 1) so that, widened to int16, they meet the activations' block sums in one
+// vpdpwssd. 64 bytes per 16 rows larger than the GGUF blocks (+2.8%): the decoded scales.
+struct BlockQ4_Kx16 {
+  uint16_t d[kPackedRows];               // fp16 super-scale of the scales
+  uint16_t dmin[kPackedRows];            // fp16 super-scale of the mins
+  uint8_t scale[8][kPackedRows];         // sub-block scales, 0..63
+  uint8_t min_pairs[4][kPackedRows][2];  // [k][n] = {min of sub-block 2k, of 2k + 1}, 0..63
+  uint8_t qs[4][8][kPackedRows][4];
+};
+static_assert(sizeof(BlockQ4_Kx16) == 16 * 144 + 64, "16 Q4_K super-blocks + decoded scales");
 
 inline constexpr int kQ8_0PackedBias = 128;
 inline constexpr int kQ4_0PackedBias = 8;

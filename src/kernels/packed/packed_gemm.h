@@ -1,14 +1,16 @@
 #pragma once
 // Int8 matrix kernels over weights repacked in 16-row interleaved groups (packed_blocks.h), for
-// Q8_0 and Q4_0 weights against Q8_0 activations: the AVX-512 VNNI kernel (any batch; best for a
-// few tokens) and the AMX tile kernel (prompt processing and batched decode), with a scalar
-// reference that defines the result.
+// Q8_0 and Q4_0 weights against Q8_0 activations and Q4_K weights against Q8_K activations: the
+// AVX-512 VNNI kernel (any batch) and, for Q8_0 / Q4_0, the AMX tile kernel (prompt processing
+// and batched decode), with a scalar reference that defines the result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's
 // float sum is the chain acc = fma(float(isum_b), d_w[b] * d_a[b], acc) over blocks in order
-// (d_w * d_a is exact: two 11-bit significands). So a token's logits never depend on which other
-// tokens share its batch, nor on whether AMX or VNNI ran (batch invariance).
+// (d_w * d_a is exact: two 11-bit significands); Q4_K's per-super-block sums are exact integers
+// too, followed by a fixed sequence of float operations (ref/packed_gemm_ref.cpp). So a token's
+// logits never depend on which other tokens share its batch, nor on whether AMX or VNNI ran
+// (batch invariance).
 // Thread-safety: the kernels are pure functions; disjoint outputs may be computed concurrently.
 #include <cstddef>
 #include <cstdint>
@@ -18,10 +20,11 @@
 namespace vela {
 
 struct PackedGemmArgs {
-  const void* w = nullptr;      // [n_groups][n_cols / 32] BlockQ8_0x16 or BlockQ4_0x16
+  const void* w = nullptr;      // [n_groups][n_cols / 32] BlockQ8_0x16 / BlockQ4_0x16, or
+                                // [n_groups][n_cols / 256] BlockQ4_Kx16
   int64_t n_groups = 0;         // groups of 16 weight rows
   int64_t n_cols = 0;           // elements per row, a multiple of 32
-  const uint8_t* act = nullptr;  // n_act rows of [n_cols / 32] BlockQ8_0, act_stride bytes apart
+  const uint8_t* act = nullptr;  // n_act rows of BlockQ8_0 (Q4_K: BlockQ8_K), act_stride apart
   size_t act_stride = 0;
   int64_t n_act = 0;
   float* y = nullptr;           // y[t * y_stride + 16 * g + n] = dot(row 16 g + n, act row t)
@@ -32,7 +35,7 @@ using PackedGemmFn = void (*)(const PackedGemmArgs&);
 
 enum class PackedKernelKind { kReference, kAvx512Vnni, kAmx };
 
-// The kernel of `kind` for weights of w_type (Q8_0 or Q4_0), or nullptr when this CPU (or the
+// The kernel of `kind` for weights of w_type (Q8_0, Q4_0, Q4_K), or nullptr when this CPU (or the
 // process's AMX permission) lacks it or the type has no packed form. AMX is opt-in for now
 // (VELA_AMX=1): it has not yet been verified on a CPU with tiles.
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type);

@@ -41,10 +41,59 @@ void pack_group(const BlockQ4_0* rows[kPackedRows], int64_t nb, BlockQ4_0x16* ou
   }
 }
 
+void pack_group(const BlockQ4_K* rows[kPackedRows], int64_t nb, BlockQ4_Kx16* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockQ4_Kx16& o = out[b];
+    for (int n = 0; n < kPackedRows; ++n) {
+      const BlockQ4_K& src = rows[n][b];
+      o.d[n] = src.d;
+      o.dmin[n] = src.dmin;
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, mn;
+        k_scale_min(j, src.scales, &sc, &mn);
+        o.scale[j][n] = sc;
+        o.min_pairs[j / 2][n][j % 2] = mn;
+      }
+      for (int p = 0; p < 4; ++p)
+        for (int g = 0; g < 8; ++g)
+          for (int i = 0; i < 4; ++i) o.qs[p][g][n][i] = src.qs[32 * p + 4 * g + i];
+    }
+  }
+}
+
+void unpack_block(const BlockQ4_Kx16& in, int n, BlockQ4_K* out) {
+  out->d = in.d[n];
+  out->dmin = in.dmin[n];
+  uint8_t sc[8], mn[8];
+  for (int j = 0; j < 8; ++j) sc[j] = in.scale[j][n], mn[j] = in.min_pairs[j / 2][n][j % 2];
+  k_pack_scale_min(sc, mn, out->scales);
+  for (int p = 0; p < 4; ++p)
+    for (int g = 0; g < 8; ++g)
+      for (int i = 0; i < 4; ++i) out->qs[32 * p + 4 * g + i] = in.qs[p][g][n][i];
+}
+
+void unpack_block(const BlockQ8_0x16& in, int n, BlockQ8_0* out) {
+  out->d = in.d[n];
+  for (int k = 0; k < kPackedBlockK; ++k)
+    out->qs[k] = int8_t(int(in.qs[k / 4][n][k % 4]) - kQ8_0PackedBias);
+}
+
+// Byte (k/4, k%4) holds elements k and 16 + k, as GGUF's byte k does.
+void unpack_block(const BlockQ4_0x16& in, int n, BlockQ4_0* out) {
+  out->d = in.d[n];
+  for (int k = 0; k < 16; ++k) {
+    const uint8_t byte = in.qs[k / 4][n][k % 4];
+    out->qs[k] = byte;
+  }
+}
+
+template <class Packed>
+constexpr int64_t kPackedK = sizeof(Packed) == sizeof(BlockQ4_Kx16) ? kPackedSuperK : kPackedBlockK;
+
 template <class Block, class Packed>
 void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end, void* dst) {
   assert(row_begin % kPackedRows == 0 && row_end % kPackedRows == 0);
-  const int64_t nb = n_cols / kPackedBlockK;
+  const int64_t nb = n_cols / kPackedK<Packed>;
   const auto* in = static_cast<const Block*>(src);
   auto* out = static_cast<Packed*>(dst);
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackedRows) {
@@ -56,32 +105,27 @@ void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_e
 
 template <class Block, class Packed>
 void unpack_row(const void* packed, int64_t n_cols, int64_t row, void* dst_row) {
-  const int64_t nb = n_cols / kPackedBlockK;
+  const int64_t nb = n_cols / kPackedK<Packed>;
   const Packed* group = static_cast<const Packed*>(packed) + row / kPackedRows * nb;
-  const int n = int(row % kPackedRows);
   auto* out = static_cast<Block*>(dst_row);
-  for (int64_t b = 0; b < nb; ++b) {
-    out[b].d = group[b].d[n];
-    if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
-      for (int k = 0; k < kPackedBlockK; ++k)
-        out[b].qs[k] = int8_t(int(group[b].qs[k / 4][n][k % 4]) - kQ8_0PackedBias);
-    } else {
-      for (int k = 0; k < 16; ++k) {
-        const uint8_t lo = group[b].qs[k / 4][n][k % 4] & 0x0F;
-        const uint8_t hi = group[b].qs[k / 4][n][k % 4] >> 4;
-        // Element k sits in byte (k/4, k%4) low nibble; element 16 + k in the same byte's high.
-        out[b].qs[k] = uint8_t(lo | (hi << 4));
-      }
-    }
-  }
+  for (int64_t b = 0; b < nb; ++b) unpack_block(group[b], int(row % kPackedRows), out + b);
 }
 
 }  // namespace
 
 bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols) {
-  if (n_rows <= 0 || n_rows % kPackedRows != 0 || n_cols <= 0 || n_cols % kPackedBlockK != 0)
-    return false;
+  const int64_t k = w_type == GgmlType::Q4_K ? kPackedSuperK : kPackedBlockK;
+  if (n_rows <= 0 || n_rows % kPackedRows != 0 || n_cols <= 0 || n_cols % k != 0) return false;
   return active_packed_kernels(w_type).small != nullptr;
+}
+
+int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
+  switch (w_type) {
+    case GgmlType::Q8_0: return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ8_0x16));
+    case GgmlType::Q4_0: return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_0x16));
+    case GgmlType::Q4_K: return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ4_Kx16));
+    default: assert(false && "no interleaved layout for this type"); return 0;
+  }
 }
 
 void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_t row_begin,
@@ -89,6 +133,7 @@ void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_
   switch (w_type) {
     case GgmlType::Q8_0: return pack_rows<BlockQ8_0, BlockQ8_0x16>(src, n_cols, row_begin, row_end, dst);
     case GgmlType::Q4_0: return pack_rows<BlockQ4_0, BlockQ4_0x16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q4_K: return pack_rows<BlockQ4_K, BlockQ4_Kx16>(src, n_cols, row_begin, row_end, dst);
     default: assert(false && "no interleaved layout for this type");
   }
 }
@@ -98,6 +143,7 @@ void unpack_interleaved16_row(GgmlType w_type, const void* packed, int64_t n_col
   switch (w_type) {
     case GgmlType::Q8_0: return unpack_row<BlockQ8_0, BlockQ8_0x16>(packed, n_cols, row, dst_row);
     case GgmlType::Q4_0: return unpack_row<BlockQ4_0, BlockQ4_0x16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q4_K: return unpack_row<BlockQ4_K, BlockQ4_Kx16>(packed, n_cols, row, dst_row);
     default: assert(false && "no interleaved layout for this type");
   }
 }

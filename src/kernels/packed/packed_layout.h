@@ -14,12 +14,16 @@ enum class WeightLayout : uint8_t {
 };
 
 // True when the selected kernels have a packed kernel for w_type and the shape fits (rows a
-// multiple of 16, columns of 32).
+// multiple of 16, columns of the type's block).
 bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols);
 
+// Bytes of one group of 16 rows of n_cols in the interleaved layout of w_type (Q8_0, Q4_0: the
+// same as 16 GGUF rows; Q4_K: 2.8% more, its decoded scales). Group g starts at g * this.
+int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols);
+
 // Repacks rows [row_begin, row_end) (multiples of 16) of the row-major matrix src: [n_rows,
-// n_cols] in w_type (Q8_0 or Q4_0) into dst, which has the same size; a group lands at the same
-// byte offset its rows had, so row ranges map to byte ranges identically in both layouts.
+// n_cols] in w_type (Q8_0, Q4_0 or Q4_K) into dst, a buffer of n_rows / 16 groups; the rows land
+// in groups row_begin / 16 onward.
 void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_t row_begin,
                         int64_t row_end, void* dst);
 

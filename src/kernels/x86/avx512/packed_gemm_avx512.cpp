@@ -3,6 +3,9 @@
 // with one broadcast activation dword adds four products to each of the 16 rows' exact block
 // sums; no horizontal reduction is needed. Each block's weights are decoded once for a tile of
 // up to 8 activation rows.
+#include <type_traits>
+#include <vector>
+
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx512/avx512_util.h"
@@ -104,6 +107,106 @@ void gemm(const PackedGemmArgs& p) {
   }
 }
 
+// Q4_K: rows r < R (R <= 4: a super-block pair's 16 decoded vectors stay in registers) of the
+// token tile against one group. Per super-block: each sub-block's exact dot for all 16 rows by
+// vpdpbusd, scaled by the sub-block scales with vpmulld; the mins meet the activation block sums
+// (int16 pairs) in vpdpwssd; then the reference's float operations.
+template <int R>
+void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+                     const uint32_t* bsum_pairs, float* y, int64_t y_stride) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_Kx16& wb = wg[b];
+    const char* ahead = reinterpret_cast<const char*>(wg + b) + kPrefetchBytes;
+    if constexpr (kPrefetchBytes > 0)
+      for (size_t line = 0; line < sizeof(BlockQ4_Kx16); line += 64)
+        _mm_prefetch(ahead + line, _MM_HINT_T0);
+    const BlockQ8_K* a[R];
+    __m512i dots[R], mins[R];
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      dots[r] = _mm512_setzero_si512();
+      mins[r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 1
+    for (int p = 0; p < 4; ++p) {
+      __m512i lo[8], hi[8];
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        const __m512i raw = _mm512_loadu_si512(wb.qs[p][g]);
+        lo[g] = _mm512_and_si512(raw, low);
+        hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+      }
+      const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
+      const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p + 1])));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = a[r]->qs + 64 * p;
+        __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) {
+          d0 = _mm512_dpbusd_epi32(d0, lo[g], _mm512_set1_epi32(load_i32(q + 4 * g)));
+          d1 = _mm512_dpbusd_epi32(d1, hi[g], _mm512_set1_epi32(load_i32(q + 32 + 4 * g)));
+        }
+        dots[r] = _mm512_add_epi32(dots[r], _mm512_add_epi32(_mm512_mullo_epi32(d0, sc_lo),
+                                                             _mm512_mullo_epi32(d1, sc_hi)));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+    const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i mp = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.min_pairs[k])));
+      for (int r = 0; r < R; ++r)
+        mins[r] = _mm512_dpwssd_epi32(mins[r], mp,
+                                      _mm512_set1_epi32(int32_t(bsum_pairs[(r * nb + b) * 4 + k])));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 ad = _mm512_set1_ps(a[r]->d);
+      const __m512 d = _mm512_mul_ps(dw, ad);
+      const __m512 m = _mm512_mul_ps(_mm512_mul_ps(dmw, ad), _mm512_cvtepi32_ps(mins[r]));
+      acc[r] = _mm512_add_ps(acc[r], _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(dots[r]), m));
+    }
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+// Per activation row and super-block, the sums of sub-blocks 2k and 2k + 1 as an int16 pair.
+const uint32_t* prepare_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
+  thread_local std::vector<uint32_t> pairs;
+  if (pairs.size() < size_t(n_act * nb * 4)) pairs.resize(size_t(n_act * nb * 4));
+  for (int64_t t = 0; t < n_act; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int k = 0; k < 4; ++k) {
+        const int16_t* s = a[b].bsums + 4 * k;
+        const auto lo = uint16_t(int16_t(s[0] + s[1])), hi = uint16_t(int16_t(s[2] + s[3]));
+        pairs[size_t((t * nb + b) * 4 + k)] = uint32_t(lo) | (uint32_t(hi) << 16);
+      }
+  }
+  return pairs.data();
+}
+
+void gemm_q4_k(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const uint32_t* pairs = prepare_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
+  const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const auto run = [&](auto tile, int64_t t) {
+      group_tile_q4_k<decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
+                                             p.act_stride, pairs + t * nb * 4,
+                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+    };
+    int64_t t = 0;
+    for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
+    if (t + 2 <= p.n_act) run(std::integral_constant<int, 2>{}, t), t += 2;
+    if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
+  }
+}
+
 }  // namespace
 }  // namespace avx512
 
@@ -111,6 +214,7 @@ PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type) {
   switch (w_type) {
     case GgmlType::Q8_0: return avx512::gemm<avx512::Q8_0x16Format>;
     case GgmlType::Q4_0: return avx512::gemm<avx512::Q4_0x16Format>;
+    case GgmlType::Q4_K: return avx512::gemm_q4_k;
     default: return nullptr;
   }
 }
