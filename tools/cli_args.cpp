@@ -110,4 +110,28 @@ std::string Args::help() const {
   return out;
 }
 
+Result<std::vector<int32_t>> Args::get_int_list(const std::string& name, int32_t fallback,
+                                               int64_t lo, int64_t hi) const {
+  std::vector<int32_t> out;
+  for (const std::string& value : get_all(name)) {
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = value.find(',', start);
+      const std::string item =
+          value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      char* end = nullptr;
+      const long long v = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < lo || v > hi)
+        return make_error("vela " + command_ + ": --" + name + " takes integers in [" + std::to_string(lo) +
+                          ", " + std::to_string(hi) + "] separated by commas, got '" + value + "'");
+      out.push_back(int32_t(v));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (out.empty()) out.push_back(fallback);
+  return out;
+}
+
+
 }  // namespace vela::cli

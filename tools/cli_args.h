@@ -32,6 +32,10 @@ class Args {
   std::vector<std::string> get_all(const std::string& name) const;  // every value of a repeated flag
   Result<int64_t> get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
   Result<double> get_float(const std::string& name, double fallback, double lo, double hi) const;
+  // Values of a flag given as a comma-separated list and/or repeated ("-t 1,2 -t 4"), each in
+  // [lo, hi]; {fallback} when the flag is absent.
+  Result<std::vector<int32_t>> get_int_list(const std::string& name, int32_t fallback, int64_t lo,
+                                            int64_t hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:

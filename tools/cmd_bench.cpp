@@ -18,30 +18,6 @@
 namespace vela::cli {
 namespace {
 
-// Values of a flag given as a comma-separated list and/or repeated ("-t 1,2 -t 4").
-Result<std::vector<int32_t>> int_list(const Args& a, const std::string& name, int32_t fallback,
-                                      int64_t lo, int64_t hi) {
-  std::vector<int32_t> out;
-  for (const std::string& value : a.get_all(name)) {
-    size_t start = 0;
-    for (;;) {
-      const size_t comma = value.find(',', start);
-      const std::string item =
-          value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      char* end = nullptr;
-      const long long v = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || v < lo || v > hi)
-        return make_error("vela bench: --" + name + " takes integers in [" + std::to_string(lo) +
-                          ", " + std::to_string(hi) + "] separated by commas, got '" + value + "'");
-      out.push_back(int32_t(v));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  if (out.empty()) out.push_back(fallback);
-  return out;
-}
-
 }  // namespace
 
 int run_bench(int argc, char** argv) {
@@ -79,9 +55,9 @@ int run_bench(int argc, char** argv) {
     return 2;
   }
   const int32_t default_threads = cpu_features().physical_cores;
-  auto prompts = int_list(args, "n-prompt", 512, 0, 1 << 20);
-  auto gens = int_list(args, "n-gen", 128, 0, 1 << 20);
-  auto threads = int_list(args, "threads", default_threads, 1, 1024);
+  auto prompts = args.get_int_list("n-prompt", 512, 0, 1 << 20);
+  auto gens = args.get_int_list("n-gen", 128, 0, 1 << 20);
+  auto threads = args.get_int_list("threads", default_threads, 1, 1024);
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   auto reps = args.get_int("repetitions", 3, 1, 1000);
   auto bw_mib = args.get_int("bw-mib", 0, 1, 1 << 20);

@@ -36,23 +36,6 @@ const char* layout_name(WeightLayout l) {
   return l == WeightLayout::kInterleaved16 ? "interleaved16" : "row-major";
 }
 
-Result<std::vector<int64_t>> int_list(const std::string& s, int64_t lo, int64_t hi) {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    const size_t comma = std::min(s.find(',', pos), s.size());
-    const std::string item = s.substr(pos, comma - pos);
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < lo || v > hi)
-      return make_error("'" + item + "' is not a number in [" + std::to_string(lo) + ", " +
-                        std::to_string(hi) + "]");
-    out.push_back(v);
-    pos = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int run_bench_matmul(int argc, char** argv) {
@@ -76,16 +59,17 @@ int run_bench_matmul(int argc, char** argv) {
   auto cols = args.get_int("cols", 2048, 256, 1 << 20);
   auto threads = args.get_int("threads", cpu_features().physical_cores, 1, 1024);
   auto reps = args.get_int("repetitions", 9, 1, 1000);
-  auto tokens = int_list(args.get("tokens", "1,2,4,8,16,32,64,512"), 1, 8192);
+  auto tokens = args.get_int_list("tokens", 0, 1, 8192);  // 0: the default list below
   for (const Result<int64_t>* r : {&rows, &cols, &threads, &reps})
     if (!*r) {
       std::fprintf(stderr, "vela bench matmul: %s\n", r->message().c_str());
       return 2;
     }
   if (!tokens) {
-    std::fprintf(stderr, "vela bench matmul: --tokens: %s\n", tokens.message().c_str());
+    std::fprintf(stderr, "%s\n", tokens.message().c_str());
     return 2;
   }
+  if (!args.has("tokens")) *tokens = {1, 2, 4, 8, 16, 32, 64, 512};
   if (*rows % 16 != 0 || *cols % 256 != 0) {
     std::fprintf(stderr, "vela bench matmul: --rows must be a multiple of 16 and --cols of 256\n");
     return 2;

@@ -46,6 +46,21 @@ struct BlockQ4_Kx16 {
 };
 static_assert(sizeof(BlockQ4_Kx16) == 16 * 144 + 64, "16 Q4_K super-blocks + decoded scales");
 
+// 16 rows x one Q6_K super-block (16 sub-blocks of 16 elements; value = d * scale_s * (q - 32),
+// q = 0..63 split into 4 low and 2 high bits). For sub-block s and its groups g = 0..3 of 4
+// elements: ql[s][h] byte (n, i) holds the low bits of row n's element 16s + 4(2h) + i in its low
+// nibble and of element 16s + 4(2h + 1) + i in its high nibble; qh[s] byte (n, i) holds the high
+// bits of element 16s + 4g + i in bits 2g, 2g + 1. Same size as the GGUF blocks.
+struct BlockQ6_Kx16 {
+  uint16_t d[kPackedRows];
+  int8_t scale[16][kPackedRows];  // [s][n]
+  uint8_t ql[16][2][kPackedRows][4];
+  uint8_t qh[16][kPackedRows][4];
+};
+static_assert(sizeof(BlockQ6_Kx16) == 16 * 210, "16 Q6_K super-blocks");
+
+inline constexpr int kQ6_KOffset = 32;  // q - 32
+
 inline constexpr int kQ8_0PackedBias = 128;
 inline constexpr int kQ4_0PackedBias = 8;
 

@@ -61,6 +61,63 @@ void pack_group(const BlockQ4_K* rows[kPackedRows], int64_t nb, BlockQ4_Kx16* ou
   }
 }
 
+// Q6_K element k of a GGUF block (dequantize_row_q6_k's order: half, quarter, position).
+struct Q6Index {
+  int ql, ql_shift, qh, qh_shift;
+  explicit Q6Index(int k) {
+    const int half = k / 128, quarter = k % 128 / 32, l = k % 32;
+    ql = 64 * half + l + (quarter % 2 ? 32 : 0);
+    ql_shift = quarter < 2 ? 0 : 4;
+    qh = 32 * half + l;
+    qh_shift = 2 * quarter;
+  }
+};
+
+int q6_level(const BlockQ6_K& b, int k) {
+  const Q6Index i(k);
+  return ((b.ql[i.ql] >> i.ql_shift) & 0x0F) | (((b.qh[i.qh] >> i.qh_shift) & 3) << 4);
+}
+
+void set_q6_level(BlockQ6_K& b, int k, int q) {
+  const Q6Index i(k);
+  b.ql[i.ql] = uint8_t((b.ql[i.ql] & ~(0x0F << i.ql_shift)) | ((q & 0x0F) << i.ql_shift));
+  b.qh[i.qh] = uint8_t((b.qh[i.qh] & ~(3 << i.qh_shift)) | ((q >> 4) << i.qh_shift));
+}
+
+void pack_group(const BlockQ6_K* rows[kPackedRows], int64_t nb, BlockQ6_Kx16* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockQ6_Kx16& o = out[b];
+    for (int n = 0; n < kPackedRows; ++n) {
+      const BlockQ6_K& src = rows[n][b];
+      o.d[n] = src.d;
+      for (int s = 0; s < 16; ++s) {
+        o.scale[s][n] = src.scales[s];  // sub-block s = elements 16s .. 16s + 15
+        for (int i = 0; i < 4; ++i) {
+          int high = 0;
+          for (int g = 0; g < 4; ++g) high |= (q6_level(src, 16 * s + 4 * g + i) >> 4) << (2 * g);
+          o.qh[s][n][i] = uint8_t(high);
+          for (int h = 0; h < 2; ++h)
+            o.ql[s][h][n][i] = uint8_t((q6_level(src, 16 * s + 8 * h + i) & 0x0F) |
+                                       ((q6_level(src, 16 * s + 8 * h + 4 + i) & 0x0F) << 4));
+        }
+      }
+    }
+  }
+}
+
+void unpack_block(const BlockQ6_Kx16& in, int n, BlockQ6_K* out) {
+  out->d = in.d[n];
+  for (int s = 0; s < 16; ++s) {
+    out->scales[s] = in.scale[s][n];
+    for (int g = 0; g < 4; ++g)
+      for (int i = 0; i < 4; ++i) {
+        const int low = (in.ql[s][g / 2][n][i] >> (4 * (g % 2))) & 0x0F;
+        const int high = (in.qh[s][n][i] >> (2 * g)) & 3;
+        set_q6_level(*out, 16 * s + 4 * g + i, low | (high << 4));
+      }
+  }
+}
+
 void unpack_block(const BlockQ4_Kx16& in, int n, BlockQ4_K* out) {
   out->d = in.d[n];
   out->dmin = in.dmin[n];
@@ -88,7 +145,9 @@ void unpack_block(const BlockQ4_0x16& in, int n, BlockQ4_0* out) {
 }
 
 template <class Packed>
-constexpr int64_t kPackedK = sizeof(Packed) == sizeof(BlockQ4_Kx16) ? kPackedSuperK : kPackedBlockK;
+constexpr int64_t kPackedK = sizeof(Packed) == sizeof(BlockQ4_Kx16) || sizeof(Packed) == sizeof(BlockQ6_Kx16)
+                                 ? kPackedSuperK
+                                 : kPackedBlockK;
 
 template <class Block, class Packed>
 void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end, void* dst) {
@@ -114,7 +173,8 @@ void unpack_row(const void* packed, int64_t n_cols, int64_t row, void* dst_row) 
 }  // namespace
 
 bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols) {
-  const int64_t k = w_type == GgmlType::Q4_K ? kPackedSuperK : kPackedBlockK;
+  const int64_t k =
+      w_type == GgmlType::Q4_K || w_type == GgmlType::Q6_K ? kPackedSuperK : kPackedBlockK;
   if (n_rows <= 0 || n_rows % kPackedRows != 0 || n_cols <= 0 || n_cols % k != 0) return false;
   return active_packed_kernels(w_type).small != nullptr;
 }
@@ -124,6 +184,7 @@ int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
     case GgmlType::Q8_0: return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ8_0x16));
     case GgmlType::Q4_0: return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_0x16));
     case GgmlType::Q4_K: return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ4_Kx16));
+    case GgmlType::Q6_K: return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ6_Kx16));
     default: assert(false && "no interleaved layout for this type"); return 0;
   }
 }
@@ -134,6 +195,7 @@ void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_
     case GgmlType::Q8_0: return pack_rows<BlockQ8_0, BlockQ8_0x16>(src, n_cols, row_begin, row_end, dst);
     case GgmlType::Q4_0: return pack_rows<BlockQ4_0, BlockQ4_0x16>(src, n_cols, row_begin, row_end, dst);
     case GgmlType::Q4_K: return pack_rows<BlockQ4_K, BlockQ4_Kx16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q6_K: return pack_rows<BlockQ6_K, BlockQ6_Kx16>(src, n_cols, row_begin, row_end, dst);
     default: assert(false && "no interleaved layout for this type");
   }
 }
@@ -144,6 +206,7 @@ void unpack_interleaved16_row(GgmlType w_type, const void* packed, int64_t n_col
     case GgmlType::Q8_0: return unpack_row<BlockQ8_0, BlockQ8_0x16>(packed, n_cols, row, dst_row);
     case GgmlType::Q4_0: return unpack_row<BlockQ4_0, BlockQ4_0x16>(packed, n_cols, row, dst_row);
     case GgmlType::Q4_K: return unpack_row<BlockQ4_K, BlockQ4_Kx16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q6_K: return unpack_row<BlockQ6_K, BlockQ6_Kx16>(packed, n_cols, row, dst_row);
     default: assert(false && "no interleaved layout for this type");
   }
 }

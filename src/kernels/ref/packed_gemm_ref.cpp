@@ -1,5 +1,6 @@
 // Scalar reference of the packed int8 kernels (packed_gemm.h): the definition every SIMD and AMX
-// kernel must reproduce bit for bit.
+// kernel must reproduce bit for bit. Each format gives the step acc -> acc' of one (packed)
+// block for one weight row and one activation block; the loops around it are shared.
 #include <cmath>
 
 #include "kernels/packed/packed_blocks.h"
@@ -19,63 +20,66 @@ inline int level(const BlockQ4_0x16& b, int n, int k) {
   const uint8_t byte = b.qs[(k % 16) / 4][n][k % 4];
   return int(k < 16 ? byte & 0x0F : byte >> 4) - kQ4_0PackedBias;
 }
-
-template <class Packed>
-void gemm_ref(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedBlockK;
-  const auto* w = static_cast<const Packed*>(p.w);
-  for (int64_t t = 0; t < p.n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_0*>(p.act + size_t(t) * p.act_stride);
-    for (int64_t g = 0; g < p.n_groups; ++g) {
-      const Packed* wg = w + g * nb;
-      for (int n = 0; n < kPackedRows; ++n) {
-        float acc = 0.0f;
-        for (int64_t b = 0; b < nb; ++b) {
-          int isum = 0;
-          for (int k = 0; k < kPackedBlockK; ++k) isum += level(wg[b], n, k) * int(a[b].qs[k]);
-          const float scale = fp16_to_fp32(wg[b].d[n]) * fp16_to_fp32(a[b].d);  // exact
-          acc = std::fma(float(isum), scale, acc);
-        }
-        p.y[t * p.y_stride + g * kPackedRows + n] = acc;
-      }
-    }
-  }
+inline int level(const BlockQ4_Kx16& b, int n, int k) {  // 0..15
+  const int j = k / 32, l = k % 32;
+  const uint8_t byte = b.qs[j / 2][l / 4][n][l % 4];
+  return j % 2 == 0 ? byte & 0x0F : byte >> 4;
+}
+inline int level(const BlockQ6_Kx16& b, int n, int k) {  // 0..63
+  const int s = k / 16, g = k % 16 / 4, i = k % 4;
+  const int low = (b.ql[s][g / 2][n][i] >> (4 * (g % 2))) & 0x0F;
+  return low | (((b.qh[s][n][i] >> (2 * g)) & 3) << 4);
 }
 
-// Q4_K: per super-block, the exact integer sums of scale_j * dot_j and of min_j * (the
-// activations' sum over sub-block j), then acc += d * dots - dmin * mins with d and dmin times the
-// activation scale, in the order written (the kernels repeat each operation).
-void gemm_ref_q4_k(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedSuperK;
-  const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
+// Q8_0 / Q4_0: the block's exact integer dot, then acc = fma(float(isum), d_w * d_a, acc).
+template <class Packed>
+float step_q32(const Packed& w, int n, const BlockQ8_0& a, float acc) {
+  int isum = 0;
+  for (int k = 0; k < kPackedBlockK; ++k) isum += level(w, n, k) * int(a.qs[k]);
+  const float scale = fp16_to_fp32(w.d[n]) * fp16_to_fp32(a.d);  // exact
+  return std::fma(float(isum), scale, acc);
+}
+
+// Q4_K: the exact integer sums of scale_j * dot_j and of min_j * (the activations' sum over
+// sub-block j), then acc + (d * dots - dmin * mins) with d and dmin times the activation scale.
+float step_q4_k(const BlockQ4_Kx16& w, int n, const BlockQ8_K& a, float acc) {
+  int32_t dots = 0, mins = 0;
+  for (int j = 0; j < 8; ++j) {
+    int32_t dot = 0;
+    for (int l = 0; l < 32; ++l) dot += level(w, n, 32 * j + l) * int32_t(a.qs[32 * j + l]);
+    dots += int32_t(w.scale[j][n]) * dot;
+    mins += int32_t(w.min_pairs[j / 2][n][j % 2]) *
+            (int32_t(a.bsums[2 * j]) + int32_t(a.bsums[2 * j + 1]));
+  }
+  const float d = fp16_to_fp32(w.d[n]) * a.d;
+  const float m = fp16_to_fp32(w.dmin[n]) * a.d * float(mins);
+  return acc + std::fma(d, float(dots), -m);
+}
+
+// Q6_K: the exact integer sum of scale_s * sum_l (q - 32) a over the 16 sub-blocks (the -32
+// through the activations' block sums), then acc = fma(d_w * d_a, sum, acc).
+float step_q6_k(const BlockQ6_Kx16& w, int n, const BlockQ8_K& a, float acc) {
+  int32_t sum = 0;
+  for (int s = 0; s < 16; ++s) {
+    int32_t dot = -kQ6_KOffset * int32_t(a.bsums[s]);
+    for (int k = 0; k < 16; ++k) dot += level(w, n, 16 * s + k) * int32_t(a.qs[16 * s + k]);
+    sum += int32_t(w.scale[s][n]) * dot;
+  }
+  return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
+}
+
+template <class Packed, class Act, int64_t kK, float (*kStep)(const Packed&, int, const Act&, float)>
+void gemm_ref(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kK;
+  const auto* w = static_cast<const Packed*>(p.w);
   for (int64_t t = 0; t < p.n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(p.act + size_t(t) * p.act_stride);
-    for (int64_t g = 0; g < p.n_groups; ++g) {
-      const BlockQ4_Kx16* wg = w + g * nb;
+    const auto* a = reinterpret_cast<const Act*>(p.act + size_t(t) * p.act_stride);
+    for (int64_t g = 0; g < p.n_groups; ++g)
       for (int n = 0; n < kPackedRows; ++n) {
         float acc = 0.0f;
-        for (int64_t b = 0; b < nb; ++b) {
-          const BlockQ4_Kx16& wb = wg[b];
-          int32_t dots = 0, mins = 0;
-          for (int j = 0; j < 8; ++j) {
-            int32_t dot = 0;
-            for (int l = 0; l < 32; ++l) {
-              const uint8_t byte = wb.qs[j / 2][l / 4][n][l % 4];
-              const int q = j % 2 == 0 ? byte & 0x0F : byte >> 4;
-              dot += q * int32_t(a[b].qs[32 * j + l]);
-            }
-            dots += int32_t(wb.scale[j][n]) * dot;
-            mins += int32_t(wb.min_pairs[j / 2][n][j % 2]) *
-                    (int32_t(a[b].bsums[2 * j]) + int32_t(a[b].bsums[2 * j + 1]));
-          }
-          const float d = fp16_to_fp32(wb.d[n]) * a[b].d;
-          const float dmin = fp16_to_fp32(wb.dmin[n]) * a[b].d;
-          const float m = dmin * float(mins);
-          acc = acc + std::fma(d, float(dots), -m);
-        }
+        for (int64_t b = 0; b < nb; ++b) acc = kStep(w[g * nb + b], n, a[b], acc);
         p.y[t * p.y_stride + g * kPackedRows + n] = acc;
       }
-    }
   }
 }
 
@@ -83,9 +87,12 @@ void gemm_ref_q4_k(const PackedGemmArgs& p) {
 
 PackedGemmFn packed_gemm_ref(GgmlType w_type) {
   switch (w_type) {
-    case GgmlType::Q8_0: return gemm_ref<BlockQ8_0x16>;
-    case GgmlType::Q4_0: return gemm_ref<BlockQ4_0x16>;
-    case GgmlType::Q4_K: return gemm_ref_q4_k;
+    case GgmlType::Q8_0:
+      return gemm_ref<BlockQ8_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ8_0x16>>;
+    case GgmlType::Q4_0:
+      return gemm_ref<BlockQ4_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ4_0x16>>;
+    case GgmlType::Q4_K: return gemm_ref<BlockQ4_Kx16, BlockQ8_K, kPackedSuperK, step_q4_k>;
+    case GgmlType::Q6_K: return gemm_ref<BlockQ6_Kx16, BlockQ8_K, kPackedSuperK, step_q6_k>;
     default: return nullptr;
   }
 }

@@ -37,10 +37,16 @@ struct Q4_0x16Format {
   }
 };
 
-#ifndef VELA_PREFETCH_BYTES
-#define VELA_PREFETCH_BYTES 8192
-#endif
-constexpr size_t kPrefetchBytes = VELA_PREFETCH_BYTES;
+constexpr size_t kPrefetchBytes = 8192;  // best of 1-16 KiB measured on Q4_0 and Q8_0
+
+// The hardware prefetcher falls behind once a block takes a few dozen cycles (measured: 8 rows
+// on weights from DRAM ran 2.5x slower than from cache), so each packed block fetches the lines
+// kPrefetchBytes ahead of it; the address runs on into the next group, which is contiguous.
+template <class Packed>
+inline void prefetch_ahead(const Packed* block) {
+  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
+  for (size_t line = 0; line < sizeof(Packed); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+}
 
 // Rows r < R of the token tile starting at act against one 16-row group (nb packed blocks).
 template <class F, int R>
@@ -49,13 +55,7 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const uint8_t* act, si
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    // The hardware prefetcher falls behind once a block takes a few dozen cycles (measured: 8
-    // rows on weights from DRAM ran 2.5x slower than from cache), so fetch kPrefetchBytes ahead;
-    // the address runs on into the next group, which is contiguous.
-    const char* ahead = reinterpret_cast<const char*>(wg + b) + kPrefetchBytes;
-    if constexpr (kPrefetchBytes > 0)
-      for (size_t line = 0; line < sizeof(typename F::Packed); line += 64)
-        _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(wg + b);
     __m512i w[8];
     F::load(wg[b], w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[b].d)));
@@ -119,10 +119,7 @@ void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, siz
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = wg[b];
-    const char* ahead = reinterpret_cast<const char*>(wg + b) + kPrefetchBytes;
-    if constexpr (kPrefetchBytes > 0)
-      for (size_t line = 0; line < sizeof(BlockQ4_Kx16); line += 64)
-        _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(wg + b);
     const BlockQ8_K* a[R];
     __m512i dots[R], mins[R];
     for (int r = 0; r < R; ++r) {
@@ -174,6 +171,66 @@ void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, siz
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
+// Q6_K: rows r < R of the token tile against one group. Per sub-block: the 4 groups' levels
+// (4 low bits | 2 high bits) decoded once for the tile, each row's exact dot by vpdpbusd starting
+// from -32 * the activations' sub-block sum, times the sub-block scales with vpmulld.
+template <int R>
+void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+                     float* y, int64_t y_stride) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6_Kx16& wb = wg[b];
+    prefetch_ahead(wg + b);
+    const BlockQ8_K* a[R];
+    __m512i sum[R];
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      sum[r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 1
+    for (int s = 0; s < 16; ++s) {
+      const __m512i l01 = _mm512_loadu_si512(wb.ql[s][0]), l23 = _mm512_loadu_si512(wb.ql[s][1]);
+      const __m512i h = _mm512_loadu_si512(wb.qh[s]);
+      __m512i q[4];
+      q[0] = _mm512_or_si512(_mm512_and_si512(l01, low4), _mm512_and_si512(_mm512_slli_epi16(h, 4), high2));
+      q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l01, 4), low4),
+                             _mm512_and_si512(_mm512_slli_epi16(h, 2), high2));
+      q[2] = _mm512_or_si512(_mm512_and_si512(l23, low4), _mm512_and_si512(h, high2));
+      q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l23, 4), low4),
+                             _mm512_and_si512(_mm512_srli_epi16(h, 2), high2));
+      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qa = a[r]->qs + 16 * s;
+        __m512i dot = _mm512_set1_epi32(-kQ6_KOffset * int32_t(a[r]->bsums[s]));
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g)
+          dot = _mm512_dpbusd_epi32(dot, q[g], _mm512_set1_epi32(load_i32(qa + 4 * g)));
+        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(dot, sc));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
+                               _mm512_cvtepi32_ps(sum[r]), acc[r]);
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+void gemm_q6_k(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
+      group_tile_q6_k<decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
+                                             p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
+                                             p.y_stride);
+    });
+}
+
 // Per activation row and super-block, the sums of sub-blocks 2k and 2k + 1 as an int16 pair.
 const uint32_t* prepare_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
   thread_local std::vector<uint32_t> pairs;
@@ -215,6 +272,7 @@ PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type) {
     case GgmlType::Q8_0: return avx512::gemm<avx512::Q8_0x16Format>;
     case GgmlType::Q4_0: return avx512::gemm<avx512::Q4_0x16Format>;
     case GgmlType::Q4_K: return avx512::gemm_q4_k;
+    case GgmlType::Q6_K: return avx512::gemm_q6_k;
     default: return nullptr;
   }
 }
