@@ -189,7 +189,7 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
       a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
       sum[r] = _mm512_setzero_si512();
     }
-#pragma GCC unroll 1
+#pragma GCC unroll 2
     for (int s = 0; s < 16; ++s) {
       const __m512i l01 = _mm512_loadu_si512(wb.ql[s][0]), l23 = _mm512_loadu_si512(wb.ql[s][1]);
       const __m512i h = _mm512_loadu_si512(wb.qh[s]);
@@ -204,11 +204,14 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 16 * s;
+        // Two chains of two: a single row would otherwise wait on vpdpbusd latency.
         __m512i dot = _mm512_set1_epi32(-kQ6_KOffset * int32_t(a[r]->bsums[s]));
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g)
-          dot = _mm512_dpbusd_epi32(dot, q[g], _mm512_set1_epi32(load_i32(qa + 4 * g)));
-        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(dot, sc));
+        __m512i dot2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1],
+                                           _mm512_set1_epi32(load_i32(qa + 4)));
+        dot = _mm512_dpbusd_epi32(dot, q[0], _mm512_set1_epi32(load_i32(qa)));
+        dot2 = _mm512_dpbusd_epi32(dot2, q[3], _mm512_set1_epi32(load_i32(qa + 12)));
+        dot = _mm512_dpbusd_epi32(dot, q[2], _mm512_set1_epi32(load_i32(qa + 8)));
+        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(_mm512_add_epi32(dot, dot2), sc));
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
