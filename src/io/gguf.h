@@ -82,6 +82,9 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return bytes_.size(); }
+  // True when the bytes are a read-only file mapping (open()), whose pages may be dropped and
+  // read again from the file; false for from_bytes() images.
+  bool memory_mapped() const { return owned_.empty(); }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string_view, GgufValue>>& metadata() const { return kv_; }

@@ -53,7 +53,9 @@ void release_mapped_pages(const void* data, int64_t bytes) {
 
 // Repacks every matrix of `matrices` the kernels prefer interleaved into one owned buffer,
 // spreading the matrices over the machine's threads.
-void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices) {
+// release_pages: only for a file mapping (an in-memory image would be zeroed, not re-read).
+void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices,
+                     bool release_pages) {
   std::vector<WeightMatrix*> chosen;
   int64_t total = 0;
   for (WeightMatrix* m : matrices) {
@@ -76,7 +78,7 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   const auto pack = [&](size_t i) {
     const WeightMatrix& m = *chosen[i];
     pack_interleaved16(m.type, m.data, m.n_cols, 0, m.n_rows, dst[i]);
-    release_mapped_pages(m.data, m.n_rows * m.row_bytes);
+    if (release_pages) release_mapped_pages(m.data, m.n_rows * m.row_bytes);
   };
   const size_t n_threads =
       std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::min<size_t>(chosen.size(), 16));
@@ -142,7 +144,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
         matrices.push_back(m);
     if (!w.tied_embeddings) matrices.push_back(&w.output);
-    repack_matrices(w, matrices);
+    repack_matrices(w, matrices, g.memory_mapped());
   }
   return w;
 }
