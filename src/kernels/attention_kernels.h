@@ -38,6 +38,9 @@ using AttnAxpyRowsFn = void (*)(const float* w, int64_t w_stride, int n_rows, co
 // rounded to f16 when round_f16 (the f16-KV contract of model/attention.h). SIMD tables use a
 // polynomial exp within 2 ulp of std::exp.
 using AttnSoftmaxFn = void (*)(float* x, int n, bool round_f16);
+// out[i] = x[i] rounded to the nearest f16 (ties to even) and back, for i < n: the query as an f16
+// KV cache's dot products see it. Exact in every table (IEEE conversion both ways).
+using AttnRoundF16Fn = void (*)(const float* x, float* out, int n);
 
 // Storage types of attention rows, in the order of the table's arrays.
 enum class AttnRowType { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3 };
@@ -49,6 +52,7 @@ struct AttentionRowKernels {
   AttnDotRowsFn dot_rows[kAttnRowTypes];
   AttnAxpyRowsFn axpy_rows[kAttnRowTypes];
   AttnSoftmaxFn softmax;
+  AttnRoundF16Fn round_f16;
 
   AttnDotFn dot_for(AttnRowType t) const { return dot[static_cast<int>(t)]; }
   AttnAxpyFn axpy_for(AttnRowType t) const { return axpy[static_cast<int>(t)]; }

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "kernels/attention_kernels.h"
-#include "util/half.h"
 
 namespace vela {
 namespace {
@@ -72,7 +71,10 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     for (int32_t g = 0; g < n_heads; ++g) {
       const float* qh = q + t * row_stride + int64_t(first_head + g) * hd;
       float* qr = s.query.data() + size_t(t * n_heads + g) * size_t(hd);
-      for (int32_t d = 0; d < hd; ++d) qr[d] = f16_math ? fp16_to_fp32(fp32_to_fp16(qh[d])) : qh[d];
+      if (f16_math)
+        kern.round_f16(qh, qr, hd);
+      else
+        std::copy(qh, qh + hd, qr);
     }
 
   // Pass 1: scores. Each K row is read once for every row that sees it (later rows find it in

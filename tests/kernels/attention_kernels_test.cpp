@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -245,6 +246,28 @@ TEST(AttentionKernels, SoftmaxMatchesReference) {
         }
         EXPECT_NEAR(sum, 1.0, round_f16 ? 1e-3 : 1e-5);
       }
+  }
+}
+
+// The query rounding of the f16 contract: every level equals the reference bit for bit, over
+// ordinary values, f16 subnormals, values past the f16 range, exact ties and every tail length.
+TEST(AttentionKernels, RoundF16BitIdenticalToReference) {
+  const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
+  std::mt19937 rng(9);
+  std::vector<float> x = random_vector(rng, 200, 3.0f);
+  const float specials[] = {0.0f, -0.0f, 1e-8f, -3e-6f, 6.1e-5f, 65504.0f, 65520.0f, 1e6f,
+                            -1e6f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 2049.0f, 2051.0f};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 7] = specials[i];
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const AttentionRowKernels& kern = attention_row_kernels(isa);
+    for (int n : {1, 7, 8, 9, 15, 16, 17, 64, 200}) {
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n) + 1, -7.0f);
+      ref.round_f16(x.data(), want.data(), n);
+      kern.round_f16(x.data(), got.data(), n);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), size_t(n) * 4), 0)
+          << kernel_isa_name(isa) << " n=" << n;
+      ASSERT_EQ(got[size_t(n)], -7.0f) << "wrote past the row";
+    }
   }
 }
 

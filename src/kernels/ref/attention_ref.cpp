@@ -95,6 +95,10 @@ void softmax_ref(float* x, int n, bool round_f16) {
   }
 }
 
+void round_f16_ref(const float* x, float* out, int n) {
+  for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+}
+
 }  // namespace
 
 const AttentionRowKernels& attention_row_kernels_ref() {
@@ -105,7 +109,8 @@ const AttentionRowKernels& attention_row_kernels_ref() {
        dot_rows_loop<dot_q8_0>},
       {axpy_rows_loop<axpy_f32>, axpy_rows_loop<axpy_f16>, axpy_rows_loop<axpy_bf16>,
        axpy_rows_loop<axpy_q8_0>},
-      softmax_ref};
+      softmax_ref,
+      round_f16_ref};
   return table;
 }
 

@@ -121,6 +121,20 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   }
 }
 
+// F16C both ways (round to nearest even, as the reference), 8 at a time; the tail through a
+// stack copy so nothing past the row is read or written.
+void round_f16(const float* x, float* out, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+  if (i < n) {
+    float tmp[8] = {};
+    for (int j = 0; j < n - i; ++j) tmp[j] = x[i + j];
+    _mm256_storeu_ps(tmp, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(tmp), _MM_FROUND_TO_NEAREST_INT)));
+    for (int j = 0; j < n - i; ++j) out[i + j] = tmp[j];
+  }
+}
+
 }  // namespace
 }  // namespace avx2
 
@@ -133,7 +147,8 @@ const AttentionRowKernels& attention_row_kernels_avx2() {
        dot_rows_loop<dot_q8_0>},
       {axpy_rows_loop<axpy<F32Row>>, axpy_rows_loop<axpy<F16Row>>, axpy_rows_loop<axpy<BF16Row>>,
        axpy_rows_loop<axpy_q8_0>},
-      attention_row_kernels_ref().softmax};  // the reference's: no AVX2 exp
+      attention_row_kernels_ref().softmax,  // the reference's: no AVX2 exp
+      round_f16};
   return table;
 }
 

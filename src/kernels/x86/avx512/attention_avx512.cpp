@@ -202,6 +202,15 @@ void softmax(float* x, int n, bool round_f16) {
   }
 }
 
+// vcvtps2ph / vcvtph2ps (round to nearest even, as the reference), the tail masked.
+void round_f16(const float* x, float* out, int n) {
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_cvtph_ps(h));
+  }
+}
+
 // q8_0: per block, the 32 int8 values as two f32 vectors times the block scale (exact).
 struct Q8Block {
   __m512 lo, hi;  // values 0-15, 16-31 (zero past the block's length)
@@ -270,7 +279,8 @@ const AttentionRowKernels& attention_row_kernels_avx512() {
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
       {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_loop<dot_q8_0>},
       {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
-      softmax};
+      softmax,
+      round_f16};
   return table;
 }
 
