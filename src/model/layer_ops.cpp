@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/elementwise.h"
+
 namespace vela {
 
 void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) {
@@ -24,10 +26,7 @@ void add_inplace(float* x, const float* y, int64_t n) {
 }
 
 void silu_mul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  kernels::elementwise_kernels().silu_mul(gate, up, n);
 }
 
 void rope_tables(const int32_t* positions, int64_t n_tokens, const float* freqs, int32_t n_rot,

@@ -17,7 +17,7 @@ void add_bias(float* x, const float* b, int64_t n_rows, int64_t n);
 // x += y.  x, y: [n]
 void add_inplace(float* x, const float* y, int64_t n);
 
-// gate = silu(gate) * up.  gate, up: [n]
+// gate = silu(gate) * up.  gate, up: [n]  (kernels/elementwise.h for the selected ISA)
 void silu_mul(float* gate, const float* up, int64_t n);
 
 // Rotary embedding tables for one pass: cos/sin of position * frequency of each rotated pair.

@@ -116,7 +116,9 @@ TEST(AsyncEngine, QueueBoundRefusesAtOnce) {
 
 TEST(AsyncEngine, AbortAndShutdownFinishEverything) {
   VELA_REQUIRE_SHARED();
-  AsyncEngine engine(make_engine(), AsyncEngineConfig{});
+  // A batching window, so the abort below reaches the engine before its first step: without it
+  // the tiny model could generate all 100 tokens first on a busy machine (seen once in CTest).
+  AsyncEngine engine(make_engine(), AsyncEngineConfig{300, 0});
   const auto prompt = engine.tokenizer().encode("Once upon a time", true, true);
   Collector a, b, late;
   auto ida = engine.submit(prompt, greedy(100), 0, a.callback());
