@@ -46,6 +46,9 @@ int run_bench_matmul(int argc, char** argv) {
              {"tokens", 0, "N[,N..]", "activation rows (default 1,2,4,8,16,32,64,512)"},
              {"threads", 't', "N", "threads (default: physical cores)"},
              {"repetitions", 'r', "N", "calls timed per case; the median is kept (default 9)"},
+             {"working-set-mib", 0, "N",
+              "bytes of weight copies the calls rotate through (default: 4x the last-level "
+              "cache, >= 256)"},
              {"output", 'o', "md|json", "output format (default md)"}});
   if (auto st = args.parse(argc, argv); !st) {
     std::fprintf(stderr, "vela bench matmul: %s\n", st.message().c_str());
@@ -59,8 +62,10 @@ int run_bench_matmul(int argc, char** argv) {
   auto cols = args.get_int("cols", 2048, 256, 1 << 20);
   auto threads = args.get_int("threads", cpu_features().physical_cores, 1, 1024);
   auto reps = args.get_int("repetitions", 9, 1, 1000);
+  auto working_set_mib = args.get_int(
+      "working-set-mib", int64_t(bench::default_bandwidth_buffer_bytes() >> 20), 1, 1 << 20);
   auto tokens = args.get_int_list("tokens", 0, 1, 8192);  // 0: the default list below
-  for (const Result<int64_t>* r : {&rows, &cols, &threads, &reps})
+  for (const Result<int64_t>* r : {&rows, &cols, &threads, &reps, &working_set_mib})
     if (!*r) {
       std::fprintf(stderr, "vela bench matmul: %s\n", r->message().c_str());
       return 2;
@@ -109,7 +114,7 @@ int run_bench_matmul(int argc, char** argv) {
 
   std::vector<Case> results;
   for (GgmlType type : types) {
-    // One matrix, then copies up to 4x the last-level cache (the bandwidth test's buffer size).
+    // One matrix, then copies filling the working set (by default 4x the last-level cache).
     std::vector<float> row(static_cast<size_t>(*cols));
     const int64_t row_bytes_n = row_bytes(*ggml_type_info(uint32_t(type)), *cols);
     const size_t matrix_bytes = size_t(row_bytes_n * *rows);
@@ -118,7 +123,7 @@ int run_bench_matmul(int argc, char** argv) {
       for (float& v : row) v = 0.02f * normal(rng);
       quantize_row(type, row.data(), one.data() + size_t(r) * size_t(row_bytes_n), *cols);
     }
-    const size_t copies = std::max<size_t>(1, bench::default_bandwidth_buffer_bytes() / matrix_bytes);
+    const size_t copies = std::max<size_t>(1, (size_t(*working_set_mib) << 20) / matrix_bytes);
     for (WeightLayout layout : {WeightLayout::kRowMajor, WeightLayout::kInterleaved16}) {
       if (layout == WeightLayout::kInterleaved16 && !prefers_interleaved16(type, *rows, *cols)) continue;
       const size_t stored_bytes =

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,33 @@ TEST(ToolsCli, SynthQuantizeBenchEndToEnd) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("| tg2 |"), std::string::npos) << r.out;
+}
+
+// `vela bench matmul`: every type x layout x token count in the JSON, the single-row case as the
+// unit of cost, and one-line errors for a shape the kernels cannot tile.
+TEST(ToolsCli, BenchMatmul) {
+  CliRun r = run("bench matmul --type Q4_0,Q6_K --rows 32 --cols 256 --tokens 1,3 -t 1 -r 1 "
+                 "--working-set-mib 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rows"], 32);
+  std::set<std::string> layouts;
+  for (const auto& c : j["results"]) {
+    layouts.insert(c["layout"].get<std::string>());
+    EXPECT_GT(c["gmac_per_s"].get<double>(), 0);
+    if (c["tokens"] == 1) EXPECT_DOUBLE_EQ(c["cost_vs_one_row"].get<double>(), 1.0);
+  }
+  EXPECT_TRUE(layouts.count("row-major"));
+  // Two row-major cases per type, plus two interleaved ones where the CPU has the kernels.
+  EXPECT_EQ(j["results"].size() % 2, 0u);
+  EXPECT_GE(j["results"].size(), 4u);
+
+  r = run("bench matmul --rows 17");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  r = run("bench matmul --type Q9_9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("Q9_9"), std::string::npos) << r.err;
 }
 
 }  // namespace
