@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace vela::cli {
@@ -133,5 +134,17 @@ Result<std::vector<int32_t>> Args::get_int_list(const std::string& name, int32_t
   return out;
 }
 
+
+std::optional<int> Args::parse_or_exit(int argc, char** argv) {
+  if (auto st = parse(argc, argv); !st) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 2;
+  }
+  if (has("help")) {
+    std::fputs(help().c_str(), stdout);
+    return 0;
+  }
+  return std::nullopt;
+}
 
 }  // namespace vela::cli

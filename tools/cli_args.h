@@ -25,6 +25,9 @@ class Args {
 
   // Parses argv after the subcommand name. Positional arguments are collected in order.
   Status parse(int argc, char** argv);
+  // parse() as every command starts: on an error, prints it to stderr and gives exit code 2; on
+  // --help, prints the help to stdout and gives 0; otherwise nullopt (go on).
+  std::optional<int> parse_or_exit(int argc, char** argv);
   std::string help() const;
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }

@@ -37,14 +37,7 @@ int run_bench(int argc, char** argv) {
              {"bw-mib", 0, "N",
               "bandwidth test buffer in MiB (default: 4x the last-level cache, >= 256)"},
              {"no-roofline", 0, "", "skip the bandwidth and peak measurements"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela bench: expected -m MODEL (see --help)\n");
     return 2;

@@ -50,14 +50,7 @@ int run_bench_matmul(int argc, char** argv) {
               "bytes of weight copies the calls rotate through (default: 4x the last-level "
               "cache, >= 256)"},
              {"output", 'o', "md|json", "output format (default md)"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "vela bench matmul: %s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   auto rows = args.get_int("rows", 5632, 16, 1 << 20);
   auto cols = args.get_int("cols", 2048, 256, 1 << 20);
   auto threads = args.get_int("threads", cpu_features().physical_cores, 1, 1024);

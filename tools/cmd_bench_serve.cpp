@@ -214,14 +214,7 @@ int run_bench_serve(int argc, char** argv) {
        {"api-key", 0, "KEY", "sent as Authorization: Bearer KEY"},
        {"seed", 's', "N", "arrival and prompt seed (default 0)"},
        {"output", 'o', "md|json", "output format (default md)"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto n = args.get_int("num-requests", 100, 1, 1000000);
   const auto rate = args.get_float("rate", 0, 0, 1e6);
   const auto conc = args.get_int("concurrency", 16, 1, 4096);

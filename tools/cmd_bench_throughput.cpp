@@ -126,14 +126,7 @@ int run_bench_throughput(int argc, char** argv) {
        {"block-size", 0, "N", "KV token slots per block (default 8)"},
        {"seed", 's', "N", "prompt seed (default 1)"},
        {"output", 'o', "md|json", "output format (default md)"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto num = args.get_int("num-prompts", 64, 1, 100000);
   const auto in_len = args.get_int("input-len", 128, 1, 1 << 20);
   const auto out_len = args.get_int("output-len", 128, 1, 1 << 20);

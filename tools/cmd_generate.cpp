@@ -65,14 +65,7 @@ int run_generate(int argc, char** argv) {
              {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
              {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
     std::fprintf(stderr, "vela generate: expected -m MODEL and -p PROMPT (see --help)\n");
     return 2;

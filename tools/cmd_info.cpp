@@ -12,14 +12,7 @@ namespace vela::cli {
 int run_info(int argc, char** argv) {
   Args args("info", "MODEL.gguf", {{"no-tensors", 0, "", "do not list the tensors"},
                                    {"max-items", 0, "N", "array items shown per metadata value (default 8)"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (args.positional().size() != 1) {
     std::fprintf(stderr, "vela info: expected exactly one model file (see --help)\n");
     return 2;

@@ -15,14 +15,7 @@ int run_quantize(int argc, char** argv) {
             {{"pure", 0, "", "every matrix in TYPE (no Q6_K output / K-mix rules)"},
              {"threads", 't', "N", "threads (default: all)"},
              {"quiet", 'q', "", "no per-tensor progress"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (args.positional().size() != 3) {
     std::fprintf(stderr, "vela quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n");
     return 2;

@@ -75,14 +75,7 @@ int run_serve(int argc, char** argv) {
         "unsent streamed bytes before a slow client is dropped (default 1M)"},
        {"shutdown-grace-seconds", 0, "S",
         "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela serve: expected -m MODEL (see --help)\n");
     return 2;

@@ -25,14 +25,7 @@ int run_synth(int argc, char** argv) {
              {"pure", 0, "", "every matrix in TYPE (no Q6_K output / K-mix rules)"},
              {"threads", 't', "N", "threads (default: all)"},
              {"quiet", 'q', "", "no per-tensor progress"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("output") || !args.has("shape") || !args.has("type") || !args.has("vocab-from") ||
       !args.positional().empty()) {
     std::fprintf(stderr,

@@ -15,14 +15,7 @@ int run_tokenize(int argc, char** argv) {
              {"no-bos", 0, "", "do not add BOS/EOS even when the model asks for them"},
              {"no-parse-special", 0, "", "treat special-token texts like <s> as plain text"},
              {"pieces", 0, "", "print each id with the text it decodes to"}});
-  if (auto st = args.parse(argc, argv); !st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
-    return 2;
-  }
-  if (args.has("help")) {
-    std::fputs(args.help().c_str(), stdout);
-    return 0;
-  }
+  if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || args.positional().size() != 1) {
     std::fprintf(stderr, "vela tokenize: expected -m MODEL and one TEXT argument (see --help)\n");
     return 2;
