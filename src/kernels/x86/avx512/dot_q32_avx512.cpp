@@ -8,6 +8,7 @@
 
 #include "kernels/x86/avx512/avx512_kernels.h"
 #include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/block_dot_install.h"
 #include "quant/blocks.h"
 
 namespace vela::kernels::avx512 {
@@ -270,29 +271,18 @@ void dot_tile(int64_t nb, const typename F::Block* w, const uint8_t* act, size_t
   }
 }
 
-template <class F, bool kVnni>
-float vec_dot(int64_t n, const void* w, const void* a) {
-  float out;
-  dot_tile<F, kVnni, 1>(n / kBlock, static_cast<const typename F::Block*>(w),
-                        static_cast<const uint8_t*>(a), 0, &out, 0);
-  return out;
-}
-
-template <class F, bool kVnni>
-void vec_dot_rows(int64_t n, const void* w, const uint8_t* act, size_t act_stride, int64_t n_act,
+// dot_tile as a type for block_dot_install.h.
+struct Tile {
+  template <class F, bool kVnni, int R>
+  static void run(int64_t nb, const typename F::Block* w, const uint8_t* act, size_t act_stride,
                   float* out, int64_t out_stride) {
-  const auto* blocks = static_cast<const typename F::Block*>(w);
-  for_row_tiles(n_act, [&](auto tile, int64_t r) {
-    dot_tile<F, kVnni, decltype(tile)::value>(n / kBlock, blocks, act + size_t(r) * act_stride,
-                                              act_stride, out + r * out_stride, out_stride);
-  });
-}
+    dot_tile<F, kVnni, R>(nb, w, act, act_stride, out, out_stride);
+  }
+};
 
 template <class F>
 void install(TraitsTable& table, GgmlType type, bool vnni) {
-  TypeTraits& t = table[static_cast<size_t>(type)];
-  t.vec_dot = vnni ? vec_dot<F, true> : vec_dot<F, false>;
-  t.vec_dot_rows = vnni ? vec_dot_rows<F, true> : vec_dot_rows<F, false>;
+  install_tiled<Tile, F, kBlock>(table, type, vnni);
 }
 
 }  // namespace
