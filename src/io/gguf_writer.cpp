@@ -37,12 +37,12 @@ GgufEncoder& GgufEncoder::value(const GgufValue& v) {
   return *this;
 }
 
-void GgufWriter::add_value(std::string_view k, const GgufValue& v) {
+void GgufMetadataWriter::add_value(std::string_view k, const GgufValue& v) {
   key(k, v.type);
   kv_.value(v);
 }
 
-void GgufWriter::key(std::string_view k, GgufValueType type) {
+void GgufMetadataWriter::key(std::string_view k, GgufValueType type) {
   kv_.str(k).pod<uint32_t>(static_cast<uint32_t>(type));
   ++n_kv_;
 }
@@ -52,46 +52,46 @@ void GgufWriter::set_alignment(uint32_t alignment) {
   if (alignment != 32) add_u32("general.alignment", alignment);
 }
 
-void GgufWriter::add_string(std::string_view k, std::string_view v) {
+void GgufMetadataWriter::add_string(std::string_view k, std::string_view v) {
   key(k, GgufValueType::STRING);
   kv_.str(v);
 }
-void GgufWriter::add_bool(std::string_view k, bool v) {
+void GgufMetadataWriter::add_bool(std::string_view k, bool v) {
   key(k, GgufValueType::BOOL);
   kv_.pod<uint8_t>(v ? 1 : 0);
 }
-void GgufWriter::add_u32(std::string_view k, uint32_t v) {
+void GgufMetadataWriter::add_u32(std::string_view k, uint32_t v) {
   key(k, GgufValueType::UINT32);
   kv_.pod(v);
 }
-void GgufWriter::add_i32(std::string_view k, int32_t v) {
+void GgufMetadataWriter::add_i32(std::string_view k, int32_t v) {
   key(k, GgufValueType::INT32);
   kv_.pod(v);
 }
-void GgufWriter::add_u64(std::string_view k, uint64_t v) {
+void GgufMetadataWriter::add_u64(std::string_view k, uint64_t v) {
   key(k, GgufValueType::UINT64);
   kv_.pod(v);
 }
-void GgufWriter::add_f32(std::string_view k, float v) {
+void GgufMetadataWriter::add_f32(std::string_view k, float v) {
   key(k, GgufValueType::FLOAT32);
   kv_.pod(v);
 }
-void GgufWriter::add_strings(std::string_view k, std::span<const std::string> values) {
+void GgufMetadataWriter::add_strings(std::string_view k, std::span<const std::string> values) {
   key(k, GgufValueType::ARRAY);
   kv_.array_header(GgufValueType::STRING, values.size());
   for (const auto& s : values) kv_.str(s);
 }
-void GgufWriter::add_f32s(std::string_view k, std::span<const float> values) {
+void GgufMetadataWriter::add_f32s(std::string_view k, std::span<const float> values) {
   key(k, GgufValueType::ARRAY);
   kv_.array_header(GgufValueType::FLOAT32, values.size());
   for (float f : values) kv_.pod(f);
 }
-void GgufWriter::add_i32s(std::string_view k, std::span<const int32_t> values) {
+void GgufMetadataWriter::add_i32s(std::string_view k, std::span<const int32_t> values) {
   key(k, GgufValueType::ARRAY);
   kv_.array_header(GgufValueType::INT32, values.size());
   for (int32_t v : values) kv_.pod(v);
 }
-void GgufWriter::add_raw(std::string_view k, GgufValueType type, std::span<const uint8_t> encoded) {
+void GgufMetadataWriter::add_raw(std::string_view k, GgufValueType type, std::span<const uint8_t> encoded) {
   key(k, type);
   kv_.bytes.insert(kv_.bytes.end(), encoded.begin(), encoded.end());
 }
@@ -111,8 +111,8 @@ Status GgufWriter::add_tensor(std::string_view name, GgmlType type, std::span<co
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
   GgufEncoder out;
-  out.pod<uint32_t>(0x46554747).pod<uint32_t>(version_).pod<uint64_t>(tensors_.size()).pod<uint64_t>(n_kv_);
-  out.bytes.insert(out.bytes.end(), kv_.bytes.begin(), kv_.bytes.end());
+  out.pod<uint32_t>(0x46554747).pod<uint32_t>(version_).pod<uint64_t>(tensors_.size()).pod<uint64_t>(n_kv());
+  out.bytes.insert(out.bytes.end(), kv_bytes().begin(), kv_bytes().end());
   const auto pad = [&](std::vector<uint8_t>& b) {
     while (b.size() % alignment_ != 0) b.push_back(0);
   };

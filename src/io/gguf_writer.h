@@ -32,12 +32,10 @@ class GgufEncoder {
   std::vector<uint8_t> bytes;
 };
 
-class GgufWriter {
+// The metadata part of a GGUF file: key/value pairs in file order, encoded as they are added.
+// Shared by GgufWriter (whole file in memory) and GgufStreamWriter (tensors streamed).
+class GgufMetadataWriter {
  public:
-  explicit GgufWriter(uint32_t version = 3) : version_(version) {}
-
-  void set_alignment(uint32_t alignment);  // also writes general.alignment when not 32
-
   void add_string(std::string_view key, std::string_view value);
   void add_bool(std::string_view key, bool value);
   void add_u32(std::string_view key, uint32_t value);
@@ -52,6 +50,22 @@ class GgufWriter {
   // Any value: its type tag and its already-encoded bytes.
   void add_raw(std::string_view key, GgufValueType type, std::span<const uint8_t> encoded);
 
+  uint64_t n_kv() const { return n_kv_; }
+  const std::vector<uint8_t>& kv_bytes() const { return kv_.bytes; }  // the encoded pairs
+
+ private:
+  void key(std::string_view k, GgufValueType type);
+
+  uint64_t n_kv_ = 0;
+  GgufEncoder kv_;
+};
+
+class GgufWriter : public GgufMetadataWriter {
+ public:
+  explicit GgufWriter(uint32_t version = 3) : version_(version) {}
+
+  void set_alignment(uint32_t alignment);  // also writes general.alignment when not 32
+
   // ne[0] is the row length. data: the tensor's bytes in `type` (size checked against the shape).
   Status add_tensor(std::string_view name, GgmlType type, std::span<const int64_t> ne, std::span<const uint8_t> data);
 
@@ -65,12 +79,9 @@ class GgufWriter {
     std::vector<int64_t> ne;
     std::vector<uint8_t> data;
   };
-  void key(std::string_view k, GgufValueType type);
 
   uint32_t version_;
   uint32_t alignment_ = 32;
-  uint64_t n_kv_ = 0;
-  GgufEncoder kv_;
   std::vector<Tensor> tensors_;
 };
 

@@ -20,32 +20,6 @@ GgufStreamWriter::~GgufStreamWriter() {
   }
 }
 
-void GgufStreamWriter::key(std::string_view k, GgufValueType type) {
-  kv_.str(k).pod<uint32_t>(static_cast<uint32_t>(type));
-  ++n_kv_;
-}
-
-void GgufStreamWriter::add_string(std::string_view k, std::string_view v) {
-  key(k, GgufValueType::STRING);
-  kv_.str(v);
-}
-void GgufStreamWriter::add_u32(std::string_view k, uint32_t v) {
-  key(k, GgufValueType::UINT32);
-  kv_.pod(v);
-}
-void GgufStreamWriter::add_f32(std::string_view k, float v) {
-  key(k, GgufValueType::FLOAT32);
-  kv_.pod(v);
-}
-void GgufStreamWriter::add_bool(std::string_view k, bool v) {
-  key(k, GgufValueType::BOOL);
-  kv_.pod<uint8_t>(v ? 1 : 0);
-}
-void GgufStreamWriter::add_value(std::string_view k, const GgufValue& v) {
-  key(k, v.type);
-  kv_.value(v);
-}
-
 Status GgufStreamWriter::add_tensor(std::string_view name, GgmlType type,
                                     std::span<const int64_t> ne) {
   if (file_)
@@ -76,7 +50,7 @@ Status GgufStreamWriter::add_tensor(std::string_view name, GgmlType type,
 }
 
 uint64_t GgufStreamWriter::header_bytes() const {
-  uint64_t n = 4 + 4 + 8 + 8 + kv_.bytes.size();
+  uint64_t n = 4 + 4 + 8 + 8 + kv_bytes().size();
   for (const Tensor& t : tensors_) n += 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
   return n;
 }
@@ -121,8 +95,8 @@ Status GgufStreamWriter::open(const std::string& path) {
   u32(0x46554747);  // "GGUF"
   u32(3);
   u64(tensors_.size());
-  u64(n_kv_);
-  append(kv_.bytes.data(), kv_.bytes.size());
+  u64(n_kv());
+  append(kv_bytes().data(), kv_bytes().size());
   for (const Tensor& t : tensors_) {
     u64(t.name.size());
     append(t.name.data(), t.name.size());

@@ -21,19 +21,14 @@
 
 namespace vela {
 
-class GgufStreamWriter {
+class GgufStreamWriter : public GgufMetadataWriter {
  public:
   GgufStreamWriter() = default;
   ~GgufStreamWriter();  // removes PATH.part if finish() was not reached
   GgufStreamWriter(const GgufStreamWriter&) = delete;
   GgufStreamWriter& operator=(const GgufStreamWriter&) = delete;
 
-  // Metadata, in file order (before open()).
-  void add_string(std::string_view key, std::string_view value);
-  void add_u32(std::string_view key, uint32_t value);
-  void add_f32(std::string_view key, float value);
-  void add_bool(std::string_view key, bool value);
-  void add_value(std::string_view key, const GgufValue& value);  // copied from another file
+  // Metadata: the add_* of GgufMetadataWriter, in file order, before open().
 
   // Declares the next tensor (before open()). ne[0] is the row length; it must be a multiple
   // of the type's block size.
@@ -61,14 +56,11 @@ class GgufStreamWriter {
   struct FileCloser {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
-  void key(std::string_view k, GgufValueType type);
   Status put(const void* data, size_t n);
   Status pad_to(uint64_t file_pos);
   uint64_t header_bytes() const;
 
   static constexpr uint64_t kAlignment = 32;
-  uint64_t n_kv_ = 0;
-  GgufEncoder kv_;
   std::vector<Tensor> tensors_;
   uint64_t data_bytes_ = 0;  // aligned size of the data section so far
 
