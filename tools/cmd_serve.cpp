@@ -83,7 +83,7 @@ int run_serve(int argc, char** argv) {
 
   server::ServerOptions so;
   server::EngineSetupOptions eo;
-  eo.model_path = args.get("model");
+  eo.engine.model_path = args.get("model");
   auto fail = [](const std::string& message) {
     std::fprintf(stderr, "%s\n", message.c_str());
     return 2;
@@ -105,14 +105,14 @@ int run_serve(int argc, char** argv) {
   if (args.has("kv-cache-bytes")) {
     auto b = parse_bytes("kv-cache-bytes", args.get("kv-cache-bytes"));
     if (!b) return fail(b.message());
-    eo.kv_cache_bytes = *b;
+    eo.engine.kv_cache_bytes = *b;
   }
   if (args.has("kv-cache-fraction")) {
     auto f = args.get_float("kv-cache-fraction", 0, 1e-9, 1.0);
     if (!f) return fail(f.message());
-    eo.kv_cache_fraction = *f;
+    eo.engine.kv_cache_fraction = *f;
   }
-  if (eo.kv_cache_bytes && eo.kv_cache_fraction)
+  if (eo.engine.kv_cache_bytes && eo.engine.kv_cache_fraction)
     return fail("vela serve: give either --kv-cache-bytes or --kv-cache-fraction, not both");
   for (const char* flag : {"max-body-bytes", "max-stream-buffer-bytes"}) {
     if (!args.has(flag)) continue;
@@ -122,17 +122,17 @@ int run_serve(int argc, char** argv) {
         size_t(*b);
   }
 
-  eo.n_threads = int32_t(*threads);
-  eo.ctx_size = int32_t(*ctx);
-  eo.max_num_seqs = int32_t(*seqs);
-  eo.max_num_batched_tokens = int32_t(*batched);
-  eo.kv_type = args.get("kv-type", "f16");
+  eo.engine.n_threads = int32_t(*threads);
+  eo.engine.max_context = int32_t(*ctx);
+  eo.engine.max_num_seqs = int32_t(*seqs);
+  eo.engine.max_num_batched_tokens = int32_t(*batched);
+  eo.engine.kv_cache_type = args.get("kv-type", "f16");
   {
     auto bs = args.get_int("block-size", 8, 1, 1024);
     if (!bs) return fail("vela serve: --block-size: " + bs.message());
-    eo.block_size = int32_t(*bs);
+    eo.engine.block_size = int32_t(*bs);
   }
-  eo.prefix_caching = !args.has("no-prefix-caching");
+  eo.engine.enable_prefix_caching = !args.has("no-prefix-caching");
   eo.max_wait_ms = *wait_ms;
   eo.max_queued_requests = int32_t(*queued);
   eo.chat_template_path = args.get("chat-template");
@@ -142,7 +142,7 @@ int run_serve(int argc, char** argv) {
   so.protect_metrics = args.has("protect-metrics");
   so.shutdown_grace_seconds = *grace;
   so.served_model_name =
-      args.get("served-model-name", std::filesystem::path(eo.model_path).stem().string());
+      args.get("served-model-name", std::filesystem::path(eo.engine.model_path).stem().string());
   if (so.served_model_name.empty()) return fail("vela serve: --served-model-name is empty");
   so.api_keys = args.get_all("api-key");
   if (const char* env = std::getenv("VELA_API_KEY"); env && *env) so.api_keys.emplace_back(env);
@@ -154,7 +154,7 @@ int run_serve(int argc, char** argv) {
   for (const std::string& key : so.api_keys)
     if (key.empty()) return fail("vela serve: an API key is empty");
 
-  server::HttpServer server(so, eo.ctx_size > 0 ? eo.ctx_size : 4096);
+  server::HttpServer server(so, eo.engine.max_context > 0 ? eo.engine.max_context : 4096);
   if (auto st = server.listen(); !st) {
     std::fprintf(stderr, "vela serve: %s\n", st.message().c_str());
     return 1;

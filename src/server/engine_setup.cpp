@@ -25,8 +25,8 @@ Result<std::string> read_file(const std::string& path) {
 
 Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOptions& o,
                                                             std::string& log) {
-  if (o.max_num_seqs < 1) return make_error("--max-num-seqs must be at least 1");
-  if (o.max_num_batched_tokens < 1)
+  if (o.engine.max_num_seqs < 1) return make_error("--max-num-seqs must be at least 1");
+  if (o.engine.max_num_batched_tokens < 1)
     return make_error("--max-num-batched-tokens must be at least 1");
 
   // Read the template file first: a typo should fail before a long model load.
@@ -37,18 +37,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
     template_file = std::move(*text);
   }
 
-  EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.max_context = o.ctx_size;
-  eo.max_num_seqs = o.max_num_seqs;
-  eo.max_num_batched_tokens = o.max_num_batched_tokens;
-  eo.kv_cache_type = o.kv_type;
-  eo.block_size = o.block_size;
-  eo.kv_cache_bytes = o.kv_cache_bytes;
-  eo.kv_cache_fraction = o.kv_cache_fraction;
-  eo.enable_prefix_caching = o.prefix_caching;
-  auto engine = make_engine(eo);
+  auto engine = make_engine(o.engine);
   if (!engine) return engine.error();
   const Tokenizer* tokenizer = &(*engine)->tokenizer();
   const ModelConfig& mc = (*engine)->model().config();
@@ -89,12 +78,12 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   loaded->engine = std::make_shared<AsyncEngine>(std::move(*engine), ac);
 
   std::ostringstream s;
-  s << "vela serve: model " << o.model_path << " (" << mc.arch_name << ", " << mc.n_layer
+  s << "vela serve: model " << o.engine.model_path << " (" << mc.arch_name << ", " << mc.n_layer
     << " layers, vocab " << mc.n_vocab << "), context " << actual.max_context << ", KV cache "
     << actual.n_blocks << " blocks x " << actual.block_size << " tokens ("
     << (double(bytes_per_block) * actual.n_blocks / (1 << 20)) << " MiB "
-    << kv_type_name(actual.kv_type) << "), max " << o.max_num_seqs << " sequences, "
-    << o.max_num_batched_tokens << " tokens per step, prefix caching "
+    << kv_type_name(actual.kv_type) << "), max " << o.engine.max_num_seqs << " sequences, "
+    << o.engine.max_num_batched_tokens << " tokens per step, prefix caching "
     << (actual.enable_prefix_caching ? "on" : "off") << ", kernels " << describe_cpu() << "\n";
   if (loaded->chat)
     s << "vela serve: chat template from " << (template_file ? o.chat_template_path : "the model")

@@ -8,22 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "engine/engine_factory.h"
 #include "server/server_context.h"
 #include "util/result.h"
 
 namespace vela::server {
 
 struct EngineSetupOptions {
-  std::string model_path;
-  int32_t n_threads = 0;  // 0 = physical cores
-  int32_t ctx_size = 0;   // 0 = the model's training context, at most 4096
-  int32_t max_num_seqs = 64;
-  int32_t max_num_batched_tokens = 512;
-  std::optional<uint64_t> kv_cache_bytes;   // exclusive with kv_cache_fraction
-  std::optional<double> kv_cache_fraction;  // of MemAvailable, in (0, 1]
-  std::string kv_type = "f16";
-  int32_t block_size = 8;  // KV token slots per block (EngineOptions::block_size)
-  bool prefix_caching = true;
+  EngineOptions engine;  // model, threads, context, batching, KV budget, type and block size
   double max_wait_ms = 0;
   int32_t max_queued_requests = 0;  // 0 = no bound
   std::string chat_template_path;   // overrides the model's template
