@@ -63,17 +63,9 @@ bool t_iterable(Interpreter&, const Value& v, Args&) {
   }
 }
 
-bool t_sequence(Interpreter&, const Value& v, Args&) {
-  switch (v.kind()) {
-    case Kind::kUndefined:
-    case Kind::kString:
-    case Kind::kList:
-    case Kind::kTuple:
-    case Kind::kDict:
-      return true;
-    default:
-      return false;
-  }
+// Jinja's sequence test: iterable with a length (a loop object is iterable only).
+bool t_sequence(Interpreter& in, const Value& v, Args& a) {
+  return v.kind() != Kind::kLoop && t_iterable(in, v, a);
 }
 
 bool t_callable(Interpreter&, const Value& v, Args&) {

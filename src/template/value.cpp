@@ -48,42 +48,18 @@ Value Value::undefined(std::string hint) {
   return v;
 }
 
-Value Value::list(ListObj* l) {
+Value Value::object(Kind kind, Object* p) {
   Value v;
-  v.kind_ = Kind::kList;
-  v.p_ = l;
+  v.kind_ = kind;
+  v.p_ = p;
   return v;
 }
-Value Value::tuple(ListObj* l) {
-  Value v;
-  v.kind_ = Kind::kTuple;
-  v.p_ = l;
-  return v;
-}
-Value Value::dict(DictObj* d) {
-  Value v;
-  v.kind_ = Kind::kDict;
-  v.p_ = d;
-  return v;
-}
-Value Value::ns(DictObj* d) {
-  Value v;
-  v.kind_ = Kind::kNamespace;
-  v.p_ = d;
-  return v;
-}
-Value Value::func(FuncObj* f) {
-  Value v;
-  v.kind_ = Kind::kFunc;
-  v.p_ = f;
-  return v;
-}
-Value Value::loop(LoopObj* l) {
-  Value v;
-  v.kind_ = Kind::kLoop;
-  v.p_ = l;
-  return v;
-}
+Value Value::list(ListObj* l) { return object(Kind::kList, l); }
+Value Value::tuple(ListObj* l) { return object(Kind::kTuple, l); }
+Value Value::dict(DictObj* d) { return object(Kind::kDict, d); }
+Value Value::ns(DictObj* d) { return object(Kind::kNamespace, d); }
+Value Value::func(FuncObj* f) { return object(Kind::kFunc, f); }
+Value Value::loop(LoopObj* l) { return object(Kind::kLoop, l); }
 
 std::string Value::undefined_message() const {
   if (s_ && !s_->empty()) return *s_;

@@ -92,6 +92,8 @@ class Value {
   std::string undefined_message() const;
 
  private:
+  static Value object(Kind kind, Object* p);  // the heap-object kinds
+
   Kind kind_ = Kind::kUndefined;
   union {
     bool b_;
