@@ -19,8 +19,7 @@ namespace vela::kernels {
 namespace amx {
 namespace {
 
-using avx512::ActBlockInfo;
-using avx512::prepare_act_blocks;
+using avx512::prepare_act_scales;
 
 constexpr int kTileM = 16;  // activation rows per tile
 
@@ -90,17 +89,21 @@ struct TileRun {
   alignas(64) int32_t c[kTileM][16];
 
   // GCC's tile intrinsics take the tile number as a literal, hence the macros.
-#define VELA_AMX_ISSUE(tile_a, tile_b, tile_c, b)                                               \
-  do {                                                                                        \
-    _tile_loadd(tile_a, act + size_t(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs),       \
-                act_stride);                                                                  \
-    _tile_loadd(tile_b, F::b_tile(wg, b, unpacked), 64);                                      \
-    _tile_zero(tile_c);                                                                       \
-    _tile_dpbsud(tile_c, tile_a, tile_b);                                                     \
-    _tile_dpbssd(tile_c, tile_a, 4 /* kBias */);                                              \
+#define VELA_AMX_ISSUE(tile_a, tile_b, tile_c, b)                                      \
+  do {                                                                                 \
+    _tile_loadd(tile_a, act + size_t(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs), \
+                act_stride);                                                           \
+    _tile_loadd(tile_b, F::b_tile(wg, b, unpacked), 64);                               \
+    _tile_zero(tile_c);                                                                \
+    _tile_dpbsud(tile_c, tile_a, tile_b);                                              \
+    _tile_dpbssd(tile_c, tile_a, 4 /* kBias */);                                       \
   } while (0)
-  void issue0(int64_t b) { VELA_AMX_ISSUE(0, 2, 5, b); }
-  void issue1(int64_t b) { VELA_AMX_ISSUE(1, 3, 6, b); }
+  void issue0(int64_t b) {
+    VELA_AMX_ISSUE(0, 2, 5, b);
+  }
+  void issue1(int64_t b) {
+    VELA_AMX_ISSUE(1, 3, 6, b);
+  }
 #undef VELA_AMX_ISSUE
 
   void drain0(int64_t b) {
@@ -142,7 +145,7 @@ struct TileRun {
 template <class F>
 void gemm(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const ActBlockInfo info = prepare_act_blocks(p.act, p.act_stride, p.n_act, nb, F::kBias, false);
+  const float* act_scale = prepare_act_scales(p.act, p.act_stride, p.n_act, nb);
   // The last partial token tile reads its rows from a zero-padded copy, so every tile is 16 rows.
   const int64_t n_full = p.n_act / kTileM * kTileM;
   const int tail = int(p.n_act - n_full);
@@ -152,9 +155,11 @@ void gemm(const PackedGemmArgs& p) {
     padded.assign(kTileM * p.act_stride, 0);
     std::memcpy(padded.data(), p.act + size_t(n_full) * p.act_stride, size_t(tail) * p.act_stride);
     padded_scale.assign(size_t(kTileM * nb), 0.0f);
-    std::memcpy(padded_scale.data(), info.scale + n_full * nb, size_t(tail * nb) * sizeof(float));
+    std::memcpy(padded_scale.data(), act_scale + n_full * nb, size_t(tail * nb) * sizeof(float));
   }
-  struct alignas(64) Line { uint8_t bytes[64]; };
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
   thread_local std::vector<Line> unpacked;  // 64-byte aligned (over-aligned new)
   if (F::needs_unpack() && unpacked.size() < size_t(nb * 8)) unpacked.resize(size_t(nb * 8));
   auto* unpacked_bytes = reinterpret_cast<uint8_t*>(unpacked.data());
@@ -177,7 +182,7 @@ void gemm(const PackedGemmArgs& p) {
       const bool is_tail = t >= n_full;
       run.act = is_tail ? padded.data() : p.act + size_t(t) * p.act_stride;
       run.act_stride = p.act_stride;
-      run.scale = is_tail ? padded_scale.data() : info.scale + t * nb;
+      run.scale = is_tail ? padded_scale.data() : act_scale + t * nb;
       run.m = is_tail ? tail : kTileM;
       run.run(p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
     }
@@ -190,9 +195,12 @@ void gemm(const PackedGemmArgs& p) {
 
 PackedGemmFn packed_gemm_amx(GgmlType w_type) {
   switch (w_type) {
-    case GgmlType::Q8_0: return amx::gemm<amx::Q8_0x16Format>;
-    case GgmlType::Q4_0: return amx::gemm<amx::Q4_0x16Format>;
-    default: return nullptr;
+    case GgmlType::Q8_0:
+      return amx::gemm<amx::Q8_0x16Format>;
+    case GgmlType::Q4_0:
+      return amx::gemm<amx::Q4_0x16Format>;
+    default:
+      return nullptr;
   }
 }
 

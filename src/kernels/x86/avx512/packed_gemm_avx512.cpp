@@ -2,7 +2,7 @@
 // a 16-row group is eight vectors whose dword lane n holds four weights of row n, so vpdpbusd
 // with one broadcast activation dword adds four products to each of the 16 rows' exact block
 // sums; no horizontal reduction is needed. Each block's weights are decoded once for a tile of
-// up to 8 activation rows.
+// up to 16 activation rows.
 #include <type_traits>
 #include <vector>
 
@@ -48,96 +48,67 @@ inline void prefetch_ahead(const Packed* block) {
   for (size_t line = 0; line < sizeof(Packed); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 
-// Rows r < R of the token tile starting at act against G consecutive 16-row groups (nb packed
-// blocks each, the first at wg). With G = 2 each broadcast activation dword feeds two vpdpbusd,
-// halving the loads per multiply; R is then at most 4 so that 16 weight vectors and 2R
-// accumulators fit the 32 registers.
-template <class F, int G, int R>
-void group_tile(const typename F::Packed* wg, int64_t nb, const uint8_t* act, size_t act_stride,
-                const float* scale, const int32_t* correction, float* y, int64_t y_stride) {
-  __m512 acc[G][R];
-  for (int k = 0; k < G; ++k)
-    for (int r = 0; r < R; ++r) acc[k][r] = _mm512_setzero_ps();
+// Rows r < R of a token tile (slots first .. first + R - 1 of an activation tile, ActTiles)
+// against one 16-row group of nb packed blocks at wg. Each block's weights are decoded once for
+// the R rows; the 8 weight vectors and R <= 16 accumulators fit the 32 registers.
+template <class F, int R>
+void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, int64_t first,
+                float* y, int64_t y_stride) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    __m512i w[G][8];
-    __m512 dw[G];
-#pragma GCC unroll 2
-    for (int k = 0; k < G; ++k) {
-      const typename F::Packed& blk = wg[k * nb + b];
-      prefetch_ahead(&blk);
-      F::load(blk, w[k]);
-      dw[k] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.d)));
-    }
-#pragma GCC unroll 8
+    const typename F::Packed& blk = wg[b];
+    prefetch_ahead(&blk);
+    __m512i w[8];
+    F::load(blk, w);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.d)));
+    const int64_t slot0 = b * kActTileRows + first;
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const uint8_t* q = act + size_t(r) * act_stride + size_t(b) * sizeof(BlockQ8_0) +
-                         offsetof(BlockQ8_0, qs);
-      const size_t i = size_t(r * nb + b);
-      // The bias correction starts each integer sum.
-      __m512i sum[G];
-      for (int k = 0; k < G; ++k) sum[k] = _mm512_set1_epi32(-correction[i]);
-      if constexpr (G == 1 && R == 1) {
-        // A lone row and group: two chains of four, so vpdpbusd latency does not bound it.
+      const int64_t slot = slot0 + r;
+      const int8_t* q = tile.quants + slot * kQK8_0;
+      // The bias correction starts the integer sum.
+      __m512i sum = _mm512_set1_epi32(tile.sum_start[slot]);
+      if constexpr (R == 1) {
+        // A lone row: two chains of four, so vpdpbusd latency does not bound it.
         __m512i s1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int j = 0; j < 8; j += 2) {
-          sum[0] = _mm512_dpbusd_epi32(sum[0], w[0][j], _mm512_set1_epi32(load_i32(q + 4 * j)));
-          s1 = _mm512_dpbusd_epi32(s1, w[0][j + 1], _mm512_set1_epi32(load_i32(q + 4 * j + 4)));
+          sum = _mm512_dpbusd_epi32(sum, w[j], _mm512_set1_epi32(load_i32(q + 4 * j)));
+          s1 = _mm512_dpbusd_epi32(s1, w[j + 1], _mm512_set1_epi32(load_i32(q + 4 * j + 4)));
         }
-        sum[0] = _mm512_add_epi32(sum[0], s1);
+        sum = _mm512_add_epi32(sum, s1);
       } else {
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) {
-          const __m512i a = _mm512_set1_epi32(load_i32(q + 4 * j));
-#pragma GCC unroll 2
-          for (int k = 0; k < G; ++k) sum[k] = _mm512_dpbusd_epi32(sum[k], w[k][j], a);
-        }
+        for (int j = 0; j < 8; ++j)
+          sum = _mm512_dpbusd_epi32(sum, w[j], _mm512_set1_epi32(load_i32(q + 4 * j)));
       }
-      const __m512 sa = _mm512_set1_ps(scale[i]);
-#pragma GCC unroll 2
-      for (int k = 0; k < G; ++k)
-        acc[k][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[k]), _mm512_mul_ps(dw[k], sa), acc[k][r]);
+      const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(tile.scale[slot]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[r]);
     }
   }
-  for (int k = 0; k < G; ++k)
-    for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride + k * kPackedRows, acc[k][r]);
-}
-
-constexpr int64_t kPairMinTokens = 64;
-
-// Token tiles of up to kMaxR rows: kMaxR, then 4, 2, 1.
-template <int kMaxR, class Tile>
-inline void for_token_tiles(int64_t n, Tile&& tile) {
-  int64_t t = 0;
-  if constexpr (kMaxR == 8)
-    for (; t + 8 <= n; t += 8) tile(std::integral_constant<int, 8>{}, t);
-  for (; t + 4 <= n; t += 4) tile(std::integral_constant<int, 4>{}, t);
-  if (t + 2 <= n) tile(std::integral_constant<int, 2>{}, t), t += 2;
-  if (t < n) tile(std::integral_constant<int, 1>{}, t);
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
 template <class F>
 void gemm(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const ActBlockInfo info = prepare_act_blocks(p.act, p.act_stride, p.n_act, nb, F::kBias, true);
+  const ActTiles act = prepare_act_tiles(p.act, p.act_stride, p.n_act, nb, F::kBias);
   const auto* w = static_cast<const typename F::Packed*>(p.w);
-  // Groups outside, tokens inside: a group's blocks stay in cache across the token tiles. Pairs
-  // of groups, then a last lone one.
-  const auto run = [&](auto groups, int64_t g) {
-    constexpr int G = decltype(groups)::value;
-    for_token_tiles<G == 2 ? 4 : 8>(p.n_act, [&](auto tile, int64_t t) {
-      group_tile<F, G, decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
-                                              p.act_stride, info.scale + t * nb,
-                                              info.correction + t * nb,
-                                              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
-    });
-  };
-  // Pairs only pay for prompt-sized batches (measured: +7-12% at 512 tokens; at 8-32 tokens the
-  // pairs' 4-row tiles re-read each weight block more often and lose 15-25%).
-  int64_t g = 0;
-  if (p.n_act >= kPairMinTokens)
-    for (; g + 2 <= p.n_groups; g += 2) run(std::integral_constant<int, 2>{}, g);
-  for (; g < p.n_groups; ++g) run(std::integral_constant<int, 1>{}, g);
+  // Groups outside, tokens inside: a group's blocks stay in cache across the token tiles. Whole
+  // tiles of 16 rows, then 8, 4, 2, 1 for the rest of the last one.
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const auto tile = [&](auto rows, int64_t t) {
+      constexpr int R = decltype(rows)::value;
+      const int64_t base = t / kActTileRows * nb * kActTileRows;
+      const ActTiles at = {act.quants + base * kQK8_0, act.scale + base, act.sum_start + base};
+      group_tile<F, R>(w + g * nb, nb, at, t % kActTileRows, p.y + t * p.y_stride + g * kPackedRows,
+                       p.y_stride);
+    };
+    int64_t t = 0;
+    for (; t + 16 <= p.n_act; t += 16) tile(std::integral_constant<int, 16>{}, t);
+    for_row_tiles(p.n_act - t, [&](auto rows, int64_t r) { tile(rows, t + r); });
+  }
 }
 
 // Q4_K: rows r < R (R <= 4: a super-block pair's 16 decoded vectors stay in registers) of the
@@ -169,8 +140,10 @@ void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, siz
         lo[g] = _mm512_and_si512(raw, low);
         hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
       }
-      const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
-      const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p + 1])));
+      const __m512i sc_lo =
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
+      const __m512i sc_hi = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p + 1])));
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const int8_t* q = a[r]->qs + 64 * p;
@@ -185,10 +158,12 @@ void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, siz
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
-    const __m512 dmw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
+    const __m512 dmw =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m512i mp = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.min_pairs[k])));
+      const __m512i mp = _mm512_cvtepu8_epi16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.min_pairs[k])));
       for (int r = 0; r < R; ++r)
         mins[r] = _mm512_dpwssd_epi32(mins[r], mp,
                                       _mm512_set1_epi32(int32_t(bsum_pairs[(r * nb + b) * 4 + k])));
@@ -227,20 +202,22 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
       const __m512i l01 = _mm512_loadu_si512(wb.ql[s][0]), l23 = _mm512_loadu_si512(wb.ql[s][1]);
       const __m512i h = _mm512_loadu_si512(wb.qh[s]);
       __m512i q[4];
-      q[0] = _mm512_or_si512(_mm512_and_si512(l01, low4), _mm512_and_si512(_mm512_slli_epi16(h, 4), high2));
+      q[0] = _mm512_or_si512(_mm512_and_si512(l01, low4),
+                             _mm512_and_si512(_mm512_slli_epi16(h, 4), high2));
       q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l01, 4), low4),
                              _mm512_and_si512(_mm512_slli_epi16(h, 2), high2));
       q[2] = _mm512_or_si512(_mm512_and_si512(l23, low4), _mm512_and_si512(h, high2));
       q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l23, 4), low4),
                              _mm512_and_si512(_mm512_srli_epi16(h, 2), high2));
-      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
+      const __m512i sc =
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 16 * s;
         // Two chains of two: a single row would otherwise wait on vpdpbusd latency.
         __m512i dot = _mm512_set1_epi32(-kQ6_KOffset * int32_t(a[r]->bsums[s]));
-        __m512i dot2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1],
-                                           _mm512_set1_epi32(load_i32(qa + 4)));
+        __m512i dot2 =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1], _mm512_set1_epi32(load_i32(qa + 4)));
         dot = _mm512_dpbusd_epi32(dot, q[0], _mm512_set1_epi32(load_i32(qa)));
         dot2 = _mm512_dpbusd_epi32(dot2, q[3], _mm512_set1_epi32(load_i32(qa + 12)));
         dot = _mm512_dpbusd_epi32(dot, q[2], _mm512_set1_epi32(load_i32(qa + 8)));
@@ -268,7 +245,8 @@ void gemm_q6_k(const PackedGemmArgs& p) {
 }
 
 // Per activation row and super-block, the sums of sub-blocks 2k and 2k + 1 as an int16 pair.
-const uint32_t* prepare_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
+const uint32_t* prepare_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act,
+                                   int64_t nb) {
   thread_local std::vector<uint32_t> pairs;
   if (pairs.size() < size_t(n_act * nb * 4)) pairs.resize(size_t(n_act * nb * 4));
   for (int64_t t = 0; t < n_act; ++t) {
@@ -305,11 +283,16 @@ void gemm_q4_k(const PackedGemmArgs& p) {
 
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type) {
   switch (w_type) {
-    case GgmlType::Q8_0: return avx512::gemm<avx512::Q8_0x16Format>;
-    case GgmlType::Q4_0: return avx512::gemm<avx512::Q4_0x16Format>;
-    case GgmlType::Q4_K: return avx512::gemm_q4_k;
-    case GgmlType::Q6_K: return avx512::gemm_q6_k;
-    default: return nullptr;
+    case GgmlType::Q8_0:
+      return avx512::gemm<avx512::Q8_0x16Format>;
+    case GgmlType::Q4_0:
+      return avx512::gemm<avx512::Q4_0x16Format>;
+    case GgmlType::Q4_K:
+      return avx512::gemm_q4_k;
+    case GgmlType::Q6_K:
+      return avx512::gemm_q6_k;
+    default:
+      return nullptr;
   }
 }
 
