@@ -186,36 +186,38 @@ TEST(AttentionKernels, ExactWhereNothingRounds) {
 }
 
 // The multi-row kernels give every row exactly what the single-row kernel of the same table
-// gives it (a row's attention never depends on how many rows share the call), at strides that
-// leave gaps between rows.
+// gives it (a row's attention never depends on how many rows share the call), for row counts on
+// both sides of the 8- and 16-row groupings, at strides that leave gaps between rows.
 TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
   for (KernelIsa isa : supported_kernel_isas()) {
     const AttentionRowKernels& kern = attention_row_kernels(isa);
     std::mt19937 rng(21);
     for (AttnRowType type : kTypes)
-      for (int n : {1, 15, 16, 33, 64, 80, 128, 300}) {
-        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
-                     " n=" + std::to_string(n));
-        constexpr int kRows = 5;
-        const int64_t q_stride = n + 3, out_stride = 7;
-        const std::vector<float> q = random_vector(rng, int(q_stride * kRows), 1.0f);
-        std::vector<float> k;
-        const std::vector<uint8_t> row = encode(type, random_vector(rng, n, 2.0f), k);
-        std::vector<float> out(size_t(out_stride * kRows), -1.0f);
-        kern.dot_rows_for(type)(q.data(), q_stride, kRows, row.data(), n, 0.125f, out.data(),
-                                out_stride);
-        for (int r = 0; r < kRows; ++r) {
-          const float one = kern.dot_for(type)(q.data() + r * q_stride, row.data(), n) * 0.125f;
-          ASSERT_EQ(std::memcmp(&one, &out[size_t(r * out_stride)], 4), 0) << "row " << r;
-        }
-        const std::vector<float> w = random_vector(rng, kRows * 2, 1.0f);
-        std::vector<float> acc = random_vector(rng, int(q_stride * kRows), 0.5f);
-        std::vector<float> acc_one = acc;
-        kern.axpy_rows_for(type)(w.data(), 2, kRows, row.data(), acc.data(), q_stride, n);
-        for (int r = 0; r < kRows; ++r)
-          kern.axpy_for(type)(w[size_t(2 * r)], row.data(), acc_one.data() + r * q_stride, n);
-        ASSERT_EQ(std::memcmp(acc.data(), acc_one.data(), acc.size() * 4), 0);
-      }
+      for (int n : {1, 15, 16, 32, 33, 64, 80, 96, 128, 300})
+        for (int kRows : {5, 8, 16, 27, 32})
+          for (int64_t out_stride : {1, 7}) {
+            SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
+                         " n=" + std::to_string(n) + " rows=" + std::to_string(kRows) +
+                         " out_stride=" + std::to_string(out_stride));
+            const int64_t q_stride = n + 3;
+            const std::vector<float> q = random_vector(rng, int(q_stride * kRows), 1.0f);
+            std::vector<float> k;
+            const std::vector<uint8_t> row = encode(type, random_vector(rng, n, 2.0f), k);
+            std::vector<float> out(size_t(out_stride * kRows), -1.0f);
+            kern.dot_rows_for(type)(q.data(), q_stride, kRows, row.data(), n, 0.125f, out.data(),
+                                    out_stride);
+            for (int r = 0; r < kRows; ++r) {
+              const float one = kern.dot_for(type)(q.data() + r * q_stride, row.data(), n) * 0.125f;
+              ASSERT_EQ(std::memcmp(&one, &out[size_t(r * out_stride)], 4), 0) << "row " << r;
+            }
+            const std::vector<float> w = random_vector(rng, kRows * 2, 1.0f);
+            std::vector<float> acc = random_vector(rng, int(q_stride * kRows), 0.5f);
+            std::vector<float> acc_one = acc;
+            kern.axpy_rows_for(type)(w.data(), 2, kRows, row.data(), acc.data(), q_stride, n);
+            for (int r = 0; r < kRows; ++r)
+              kern.axpy_for(type)(w[size_t(2 * r)], row.data(), acc_one.data() + r * q_stride, n);
+            ASSERT_EQ(std::memcmp(acc.data(), acc_one.data(), acc.size() * 4), 0);
+          }
   }
 }
 
@@ -255,8 +257,19 @@ TEST(AttentionKernels, RoundF16BitIdenticalToReference) {
   const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
   std::mt19937 rng(9);
   std::vector<float> x = random_vector(rng, 200, 3.0f);
-  const float specials[] = {0.0f, -0.0f, 1e-8f, -3e-6f, 6.1e-5f, 65504.0f, 65520.0f, 1e6f,
-                            -1e6f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 2049.0f, 2051.0f};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1e-8f,
+                            -3e-6f,
+                            6.1e-5f,
+                            65504.0f,
+                            65520.0f,
+                            1e6f,
+                            -1e6f,
+                            1.0f + 1.0f / 2048,
+                            1.0f + 3.0f / 2048,
+                            2049.0f,
+                            2051.0f};
   for (size_t i = 0; i < std::size(specials); ++i) x[i * 7] = specials[i];
   for (KernelIsa isa : supported_kernel_isas()) {
     const AttentionRowKernels& kern = attention_row_kernels(isa);

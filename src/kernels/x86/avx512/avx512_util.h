@@ -89,7 +89,7 @@ inline __m512 exp_nonpositive(__m512 x) {
   const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);  // ln2, high part (exact k*)
-  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);     // ln2, low part
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);      // ln2, low part
   __m512 p = _mm512_set1_ps(1.0f / 5040);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
@@ -106,6 +106,33 @@ inline float hsum(__m512 v) {
   const __m256 lo = _mm512_castps512_ps256(v);
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
   return hsum(_mm256_add_ps(lo, hi));
+}
+
+// hsum of 16 vectors at once, each bit-identical to hsum(__m512) of it: the same pairs of lanes
+// are added in the same tree (lanes 8 apart, then 4, 2, 1), only with two vectors' partial sums
+// sharing each register. Vector v[hsum16_slot(i)]'s sum is lane i of the result.
+inline __m512 hsum16(const __m512 v[16]) {
+  __m512 s8[8], s4[4], s2[2];
+  // 16 lanes -> 8: [a0 a1 | b0 b1] + [a2 a3 | b2 b3] (128-bit quarters).
+  for (int i = 0; i < 8; ++i)
+    s8[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // 8 -> 4: one quarter per vector, [a b c d].
+  for (int i = 0; i < 4; ++i)
+    s4[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * i], s8[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_f32x4(s8[2 * i], s8[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // 4 -> 2: within each quarter, lanes 0 + 2 and 1 + 3 (hsum's movehl step).
+  for (int i = 0; i < 2; ++i)
+    s2[i] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * i], s4[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_ps(s4[2 * i], s4[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // 2 -> 1: lanes 0 + 1 (hsum's movehdup step).
+  return _mm512_add_ps(_mm512_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The input slot of hsum16 whose sum lands in lane i: lane 4k + m holds slot k + 4m.
+constexpr int hsum16_slot(int i) {
+  return i / 4 + 4 * (i % 4);
 }
 
 // A per-thread scratch array of at least n elements (grown, never shrunk; contents not kept).
