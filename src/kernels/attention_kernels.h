@@ -31,9 +31,14 @@ using AttnAxpyFn = void (*)(float w, const void* v_row, float* acc, int n);
 // out[r * out_stride] = dot(q + r * q_stride, k_row, n) * scale.
 using AttnDotRowsFn = void (*)(const float* q, int64_t q_stride, int n_rows, const void* k_row,
                                int n, float scale, float* out, int64_t out_stride);
-// axpy(w[r * w_stride], v_row, acc + r * acc_stride, n) for r < n_rows.
-using AttnAxpyRowsFn = void (*)(const float* w, int64_t w_stride, int n_rows, const void* v_row,
-                                float* acc, int64_t acc_stride, int n);
+// For the stored rows v_rows[p] of n_pos consecutive positions (1 <= n_pos <= kAttnMaxPositions)
+// and r < n_rows: axpy(w[r * w_stride + p], v_rows[p], acc + r * acc_stride, n) for p = 0, 1, ...
+// in that order, bit-identical to those single-row calls (each accumulator takes its positions in
+// order), so grouping positions changes nothing but the memory traffic.
+constexpr int kAttnMaxPositions = 4;
+using AttnAxpyRowsFn = void (*)(const float* w, int64_t w_stride, int n_rows,
+                                const void* const* v_rows, int n_pos, float* acc,
+                                int64_t acc_stride, int n);
 // x[0, n) := softmax(x) in place (max subtracted, exp, normalized by the sum); each probability
 // rounded to f16 when round_f16 (the f16-KV contract of model/attention.h). SIMD tables use a
 // polynomial exp within 2 ulp of std::exp.

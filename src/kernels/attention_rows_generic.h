@@ -13,9 +13,10 @@ void dot_rows_loop(const float* q, int64_t q_stride, int n_rows, const void* k_r
 }
 
 template <AttnAxpyFn kAxpy>
-void axpy_rows_loop(const float* w, int64_t w_stride, int n_rows, const void* v_row, float* acc,
-                    int64_t acc_stride, int n) {
-  for (int r = 0; r < n_rows; ++r) kAxpy(w[r * w_stride], v_row, acc + r * acc_stride, n);
+void axpy_rows_loop(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
+                    int n_pos, float* acc, int64_t acc_stride, int n) {
+  for (int p = 0; p < n_pos; ++p)
+    for (int r = 0; r < n_rows; ++r) kAxpy(w[r * w_stride + p], v_rows[p], acc + r * acc_stride, n);
 }
 
 }  // namespace vela::kernels

@@ -96,16 +96,29 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     kern.softmax(&score(first, r), last - first + 1, f16_math);
   }
 
-  // Pass 2: probability-weighted sum of V, each V row read once.
+  // Pass 2: probability-weighted sum of V, each V row read once; consecutive positions seen by
+  // the same rows go to the kernel together (up to kAttnMaxPositions).
   std::fill(s.acc.begin(), s.acc.begin() + size_t(n_rows) * size_t(hd), 0.0f);
-  for (int32_t j = lo; j <= last_position; ++j) {
+  for (int32_t j = lo; j <= last_position;) {
     int32_t t_lo, t_hi;
     tokens_seeing(j, t_lo, t_hi);
-    if (t_lo > t_hi) continue;
-    const uint8_t* v = cache.v_head(layer, slot_of(j), kv_head);
+    if (t_lo > t_hi) {
+      ++j;
+      continue;
+    }
+    const void* v[kernels::kAttnMaxPositions];
+    int n_pos = 0;
+    v[n_pos++] = cache.v_head(layer, slot_of(j), kv_head);
+    for (int32_t next_lo, next_hi; n_pos < kernels::kAttnMaxPositions && j + n_pos <= last_position;
+         ++n_pos) {
+      tokens_seeing(j + n_pos, next_lo, next_hi);
+      if (next_lo != t_lo || next_hi != t_hi) break;
+      v[n_pos] = cache.v_head(layer, slot_of(j + n_pos), kv_head);
+    }
     const int32_t r0 = t_lo * n_heads;
-    axpy_rows(&score(j, r0), span, (t_hi + 1) * n_heads - r0, v,
+    axpy_rows(&score(j, r0), span, (t_hi + 1) * n_heads - r0, v, n_pos,
               s.acc.data() + size_t(r0) * size_t(hd), hd, hd);
+    j += n_pos;
   }
   for (int32_t t = 0; t < n_tokens; ++t)
     for (int32_t g = 0; g < n_heads; ++g) {

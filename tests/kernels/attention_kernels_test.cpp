@@ -210,13 +210,27 @@ TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
               const float one = kern.dot_for(type)(q.data() + r * q_stride, row.data(), n) * 0.125f;
               ASSERT_EQ(std::memcmp(&one, &out[size_t(r * out_stride)], 4), 0) << "row " << r;
             }
-            const std::vector<float> w = random_vector(rng, kRows * 2, 1.0f);
-            std::vector<float> acc = random_vector(rng, int(q_stride * kRows), 0.5f);
-            std::vector<float> acc_one = acc;
-            kern.axpy_rows_for(type)(w.data(), 2, kRows, row.data(), acc.data(), q_stride, n);
-            for (int r = 0; r < kRows; ++r)
-              kern.axpy_for(type)(w[size_t(2 * r)], row.data(), acc_one.data() + r * q_stride, n);
-            ASSERT_EQ(std::memcmp(acc.data(), acc_one.data(), acc.size() * 4), 0);
+            // Positions 0..n_pos-1 each have their own stored row; row r's weights sit
+            // w_stride apart with the positions' weights next to each other.
+            std::vector<std::vector<uint8_t>> v_rows;
+            for (int p = 0; p < kAttnMaxPositions + 1; ++p)
+              v_rows.push_back(encode(type, random_vector(rng, n, 2.0f), k));
+            const void* v_ptrs[kAttnMaxPositions + 1];
+            for (size_t p = 0; p < v_rows.size(); ++p) v_ptrs[p] = v_rows[p].data();
+            constexpr int64_t kWStride = kAttnMaxPositions + 2;
+            const std::vector<float> w = random_vector(rng, int(kRows * kWStride), 1.0f);
+            for (int n_pos = 1; n_pos <= kAttnMaxPositions; ++n_pos) {
+              std::vector<float> acc = random_vector(rng, int(q_stride * kRows), 0.5f);
+              std::vector<float> acc_one = acc;
+              kern.axpy_rows_for(type)(w.data(), kWStride, kRows, v_ptrs, n_pos, acc.data(),
+                                       q_stride, n);
+              for (int p = 0; p < n_pos; ++p)
+                for (int r = 0; r < kRows; ++r)
+                  kern.axpy_for(type)(w[size_t(r * kWStride + p)], v_ptrs[p],
+                                      acc_one.data() + r * q_stride, n);
+              ASSERT_EQ(std::memcmp(acc.data(), acc_one.data(), acc.size() * 4), 0)
+                  << n_pos << " positions";
+            }
           }
   }
 }

@@ -177,26 +177,67 @@ void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* k_row, i
   }
 }
 
-// axpy<Row> for every row against a row converted once.
-template <class Row>
-void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* v_row, float* acc,
-               int64_t acc_stride, int n) {
-  if (n > 16 * kMaxHeldVectors) {
-    for (int r = 0; r < n_rows; ++r) axpy<Row>(w[r * w_stride], v_row, acc + r * acc_stride, n);
-    return;
+// axpy_rows for rows of 16 * kVecs values (head sizes 32-128): up to 16 / kVecs positions'
+// stored rows held in registers, so each row's accumulator is loaded and stored once for all of
+// them.
+template <class Row, int kVecs>
+void axpy_rows_held(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
+                    int n_pos, float* acc, int64_t acc_stride) {
+  constexpr int kMaxPos = 16 / kVecs < kAttnMaxPositions ? 16 / kVecs : kAttnMaxPositions;
+  for (int p0 = 0; p0 < n_pos; p0 += kMaxPos) {
+    const int np = n_pos - p0 < kMaxPos ? n_pos - p0 : kMaxPos;
+    __m512 v[kMaxPos][kVecs];
+    for (int p = 0; p < np; ++p)
+      for (int i = 0; i < kVecs; ++i) v[p][i] = Row::load(v_rows[p0 + p], 16 * i);
+    for (int r = 0; r < n_rows; ++r) {
+      float* a = acc + r * acc_stride;
+      const float* wr = w + r * w_stride + p0;
+      __m512 sum[kVecs];
+      for (int i = 0; i < kVecs; ++i) sum[i] = _mm512_loadu_ps(a + 16 * i);
+      for (int p = 0; p < np; ++p) {
+        const __m512 wv = _mm512_set1_ps(wr[p]);
+        for (int i = 0; i < kVecs; ++i) sum[i] = _mm512_fmadd_ps(wv, v[p][i], sum[i]);
+      }
+      for (int i = 0; i < kVecs; ++i) _mm512_storeu_ps(a + 16 * i, sum[i]);
+    }
   }
-  __m512 v[kMaxHeldVectors];
-  hold_row<Row>(v_row, n, v);
-  for (int r = 0; r < n_rows; ++r) {
-    const __m512 wv = _mm512_set1_ps(w[r * w_stride]);
-    float* a = acc + r * acc_stride;
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-      _mm512_storeu_ps(a + i, _mm512_fmadd_ps(wv, v[i / 16], _mm512_loadu_ps(a + i)));
-    if (i < n) {
-      const __mmask16 m = tail_mask(n - i);
-      _mm512_mask_storeu_ps(a + i, m,
-                            _mm512_fmadd_ps(wv, v[i / 16], _mm512_maskz_loadu_ps(m, a + i)));
+}
+
+// axpy<Row> for every row and position, each stored row converted once.
+template <class Row>
+void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows, int n_pos,
+               float* acc, int64_t acc_stride, int n) {
+  switch (n) {
+    case 32:
+      return axpy_rows_held<Row, 2>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
+    case 64:
+      return axpy_rows_held<Row, 4>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
+    case 96:
+      return axpy_rows_held<Row, 6>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
+    case 128:
+      return axpy_rows_held<Row, 8>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
+    default:
+      break;
+  }
+  for (int p = 0; p < n_pos; ++p) {
+    if (n > 16 * kMaxHeldVectors) {
+      for (int r = 0; r < n_rows; ++r)
+        axpy<Row>(w[r * w_stride + p], v_rows[p], acc + r * acc_stride, n);
+      continue;
+    }
+    __m512 v[kMaxHeldVectors];
+    hold_row<Row>(v_rows[p], n, v);
+    for (int r = 0; r < n_rows; ++r) {
+      const __m512 wv = _mm512_set1_ps(w[r * w_stride + p]);
+      float* a = acc + r * acc_stride;
+      int i = 0;
+      for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(a + i, _mm512_fmadd_ps(wv, v[i / 16], _mm512_loadu_ps(a + i)));
+      if (i < n) {
+        const __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(a + i, m,
+                              _mm512_fmadd_ps(wv, v[i / 16], _mm512_maskz_loadu_ps(m, a + i)));
+      }
     }
   }
 }
