@@ -118,11 +118,11 @@ int run_bench_matmul(int argc, char** argv) {
     }
     const size_t copies = std::max<size_t>(1, (size_t(*working_set_mib) << 20) / matrix_bytes);
     for (WeightLayout layout : {WeightLayout::kRowMajor, WeightLayout::kInterleaved16}) {
-      if (layout == WeightLayout::kInterleaved16 && !prefers_interleaved16(type, *rows, *cols)) continue;
-      const size_t stored_bytes =
-          layout == WeightLayout::kInterleaved16
-              ? size_t(*rows / 16 * interleaved16_group_bytes(type, *cols))
-              : matrix_bytes;
+      if (layout == WeightLayout::kInterleaved16 && !prefers_interleaved16(type, *rows, *cols))
+        continue;
+      const size_t stored_bytes = layout == WeightLayout::kInterleaved16
+                                      ? size_t(*rows / 16 * interleaved16_group_bytes(type, *cols))
+                                      : matrix_bytes;
       std::vector<uint8_t> weights(stored_bytes * copies);
       for (size_t c = 0; c < copies; ++c) {
         if (layout == WeightLayout::kInterleaved16)
@@ -134,7 +134,8 @@ int run_bench_matmul(int argc, char** argv) {
       for (int64_t n : *tokens) {
         const auto call = [&] {
           const void* w = weights.data() + (next++ % copies) * stored_bytes;
-          const QuantizedActivations act = prepare_activations(type, x.data(), *cols, n, scratch);
+          const QuantizedActivations act =
+              prepare_activations(type, x.data(), *cols, n, scratch, layout);
           convert_activations(act, x.data(), *cols, 0, n, scratch);
           split.clear();
           split.add(type, w, *rows, *cols, act, n, y.data(), layout);
@@ -146,7 +147,8 @@ int run_bench_matmul(int argc, char** argv) {
         for (int64_t i = 0; i < *reps; ++i) {
           const auto t0 = std::chrono::steady_clock::now();
           call();
-          times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          times.push_back(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         std::nth_element(times.begin(), times.begin() + ptrdiff_t(times.size() / 2), times.end());
         results.push_back({type, layout, n, times[times.size() / 2]});
@@ -164,15 +166,19 @@ int run_bench_matmul(int argc, char** argv) {
   };
   const double macs_per_token = double(*rows) * double(*cols);
   if (format == "json") {
-    nlohmann::json out = {{"rows", *rows}, {"cols", *cols}, {"threads", *threads},
-                          {"cpu", describe_cpu()}, {"results", nlohmann::json::array()}};
+    nlohmann::json out = {{"rows", *rows},
+                          {"cols", *cols},
+                          {"threads", *threads},
+                          {"cpu", describe_cpu()},
+                          {"results", nlohmann::json::array()}};
     for (const Case& c : results)
-      out["results"].push_back({{"type", ggml_type_name(uint32_t(c.type))},
-                                {"layout", layout_name(c.layout)},
-                                {"tokens", c.n_tokens},
-                                {"ms", c.seconds * 1e3},
-                                {"cost_vs_one_row", single(c) > 0 ? c.seconds / single(c) : 0},
-                                {"gmac_per_s", macs_per_token * double(c.n_tokens) / c.seconds / 1e9}});
+      out["results"].push_back(
+          {{"type", ggml_type_name(uint32_t(c.type))},
+           {"layout", layout_name(c.layout)},
+           {"tokens", c.n_tokens},
+           {"ms", c.seconds * 1e3},
+           {"cost_vs_one_row", single(c) > 0 ? c.seconds / single(c) : 0},
+           {"gmac_per_s", macs_per_token * double(c.n_tokens) / c.seconds / 1e9}});
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -181,9 +187,9 @@ int run_bench_matmul(int argc, char** argv) {
   std::printf("| type | layout | rows of activations | ms | cost vs 1 row | GMAC/s |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const Case& c : results)
-    std::printf("| %s | %s | %lld | %.3f | %.2fx | %.1f |\n", ggml_type_name(uint32_t(c.type)).c_str(),
-                layout_name(c.layout), (long long)c.n_tokens, c.seconds * 1e3,
-                single(c) > 0 ? c.seconds / single(c) : 0.0,
+    std::printf("| %s | %s | %lld | %.3f | %.2fx | %.1f |\n",
+                ggml_type_name(uint32_t(c.type)).c_str(), layout_name(c.layout),
+                (long long)c.n_tokens, c.seconds * 1e3, single(c) > 0 ? c.seconds / single(c) : 0.0,
                 macs_per_token * double(c.n_tokens) / c.seconds / 1e9);
   return 0;
 }

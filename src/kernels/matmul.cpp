@@ -57,24 +57,51 @@ void MatmulScratch::reserve(size_t bytes) {
   capacity_ = bytes;
 }
 
-size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens) {
+namespace {
+
+// The packed kernel's activation copy a matmul of n_tokens needs, or nullptr.
+const PackedActPrep* packed_prep(GgmlType w_type, int64_t n_tokens, WeightLayout layout) {
+  if (layout != WeightLayout::kInterleaved16) return nullptr;
+  return active_packed_kernels(w_type).prep_for_tokens(n_tokens);
+}
+
+// The rows, then (at a 64-byte boundary) the packed copy.
+size_t packed_offset(size_t rows_bytes) {
+  return (rows_bytes + 63) / 64 * 64;
+}
+
+}  // namespace
+
+size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens,
+                            WeightLayout layout) {
   const GgmlType act_type = weight_traits(w_type).vec_dot_type;
   if (act_type == GgmlType::F32) return 0;
-  return row_size(act_type, n_cols) * size_t(n_tokens);
+  const size_t rows = row_size(act_type, n_cols) * size_t(n_tokens);
+  // Enough for any batch up to n_tokens, whichever kernel each size picks.
+  const PackedActPrep& prep = active_packed_kernels(w_type).small_prep;
+  return layout == WeightLayout::kInterleaved16 && prep.write
+             ? packed_offset(rows) + prep.bytes(n_tokens, n_cols)
+             : rows;
 }
 
 QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
-                                         int64_t n_tokens, MatmulScratch& scratch) {
+                                         int64_t n_tokens, MatmulScratch& scratch,
+                                         WeightLayout layout) {
   const TypeTraits& traits = weight_traits(w_type);
   QuantizedActivations act;
   act.type = traits.vec_dot_type;
   act.row_stride = row_size(act.type, n_cols);
+  act.n_tokens = n_tokens;
   if (act.type == GgmlType::F32) {  // the f32 kernels read x directly
     act.data = reinterpret_cast<const uint8_t*>(x);
     return act;
   }
-  scratch.reserve(act.row_stride * size_t(n_tokens));
+  scratch.reserve(matmul_scratch_bytes(w_type, n_cols, n_tokens, layout));
   act.data = scratch.data();
+  if (packed_prep(w_type, n_tokens, layout) != nullptr) {
+    act.packed = scratch.data() + packed_offset(act.row_stride * size_t(n_tokens));
+    act.packed_for = w_type;
+  }
   return act;
 }
 
@@ -85,11 +112,19 @@ void convert_activations(const QuantizedActivations& act, const float* x, int64_
   const TypeTraits& act_traits = *type_traits(act.type);
   for (int64_t t = t_begin; t < t_end; ++t)
     act_traits.from_float(x + t * n_cols, scratch.data() + size_t(t) * act.row_stride, n_cols);
+  if (act.packed != nullptr) {
+    const PackedActPrep& prep =
+        *packed_prep(act.packed_for, act.n_tokens, WeightLayout::kInterleaved16);
+    prep.write(act.data, act.row_stride, act.n_tokens, n_cols, t_begin, t_end,
+               scratch.data() + (act.packed - act.data));
+  }
 }
 
 QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
-                                          int64_t n_tokens, MatmulScratch& scratch) {
-  const QuantizedActivations act = prepare_activations(w_type, x, n_cols, n_tokens, scratch);
+                                          int64_t n_tokens, MatmulScratch& scratch,
+                                          WeightLayout layout) {
+  const QuantizedActivations act =
+      prepare_activations(w_type, x, n_cols, n_tokens, scratch, layout);
   convert_activations(act, x, n_cols, 0, n_tokens, scratch);
   return act;
 }
@@ -105,7 +140,7 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
   const auto* w_bytes = static_cast<const uint8_t*>(w);
   if (layout == WeightLayout::kInterleaved16) {
     const PackedKernels& k = active_packed_kernels(w_type);
-    const PackedGemmFn gemm = k.large && n_tokens >= k.large_min_tokens ? k.large : k.small;
+    const PackedGemmFn gemm = k.for_tokens(n_tokens);
     if (gemm == nullptr) fail("no kernel for the interleaved layout", w_type);
     assert(row_begin % kPackedRows == 0 && row_end % kPackedRows == 0);
     PackedGemmArgs args;
@@ -117,6 +152,8 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
     args.n_act = n_tokens;
     args.y = y + row_begin;
     args.y_stride = n_rows;
+    if (act.packed != nullptr && act.packed_for == w_type && act.n_tokens == n_tokens)
+      args.act_prepared = act.packed;
     gemm(args);
     return;
   }
@@ -147,7 +184,8 @@ void matmul_rows(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
 
 void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, const float* x,
             int64_t n_tokens, float* y, MatmulScratch& scratch, WeightLayout layout) {
-  const QuantizedActivations act = quantize_activations(w_type, x, n_cols, n_tokens, scratch);
+  const QuantizedActivations act =
+      quantize_activations(w_type, x, n_cols, n_tokens, scratch, layout);
   matmul_rows(w_type, w, n_rows, n_cols, 0, n_rows, act, n_tokens, y, layout);
 }
 

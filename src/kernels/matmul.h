@@ -39,28 +39,37 @@ class MatmulScratch {
   size_t capacity_ = 0;
 };
 
-// Bytes of scratch a matmul with weights of w_type needs for n_tokens rows of n_cols
-// (0 when the activations are used as they are, i.e. vec_dot_type is F32).
-size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens);
+// Bytes of scratch a matmul with weights of w_type in `layout` needs for up to n_tokens rows of
+// n_cols (0 when the activations are used as they are, i.e. vec_dot_type is F32).
+size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens,
+                            WeightLayout layout = WeightLayout::kRowMajor);
 
 // Activation rows converted to a vec_dot_type: row t starts at data + t * row_stride.
 struct QuantizedActivations {
   GgmlType type = GgmlType::F32;
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes per row
+  // For interleaved weights of type packed_for: the same rows in their packed kernel's own
+  // layout (PackedActPrep, packed_gemm.h), written alongside the rows; null when not needed.
+  const uint8_t* packed = nullptr;
+  GgmlType packed_for = GgmlType::F32;
+  int64_t n_tokens = 0;
 };
 
 // Converts x: [n_tokens, n_cols] f32 to w_type's vec_dot_type, into `scratch` (grown if needed)
 // or, when that type is F32, by pointing at x itself (x must then outlive the result).
 // n_cols must be a multiple of both w_type's and vec_dot_type's block size.
+// `layout` is that of the weights the rows will meet (interleaved ones may get a packed copy).
 QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
-                                          int64_t n_tokens, MatmulScratch& scratch);
+                                          int64_t n_tokens, MatmulScratch& scratch,
+                                          WeightLayout layout = WeightLayout::kRowMajor);
 
 // quantize_activations in two steps, for converting token ranges on several threads: the layout
 // (scratch grown, nothing converted yet), then rows [t_begin, t_end) of x: [n_tokens, n_cols]
 // into it (nothing to do for F32). Disjoint ranges may be converted concurrently.
 QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
-                                         int64_t n_tokens, MatmulScratch& scratch);
+                                         int64_t n_tokens, MatmulScratch& scratch,
+                                         WeightLayout layout = WeightLayout::kRowMajor);
 void convert_activations(const QuantizedActivations& act, const float* x, int64_t n_cols,
                          int64_t t_begin, int64_t t_end, MatmulScratch& scratch);
 

@@ -66,7 +66,7 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   // (a projection group may use up to three activation types).
   size_t scratch = 0;
   const auto need = [&](const WeightMatrix& m, int64_t rows) {
-    scratch = std::max(scratch, matmul_scratch_bytes(m.type, m.n_cols, rows));
+    scratch = std::max(scratch, matmul_scratch_bytes(m.type, m.n_cols, rows, m.layout));
   };
   for (const LayerWeights& l : model_->weights().layers)
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
@@ -95,7 +95,8 @@ void LlamaForward::project(const float* x, int64_t n_tokens,
   int n_acts = 0;
   for (const Projection& o : outs) {
     const WeightMatrix& w = *o.w;
-    QuantizedActivations act = prepare_activations(w.type, x, w.n_cols, n_tokens, scratch_[n_acts]);
+    QuantizedActivations act =
+        prepare_activations(w.type, x, w.n_cols, n_tokens, scratch_[n_acts], w.layout);
     int a = 0;
     while (a < n_acts && acts[a].type != act.type) ++a;
     if (a == n_acts) {  // a new activation type: convert x once for it

@@ -107,13 +107,15 @@ TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
   const size_t stride = bytes_of(act_type(type), n);
   const auto w = make_weights(type, rows, n, 11);
   const auto act = make_acts(type, n_act, n, stride, 12);
-  const auto y = run(packed_gemm_kernel(PackedKernelKind::kReference, type), packed(type, w, rows, n),
-                     rows, n, act, stride, n_act, rows);
+  const auto y = run(packed_gemm_kernel(PackedKernelKind::kReference, type),
+                     packed(type, w, rows, n), rows, n, act, stride, n_act, rows);
   const size_t w_row = bytes_of(type, n);
   for (int64_t t = 0; t < n_act; ++t)
     for (int64_t r = 0; r < rows; ++r) {
-      const auto ref = test::dot_reference(type, &w[size_t(r) * w_row], &act[size_t(t) * stride], n);
-      EXPECT_NEAR(y[size_t(t * rows + r)], ref.value, ref.tolerance) << "row " << r << " token " << t;
+      const auto ref =
+          test::dot_reference(type, &w[size_t(r) * w_row], &act[size_t(t) * stride], n);
+      EXPECT_NEAR(y[size_t(t * rows + r)], ref.value, ref.tolerance)
+          << "row " << r << " token " << t;
     }
 }
 
@@ -162,7 +164,8 @@ TEST_P(PackedGemm, AmxBitIdenticalToReference) {
 TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
   const GgmlType type = GetParam();
   const int64_t rows = 64, n = unit(type) * 9;
-  if (!prefers_interleaved16(type, rows, n)) GTEST_SKIP() << "no packed kernels at this kernel level";
+  if (!prefers_interleaved16(type, rows, n))
+    GTEST_SKIP() << "no packed kernels at this kernel level";
   const auto w = make_weights(type, rows, n, 5);
   const auto p = packed(type, w, rows, n);
   const int64_t n_tokens = 21;
@@ -171,12 +174,24 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
     const auto v = test::normal_values(n, 1.0f, uint32_t(100 + t));
     std::copy(v.begin(), v.end(), x.begin() + t * n);
   }
-  MatmulScratch scratch;
+  MatmulScratch scratch, scratch_prepared;
   std::vector<float> batched(size_t(n_tokens * rows)), plain(batched.size());
+  std::vector<float> batched_prepared(batched.size());
   const QuantizedActivations act = quantize_activations(type, x.data(), n, n_tokens, scratch);
-  for (int64_t r = 0; r < rows; r += 16)  // split by groups, as MatmulSplit does
+  // Converted for interleaved weights: with the packed kernel's own copy where it has one.
+  const QuantizedActivations act_prepared = quantize_activations(
+      type, x.data(), n, n_tokens, scratch_prepared, WeightLayout::kInterleaved16);
+  if (active_packed_kernels(type).prep_for_tokens(n_tokens) != nullptr) {
+    ASSERT_NE(act_prepared.packed, nullptr);
+  }
+  for (int64_t r = 0; r < rows; r += 16) {  // split by groups, as MatmulSplit does
     matmul_rows(type, p.data(), rows, n, r, r + 16, act, n_tokens, batched.data(),
                 WeightLayout::kInterleaved16);
+    matmul_rows(type, p.data(), rows, n, r, r + 16, act_prepared, n_tokens, batched_prepared.data(),
+                WeightLayout::kInterleaved16);
+  }
+  ASSERT_EQ(std::memcmp(batched.data(), batched_prepared.data(), batched.size() * 4), 0)
+      << "the prepared activation copy changed a result";
   matmul(type, w.data(), rows, n, x.data(), n_tokens, plain.data(), scratch);
   for (int64_t t = 0; t < n_tokens; ++t) {
     std::vector<float> alone(static_cast<size_t>(rows));
@@ -193,7 +208,9 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
 INSTANTIATE_TEST_SUITE_P(Types, PackedGemm,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
                                          GgmlType::Q6_K),
-                         [](const auto& info) { return std::string(ggml_type_name(uint32_t(info.param))); });
+                         [](const auto& info) {
+                           return std::string(ggml_type_name(uint32_t(info.param)));
+                         });
 
 }  // namespace
 }  // namespace vela

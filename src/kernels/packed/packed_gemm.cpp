@@ -25,6 +25,7 @@ PackedKernels select(GgmlType w_type) {
   if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
   k.small = packed_gemm_kernel(PackedKernelKind::kAvx512Vnni, w_type);
   if (k.small == nullptr) return k;
+  k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);
   k.large = packed_gemm_kernel(PackedKernelKind::kAmx, w_type);
   k.large_min_tokens = k.large ? kAmxMinTokens : 0;
   return k;
@@ -35,7 +36,8 @@ PackedKernels select(GgmlType w_type) {
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
   const CpuFeatures& f = cpu_features();
   switch (kind) {
-    case PackedKernelKind::kReference: return kernels::packed_gemm_ref(w_type);
+    case PackedKernelKind::kReference:
+      return kernels::packed_gemm_ref(w_type);
     case PackedKernelKind::kAvx512Vnni:
       return f.avx512_vnni ? kernels::packed_gemm_avx512_vnni(w_type) : nullptr;
     case PackedKernelKind::kAmx:
@@ -47,14 +49,20 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
 
 const PackedKernels& active_packed_kernels(GgmlType w_type) {
   static const std::array<PackedKernels, 4> table = {select(GgmlType::Q8_0), select(GgmlType::Q4_0),
-                                                     select(GgmlType::Q4_K), select(GgmlType::Q6_K)};
+                                                     select(GgmlType::Q4_K),
+                                                     select(GgmlType::Q6_K)};
   static const PackedKernels none;
   switch (w_type) {
-    case GgmlType::Q8_0: return table[0];
-    case GgmlType::Q4_0: return table[1];
-    case GgmlType::Q4_K: return table[2];
-    case GgmlType::Q6_K: return table[3];
-    default: return none;
+    case GgmlType::Q8_0:
+      return table[0];
+    case GgmlType::Q4_0:
+      return table[1];
+    case GgmlType::Q4_K:
+      return table[2];
+    case GgmlType::Q6_K:
+      return table[3];
+    default:
+      return none;
   }
 }
 

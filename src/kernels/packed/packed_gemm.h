@@ -20,18 +20,32 @@
 namespace vela {
 
 struct PackedGemmArgs {
-  const void* w = nullptr;      // [n_groups][n_cols / 32] BlockQ8_0x16 / BlockQ4_0x16, or
-                                // [n_groups][n_cols / 256] BlockQ4_Kx16
-  int64_t n_groups = 0;         // groups of 16 weight rows
-  int64_t n_cols = 0;           // elements per row, a multiple of 32
+  const void* w = nullptr;       // [n_groups][n_cols / 32] BlockQ8_0x16 / BlockQ4_0x16, or
+                                 // [n_groups][n_cols / 256] BlockQ4_Kx16
+  int64_t n_groups = 0;          // groups of 16 weight rows
+  int64_t n_cols = 0;            // elements per row, a multiple of 32
   const uint8_t* act = nullptr;  // n_act rows of BlockQ8_0 (Q4_K: BlockQ8_K), act_stride apart
   size_t act_stride = 0;
   int64_t n_act = 0;
-  float* y = nullptr;           // y[t * y_stride + 16 * g + n] = dot(row 16 g + n, act row t)
+  float* y = nullptr;  // y[t * y_stride + 16 * g + n] = dot(row 16 g + n, act row t)
   int64_t y_stride = 0;
+  // The same activations in the kernel's own layout (PackedActPrep), written once by the
+  // activation conversion; null: the kernel derives what it needs from act on every call.
+  const void* act_prepared = nullptr;
 };
 
 using PackedGemmFn = void (*)(const PackedGemmArgs&);
+
+// A kernel's own copy of the activation rows (say, block-major tiles), so that the conversion
+// writes it once per matmul instead of every call (one per row range) deriving it again.
+struct PackedActPrep {
+  // Bytes of the copy of n_act rows of n_cols.
+  size_t (*bytes)(int64_t n_act, int64_t n_cols) = nullptr;
+  // Rows [t_begin, t_end) of the n_act activation rows at act into out; disjoint ranges may be
+  // written concurrently.
+  void (*write)(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
+                int64_t t_begin, int64_t t_end, void* out) = nullptr;
+};
 
 enum class PackedKernelKind { kReference, kAvx512Vnni, kAmx };
 
@@ -47,6 +61,15 @@ struct PackedKernels {
   PackedGemmFn small = nullptr;
   PackedGemmFn large = nullptr;
   int64_t large_min_tokens = 0;
+  PackedActPrep small_prep;  // the small kernel's activation copy; null members: none
+
+  PackedGemmFn for_tokens(int64_t n_tokens) const {
+    return large && n_tokens >= large_min_tokens ? large : small;
+  }
+  // The activation copy to write for a matmul of n_tokens, or nullptr.
+  const PackedActPrep* prep_for_tokens(int64_t n_tokens) const {
+    return small_prep.write && for_tokens(n_tokens) == small ? &small_prep : nullptr;
+  }
 };
 const PackedKernels& active_packed_kernels(GgmlType w_type);
 
@@ -54,6 +77,7 @@ namespace kernels {
 // Defined per instruction set; nullptr where the CPU lacks it (checked by the caller).
 PackedGemmFn packed_gemm_ref(GgmlType w_type);
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type);
+PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type);
 PackedGemmFn packed_gemm_amx(GgmlType w_type);
 }  // namespace kernels
 

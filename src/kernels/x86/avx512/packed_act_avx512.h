@@ -47,19 +47,34 @@ struct ActTiles {
   const int32_t* sum_start = nullptr;  // [slot] -bias * sum of the block's quants
 };
 
-inline ActTiles prepare_act_tiles(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
-                                  int bias) {
-  thread_local std::vector<int8_t> quants;
-  thread_local std::vector<float> scale;
-  thread_local std::vector<int32_t> sum_start;
-  const int64_t n_tiles = (n_act + kActTileRows - 1) / kActTileRows;
-  const size_t n = size_t(n_tiles * nb * kActTileRows);
-  if (scale.size() < n) {
-    scale.resize(n);
-    sum_start.resize(n);
-    quants.resize(n * size_t(kQK8_0));
-  }
-  for (int64_t t = 0; t < n_act; ++t) {
+// Slots of n_act rows of nb blocks: whole tiles, the last one padded.
+inline int64_t act_tile_slots(int64_t n_act, int64_t nb) {
+  return (n_act + kActTileRows - 1) / kActTileRows * kActTileRows * nb;
+}
+
+// Bytes of the three arrays, one after the other.
+inline size_t act_tiles_bytes(int64_t n_act, int64_t nb) {
+  return size_t(act_tile_slots(n_act, nb)) * (size_t(kQK8_0) + sizeof(float) + sizeof(int32_t));
+}
+
+inline ActTiles act_tiles_at(const void* base, int64_t n_act, int64_t nb) {
+  const size_t slots = size_t(act_tile_slots(n_act, nb));
+  const auto* bytes = static_cast<const uint8_t*>(base);
+  const auto* scale = reinterpret_cast<const float*>(bytes + slots * size_t(kQK8_0));
+  return {reinterpret_cast<const int8_t*>(bytes), scale,
+          reinterpret_cast<const int32_t*>(scale + slots)};
+}
+
+// Writes rows [t_begin, t_end) of the Q8_0 rows at act (n_act of them) into the tiles at base
+// (act_tiles_bytes(n_act, nb) bytes). Rows own disjoint slots, so ranges may be written
+// concurrently.
+inline void write_act_tiles(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
+                            int bias, int64_t t_begin, int64_t t_end, void* base) {
+  const ActTiles tiles = act_tiles_at(base, n_act, nb);
+  auto* quants = const_cast<int8_t*>(tiles.quants);
+  auto* scale = const_cast<float*>(tiles.scale);
+  auto* sum_start = const_cast<int32_t*>(tiles.sum_start);
+  for (int64_t t = t_begin; t < t_end; ++t) {
     const auto* a = reinterpret_cast<const BlockQ8_0*>(act + size_t(t) * act_stride);
     const int64_t first_slot = (t / kActTileRows) * nb * kActTileRows + t % kActTileRows;
     for (int64_t b = 0; b < nb; ++b) {
@@ -69,7 +84,6 @@ inline ActTiles prepare_act_tiles(const uint8_t* act, size_t act_stride, int64_t
       std::memcpy(&quants[slot * size_t(kQK8_0)], a[b].qs, size_t(kQK8_0));
     }
   }
-  return {quants.data(), scale.data(), sum_start.data()};
 }
 
 }  // namespace vela::kernels::avx512

@@ -93,7 +93,13 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, 
 template <class F>
 void gemm(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const ActTiles act = prepare_act_tiles(p.act, p.act_stride, p.n_act, nb, F::kBias);
+  const void* prepared = p.act_prepared;
+  if (prepared == nullptr) {  // no copy from the activation conversion: make one for this call
+    void* buf = thread_buffer<uint8_t>(act_tiles_bytes(p.n_act, nb));
+    write_act_tiles(p.act, p.act_stride, p.n_act, nb, F::kBias, 0, p.n_act, buf);
+    prepared = buf;
+  }
+  const ActTiles act = act_tiles_at(prepared, p.n_act, nb);
   const auto* w = static_cast<const typename F::Packed*>(p.w);
   // Groups outside, tokens inside: a group's blocks stay in cache across the token tiles. Whole
   // tiles of 16 rows, then 8, 4, 2, 1 for the rest of the last one.
@@ -280,6 +286,32 @@ void gemm_q4_k(const PackedGemmArgs& p) {
 
 }  // namespace
 }  // namespace avx512
+
+namespace {
+
+size_t act_tiles_bytes_for_cols(int64_t n_act, int64_t n_cols) {
+  return avx512::act_tiles_bytes(n_act, n_cols / kPackedBlockK);
+}
+
+template <class F>
+void write_act_tiles_for(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
+                         int64_t t_begin, int64_t t_end, void* out) {
+  avx512::write_act_tiles(act, act_stride, n_act, n_cols / kPackedBlockK, F::kBias, t_begin, t_end,
+                          out);
+}
+
+}  // namespace
+
+PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type) {
+  switch (w_type) {
+    case GgmlType::Q8_0:
+      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q8_0x16Format>};
+    case GgmlType::Q4_0:
+      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q4_0x16Format>};
+    default:
+      return {};
+  }
+}
 
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type) {
   switch (w_type) {
