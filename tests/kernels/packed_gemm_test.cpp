@@ -120,12 +120,12 @@ TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
 }
 
 // Each SIMD kernel equals the reference bit for bit, for every token count around the tile
-// sizes (8 for VNNI, 16 for AMX), odd block counts, padded activation rows and a wider y.
+// sizes (16-row tiles), odd block counts and column chunks, padded activation rows and a wider y.
 void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
   const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
   if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU or for this type";
   const PackedGemmFn ref = packed_gemm_kernel(PackedKernelKind::kReference, type);
-  for (int64_t blocks : {1, 7, 64}) {
+  for (int64_t blocks : {1, 7, 37, 64}) {
     const int64_t n = blocks * unit(type);
     const int64_t rows = 48;
     const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);

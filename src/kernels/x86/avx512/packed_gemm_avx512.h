@@ -1,0 +1,36 @@
+#pragma once
+// Internal to the AVX-512 VNNI packed kernels (packed_gemm.h): the K-type kernels' entry points
+// and what both kernel files share. Include only from files compiled with the AVX-512 flags.
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/packed/packed_gemm.h"
+#include "kernels/x86/avx512/avx512_util.h"
+
+namespace vela::kernels {
+
+// Q4_K / Q6_K (packed_gemm_k_avx512.cpp); nullptr for other types.
+PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type);
+
+namespace avx512 {
+
+// The hardware prefetcher falls behind once a block takes a few dozen cycles (measured: 8 rows
+// on weights from DRAM ran 2.5x slower than from cache), so each packed block fetches the lines
+// kPrefetchBytes (8 KiB: best of 1-16 KiB on Q4_0 and Q8_0) ahead of it; the address runs on into
+// the next group, which is contiguous.
+template <class Packed>
+inline void prefetch_ahead(const Packed* block) {
+  prefetch_weights<sizeof(Packed)>(block);
+}
+
+// Token tiles as the activation tiles lay them out: whole tiles of kActTileRows (16) rows, then
+// 8, 4, 2, 1 for the rest of the last one. tile(std::integral_constant<int, R>, first_row).
+template <class Tile>
+inline void for_token_tiles(int64_t n_act, Tile&& tile) {
+  int64_t t = 0;
+  for (; t + 16 <= n_act; t += 16) tile(std::integral_constant<int, 16>{}, t);
+  for_row_tiles(n_act - t, [&](auto rows, int64_t r) { tile(rows, t + r); });
+}
+
+}  // namespace avx512
+}  // namespace vela::kernels
