@@ -4,6 +4,8 @@
 // linker keeps for every other file. Stored values convert exactly to f32 (f16 by vcvtph2ps, bf16
 // by a 16-bit shift, q8_0 as int8 * scale), so only the summation order differs from the scalar
 // reference.
+#include <type_traits>
+
 #include "kernels/attention_kernels.h"
 #include "kernels/attention_rows_generic.h"
 #include "kernels/x86/avx512/avx512_util.h"
@@ -100,6 +102,28 @@ inline void hold_row(const void* row, int n, __m512* v) {
   if (i < n) v[c] = Row::load_tail(row, i, n - i);
 }
 
+// For the row lengths with a register-held multi-row form (head sizes 32, 64, 96, 128): calls
+// fn(std::integral_constant<int, n / 16>) and returns true; false for any other n.
+template <class Fn>
+bool with_held_vectors(int n, Fn&& fn) {
+  switch (n) {
+    case 32:
+      fn(std::integral_constant<int, 2>{});
+      return true;
+    case 64:
+      fn(std::integral_constant<int, 4>{});
+      return true;
+    case 96:
+      fn(std::integral_constant<int, 6>{});
+      return true;
+    case 128:
+      fn(std::integral_constant<int, 8>{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 // dot_rows for rows of 32 * kPairs values (head sizes 32-128), the stored row held in
 // registers: 16 rows' lane sums at a time go through one transposed reduction (hsum16) instead of
 // 16 horizontal sums. Same two chains, same order, same tree as dot.
@@ -140,18 +164,11 @@ void dot_rows_held(const float* q, int64_t q_stride, int n_rows, const void* k_r
 template <class Row>
 void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n, float scale,
               float* out, int64_t out_stride) {
-  switch (n) {
-    case 32:
-      return dot_rows_held<Row, 1>(q, q_stride, n_rows, k_row, scale, out, out_stride);
-    case 64:
-      return dot_rows_held<Row, 2>(q, q_stride, n_rows, k_row, scale, out, out_stride);
-    case 96:
-      return dot_rows_held<Row, 3>(q, q_stride, n_rows, k_row, scale, out, out_stride);
-    case 128:
-      return dot_rows_held<Row, 4>(q, q_stride, n_rows, k_row, scale, out, out_stride);
-    default:
-      break;
-  }
+  if (with_held_vectors(n, [&](auto vecs) {
+        dot_rows_held<Row, decltype(vecs)::value / 2>(q, q_stride, n_rows, k_row, scale, out,
+                                                      out_stride);
+      }))
+    return;
   if (n > 16 * kMaxHeldVectors) {
     for (int r = 0; r < n_rows; ++r)
       out[r * out_stride] = dot<Row>(q + r * q_stride, k_row, n) * scale;
@@ -207,18 +224,11 @@ void axpy_rows_held(const float* w, int64_t w_stride, int n_rows, const void* co
 template <class Row>
 void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows, int n_pos,
                float* acc, int64_t acc_stride, int n) {
-  switch (n) {
-    case 32:
-      return axpy_rows_held<Row, 2>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
-    case 64:
-      return axpy_rows_held<Row, 4>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
-    case 96:
-      return axpy_rows_held<Row, 6>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
-    case 128:
-      return axpy_rows_held<Row, 8>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
-    default:
-      break;
-  }
+  if (with_held_vectors(n, [&](auto vecs) {
+        axpy_rows_held<Row, decltype(vecs)::value>(w, w_stride, n_rows, v_rows, n_pos, acc,
+                                                   acc_stride);
+      }))
+    return;
   for (int p = 0; p < n_pos; ++p) {
     if (n > 16 * kMaxHeldVectors) {
       for (int r = 0; r < n_rows; ++r)
