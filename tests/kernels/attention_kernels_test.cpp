@@ -194,7 +194,7 @@ TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
     std::mt19937 rng(21);
     for (AttnRowType type : kTypes)
       for (int n : {1, 15, 16, 32, 33, 64, 80, 96, 128, 300})
-        for (int kRows : {5, 8, 16, 27, 32})
+        for (int kRows : {1, 2, 5, 8, 9, 16, 27, 32})
           for (int64_t out_stride : {1, 7}) {
             SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
                          " n=" + std::to_string(n) + " rows=" + std::to_string(kRows) +
