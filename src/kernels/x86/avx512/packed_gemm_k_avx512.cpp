@@ -88,7 +88,7 @@ void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, siz
 // from -32 * the activations' sub-block sum, times the sub-block scales with vpmulld.
 template <int R>
 void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
-                     float* y, int64_t y_stride) {
+                     const int32_t* starts, float* y, int64_t y_stride) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -118,14 +118,21 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 16 * s;
-        // Two chains of two: a single row would otherwise wait on vpdpbusd latency.
-        __m512i dot = _mm512_set1_epi32(-kQ6_KOffset * int32_t(a[r]->bsums[s]));
-        __m512i dot2 =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1], _mm512_set1_epi32(load_i32(qa + 4)));
-        dot = _mm512_dpbusd_epi32(dot, q[0], _mm512_set1_epi32(load_i32(qa)));
-        dot2 = _mm512_dpbusd_epi32(dot2, q[3], _mm512_set1_epi32(load_i32(qa + 12)));
-        dot = _mm512_dpbusd_epi32(dot, q[2], _mm512_set1_epi32(load_i32(qa + 8)));
-        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(_mm512_add_epi32(dot, dot2), sc));
+        __m512i dot = _mm512_set1_epi32(starts[(r * nb + b) * 16 + s]);
+        if constexpr (R == 1) {
+          // Two chains of two: a single row would otherwise wait on vpdpbusd latency.
+          __m512i dot2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1],
+                                             _mm512_set1_epi32(load_i32(qa + 4)));
+          dot = _mm512_dpbusd_epi32(dot, q[0], _mm512_set1_epi32(load_i32(qa)));
+          dot2 = _mm512_dpbusd_epi32(dot2, q[3], _mm512_set1_epi32(load_i32(qa + 12)));
+          dot = _mm512_dpbusd_epi32(dot, q[2], _mm512_set1_epi32(load_i32(qa + 8)));
+          dot = _mm512_add_epi32(dot, dot2);
+        } else {
+#pragma GCC unroll 4
+          for (int g = 0; g < 4; ++g)
+            dot = _mm512_dpbusd_epi32(dot, q[g], _mm512_set1_epi32(load_i32(qa + 4 * g)));
+        }
+        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(dot, sc));
       }
     }
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
@@ -137,14 +144,29 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
+// Per activation row, super-block and 16-element sub-block, the start of its integer sum:
+// -32 * the activations' sum (the weights are stored as q + 32).
+const int32_t* prepare_q6_k_starts(const uint8_t* act, size_t act_stride, int64_t n_act,
+                                   int64_t nb) {
+  int32_t* starts = thread_buffer<int32_t>(size_t(n_act * nb * 16));
+  for (int64_t t = 0; t < n_act; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int s = 0; s < 16; ++s)
+        starts[(t * nb + b) * 16 + s] = -kQ6_KOffset * int32_t(a[b].bsums[s]);
+  }
+  return starts;
+}
+
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
+  const int32_t* starts = prepare_q6_k_starts(p.act, p.act_stride, p.n_act, nb);
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g)
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
       group_tile_q6_k<decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
-                                             p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
-                                             p.y_stride);
+                                             p.act_stride, starts + t * nb * 16,
+                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
     });
 }
 
