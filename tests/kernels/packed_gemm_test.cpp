@@ -43,9 +43,9 @@ GgmlType act_type(GgmlType w_type) {
   return type_traits_for(KernelIsa::kScalar, w_type)->vec_dot_type;
 }
 
-// Elements per block of the packed layout: Q4_K's super-block, else 32.
+// Elements per block of the packed layout.
 int64_t unit(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q6_K ? 256 : 32;
+  return interleaved16_block_cols(type);
 }
 
 // rows x n activations of w_type's vec_dot_type at `stride` bytes (padding 0xEE), with outliers.
@@ -207,7 +207,7 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGemm,
                          testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                                         GgmlType::Q6_K),
+                                         GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) {
                            return std::string(ggml_type_name(uint32_t(info.param)));
                          });

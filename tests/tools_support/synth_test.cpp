@@ -1,12 +1,18 @@
 // vela synth's models: the known shapes have the published checkpoints' parameter counts and
 // tensor shapes; small shapes written in several types load with Model::load with the shape's
-// hyper-parameters, hold the same weights whatever the type, and generate with the LLM API.
+// hyper-parameters, hold the same weights whatever the type, give the same logits with weights
+// repacked for the int8 kernels as row-major, and generate with the LLM API.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "io/gguf.h"
+#include "kernels/packed/packed_layout.h"
+#include "kv/kv_cache.h"
+#include "model/llama_forward.h"
 #include "model/model.h"
 #include "quant/dequantize.h"
 #include "support/shared_data.h"
@@ -141,6 +147,50 @@ TEST(Synth, SameWeightsInEveryType) {
     float max_err = 0;
     for (size_t i = 0; i < x.size(); ++i) max_err = std::max(max_err, std::fabs(x[i] - y[i]));
     EXPECT_LT(max_err, 0.12f / 127) << t.name;  // |w| < 3.5 sigma = 0.07; Q8_0 step/2 plus fp16 d
+  }
+}
+
+// Logits of every token of a short prompt, one sequence from position 0.
+std::vector<float> prompt_logits(const std::shared_ptr<const Model>& model,
+                                 const std::vector<int32_t>& tokens) {
+  const ModelConfig& c = model->config();
+  LlamaForward fwd(model, ForwardOptions{64, 64, 64});
+  KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, 16, 4, KvType::kF16});
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  std::vector<int32_t> pos(tokens.size()), seq(tokens.size(), 0), want(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) pos[i] = int32_t(i), want[i] = int32_t(i);
+  std::vector<float> logits(tokens.size() * size_t(c.n_vocab));
+  const Status st = fwd.forward(ForwardBatch{tokens, pos, seq, table, 4, want}, cache, logits);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return logits;
+}
+
+// Weights repacked at load for the int8 kernels (16-row interleaved groups) give the logits of
+// the row-major weights, in every type that has a packed layout (Q5_K and Q6_K through the K
+// mixes): the kernels differ only in the order of float additions.
+TEST(Synth, RepackedWeightsGiveTheRowMajorLogits) {
+  VELA_REQUIRE_SHARED();
+  const std::vector<int32_t> tokens = {1, 17, 300, 42, 511, 9, 128, 77, 3, 250, 64, 5, 400};
+  for (const std::string type : {"Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"}) {
+    SCOPED_TRACE(type);
+    const std::string path = synth("tiny", type, "models/aidreams260K.gguf");
+    auto packed = Model::load(path);
+    ModelLoadOptions row_major;
+    row_major.repack_weights = false;
+    auto plain = Model::load(path, row_major);
+    ASSERT_TRUE(packed.ok() && plain.ok());
+    const WeightMatrix& down = (*packed)->weights().layers[0].w_down;
+    if (prefers_interleaved16(down.type, down.n_rows, down.n_cols) &&
+        std::getenv("VELA_REPACK") == nullptr) {
+      EXPECT_EQ(down.layout, WeightLayout::kInterleaved16) << "ffn_down was not repacked";
+    }
+    const std::vector<float> a = prompt_logits(*packed, tokens);
+    const std::vector<float> b = prompt_logits(*plain, tokens);
+    float scale = 0;
+    for (float v : b) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-4f * (1 + scale)) << "logit " << i;
+    std::filesystem::remove(path);
   }
 }
 

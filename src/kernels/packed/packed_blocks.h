@@ -10,14 +10,14 @@
 
 namespace vela {
 
-inline constexpr int kPackedRows = 16;    // weight rows per interleaved group
-inline constexpr int kPackedBlockK = 32;  // elements per block (Q8_0 and Q4_0)
-inline constexpr int kPackedSuperK = 256;  // elements per Q4_K super-block
+inline constexpr int kPackedRows = 16;     // weight rows per interleaved group
+inline constexpr int kPackedBlockK = 32;   // elements per block (Q8_0 and Q4_0)
+inline constexpr int kPackedSuperK = 256;  // elements per K-quant super-block
 
 // 16 rows x one Q8_0 block: qs[j][n][i] = q(row n, element 4j + i) + 128.
 struct BlockQ8_0x16 {
-  uint16_t d[kPackedRows];             // fp16 scale of each row's block
-  uint8_t qs[8][kPackedRows][4];       // biased levels, 0..255
+  uint16_t d[kPackedRows];        // fp16 scale of each row's block
+  uint8_t qs[8][kPackedRows][4];  // biased levels, 0..255
 };
 static_assert(sizeof(BlockQ8_0x16) == 16 * 34, "16 Q8_0 blocks");
 
@@ -45,6 +45,24 @@ struct BlockQ4_Kx16 {
   uint8_t qs[4][8][kPackedRows][4];
 };
 static_assert(sizeof(BlockQ4_Kx16) == 16 * 144 + 64, "16 Q4_K super-blocks + decoded scales");
+
+// 16 rows x one Q5_K super-block: Q4_K's layout for the low 4 bits, scales and mins, plus the
+// 5th bits as byte masks of the VNNI vectors: bit 4n + i of qh[p][g][h] is the 5th bit of the
+// weight in byte (n, i) of vector qs[p][g], sub-block 2p + h (a masked add of 16 restores the
+// level). Value = d * scale_j * q - dmin * min_j, q = 0..31. Same 64 extra bytes as Q4_K (+2.3%).
+struct BlockQ5_Kx16 {
+  BlockQ4_Kx16 low;
+  uint64_t qh[4][8][2];
+};
+static_assert(sizeof(BlockQ5_Kx16) == 16 * 176 + 64, "16 Q5_K super-blocks + decoded scales");
+
+// The scales, mins and low 4 bits of a Q4_K or Q5_K packed block.
+inline const BlockQ4_Kx16& k_scales(const BlockQ4_Kx16& b) {
+  return b;
+}
+inline const BlockQ4_Kx16& k_scales(const BlockQ5_Kx16& b) {
+  return b.low;
+}
 
 // 16 rows x one Q6_K super-block (16 sub-blocks of 16 elements; value = d * scale_s * (q - 32),
 // q = 0..63 split into 4 low and 2 high bits). For sub-block s and its groups g = 0..3 of 4

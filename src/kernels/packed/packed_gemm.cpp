@@ -48,8 +48,8 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
 }
 
 const PackedKernels& active_packed_kernels(GgmlType w_type) {
-  static const std::array<PackedKernels, 4> table = {select(GgmlType::Q8_0), select(GgmlType::Q4_0),
-                                                     select(GgmlType::Q4_K),
+  static const std::array<PackedKernels, 5> table = {select(GgmlType::Q8_0), select(GgmlType::Q4_0),
+                                                     select(GgmlType::Q4_K), select(GgmlType::Q5_K),
                                                      select(GgmlType::Q6_K)};
   static const PackedKernels none;
   switch (w_type) {
@@ -59,8 +59,10 @@ const PackedKernels& active_packed_kernels(GgmlType w_type) {
       return table[1];
     case GgmlType::Q4_K:
       return table[2];
-    case GgmlType::Q6_K:
+    case GgmlType::Q5_K:
       return table[3];
+    case GgmlType::Q6_K:
+      return table[4];
     default:
       return none;
   }

@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
@@ -41,22 +42,54 @@ void pack_group(const BlockQ4_0* rows[kPackedRows], int64_t nb, BlockQ4_0x16* ou
   }
 }
 
+// Row n of a Q4_K or Q5_K super-block's scales, mins and low 4 bits (the same fields in both).
+template <class KBlock>
+void pack_q4_k_part(const KBlock& src, int n, BlockQ4_Kx16& o) {
+  o.d[n] = src.d;
+  o.dmin[n] = src.dmin;
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, mn;
+    k_scale_min(j, src.scales, &sc, &mn);
+    o.scale[j][n] = sc;
+    o.min_pairs[j / 2][n][j % 2] = mn;
+  }
+  for (int p = 0; p < 4; ++p)
+    for (int g = 0; g < 8; ++g)
+      for (int i = 0; i < 4; ++i) o.qs[p][g][n][i] = src.qs[32 * p + 4 * g + i];
+}
+
+template <class KBlock>
+void unpack_q4_k_part(const BlockQ4_Kx16& in, int n, KBlock* out) {
+  out->d = in.d[n];
+  out->dmin = in.dmin[n];
+  uint8_t sc[8], mn[8];
+  for (int j = 0; j < 8; ++j) sc[j] = in.scale[j][n], mn[j] = in.min_pairs[j / 2][n][j % 2];
+  k_pack_scale_min(sc, mn, out->scales);
+  for (int p = 0; p < 4; ++p)
+    for (int g = 0; g < 8; ++g)
+      for (int i = 0; i < 4; ++i) out->qs[32 * p + 4 * g + i] = in.qs[p][g][n][i];
+}
+
 void pack_group(const BlockQ4_K* rows[kPackedRows], int64_t nb, BlockQ4_Kx16* out) {
+  for (int64_t b = 0; b < nb; ++b)
+    for (int n = 0; n < kPackedRows; ++n) pack_q4_k_part(rows[n][b], n, out[b]);
+}
+
+// Q5_K's 5th bit of element 32j + l is bit j of qh[l]; in the packed vector (p, g) of sub-block
+// 2p + h it is bit 4n + i of qh[p][g][h], l = 4g + i.
+void pack_group(const BlockQ5_K* rows[kPackedRows], int64_t nb, BlockQ5_Kx16* out) {
   for (int64_t b = 0; b < nb; ++b) {
-    BlockQ4_Kx16& o = out[b];
+    BlockQ5_Kx16& o = out[b];
+    std::memset(o.qh, 0, sizeof(o.qh));
     for (int n = 0; n < kPackedRows; ++n) {
-      const BlockQ4_K& src = rows[n][b];
-      o.d[n] = src.d;
-      o.dmin[n] = src.dmin;
-      for (int j = 0; j < 8; ++j) {
-        uint8_t sc, mn;
-        k_scale_min(j, src.scales, &sc, &mn);
-        o.scale[j][n] = sc;
-        o.min_pairs[j / 2][n][j % 2] = mn;
-      }
+      const BlockQ5_K& src = rows[n][b];
+      pack_q4_k_part(src, n, o.low);
       for (int p = 0; p < 4; ++p)
         for (int g = 0; g < 8; ++g)
-          for (int i = 0; i < 4; ++i) o.qs[p][g][n][i] = src.qs[32 * p + 4 * g + i];
+          for (int h = 0; h < 2; ++h)
+            for (int i = 0; i < 4; ++i)
+              if ((src.qh[4 * g + i] >> (2 * p + h)) & 1)
+                o.qh[p][g][h] |= uint64_t(1) << (4 * n + i);
     }
   }
 }
@@ -119,14 +152,17 @@ void unpack_block(const BlockQ6_Kx16& in, int n, BlockQ6_K* out) {
 }
 
 void unpack_block(const BlockQ4_Kx16& in, int n, BlockQ4_K* out) {
-  out->d = in.d[n];
-  out->dmin = in.dmin[n];
-  uint8_t sc[8], mn[8];
-  for (int j = 0; j < 8; ++j) sc[j] = in.scale[j][n], mn[j] = in.min_pairs[j / 2][n][j % 2];
-  k_pack_scale_min(sc, mn, out->scales);
+  unpack_q4_k_part(in, n, out);
+}
+
+void unpack_block(const BlockQ5_Kx16& in, int n, BlockQ5_K* out) {
+  unpack_q4_k_part(in.low, n, out);
+  std::memset(out->qh, 0, sizeof(out->qh));
   for (int p = 0; p < 4; ++p)
     for (int g = 0; g < 8; ++g)
-      for (int i = 0; i < 4; ++i) out->qs[32 * p + 4 * g + i] = in.qs[p][g][n][i];
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 4; ++i)
+          if ((in.qh[p][g][h] >> (4 * n + i)) & 1) out->qh[4 * g + i] |= uint8_t(1 << (2 * p + h));
 }
 
 void unpack_block(const BlockQ8_0x16& in, int n, BlockQ8_0* out) {
@@ -144,15 +180,16 @@ void unpack_block(const BlockQ4_0x16& in, int n, BlockQ4_0* out) {
   }
 }
 
-template <class Packed>
-constexpr int64_t kPackedK = sizeof(Packed) == sizeof(BlockQ4_Kx16) || sizeof(Packed) == sizeof(BlockQ6_Kx16)
-                                 ? kPackedSuperK
-                                 : kPackedBlockK;
+// Elements per packed block: the GGUF block's.
+template <class Block>
+constexpr int64_t kPackedK =
+    std::is_same_v<Block, BlockQ8_0> || std::is_same_v<Block, BlockQ4_0> ? kPackedBlockK
+                                                                         : kPackedSuperK;
 
 template <class Block, class Packed>
 void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end, void* dst) {
   assert(row_begin % kPackedRows == 0 && row_end % kPackedRows == 0);
-  const int64_t nb = n_cols / kPackedK<Packed>;
+  const int64_t nb = n_cols / kPackedK<Block>;
   const auto* in = static_cast<const Block*>(src);
   auto* out = static_cast<Packed*>(dst);
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackedRows) {
@@ -164,7 +201,7 @@ void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_e
 
 template <class Block, class Packed>
 void unpack_row(const void* packed, int64_t n_cols, int64_t row, void* dst_row) {
-  const int64_t nb = n_cols / kPackedK<Packed>;
+  const int64_t nb = n_cols / kPackedK<Block>;
   const Packed* group = static_cast<const Packed*>(packed) + row / kPackedRows * nb;
   auto* out = static_cast<Block*>(dst_row);
   for (int64_t b = 0; b < nb; ++b) unpack_block(group[b], int(row % kPackedRows), out + b);
@@ -172,42 +209,69 @@ void unpack_row(const void* packed, int64_t n_cols, int64_t row, void* dst_row) 
 
 }  // namespace
 
+int64_t interleaved16_block_cols(GgmlType w_type) {
+  return w_type == GgmlType::Q4_K || w_type == GgmlType::Q5_K || w_type == GgmlType::Q6_K
+             ? kPackedSuperK
+             : kPackedBlockK;
+}
+
 bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols) {
-  const int64_t k =
-      w_type == GgmlType::Q4_K || w_type == GgmlType::Q6_K ? kPackedSuperK : kPackedBlockK;
+  const int64_t k = interleaved16_block_cols(w_type);
   if (n_rows <= 0 || n_rows % kPackedRows != 0 || n_cols <= 0 || n_cols % k != 0) return false;
   return active_packed_kernels(w_type).small != nullptr;
 }
 
 int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
   switch (w_type) {
-    case GgmlType::Q8_0: return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ8_0x16));
-    case GgmlType::Q4_0: return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_0x16));
-    case GgmlType::Q4_K: return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ4_Kx16));
-    case GgmlType::Q6_K: return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ6_Kx16));
-    default: assert(false && "no interleaved layout for this type"); return 0;
+    case GgmlType::Q8_0:
+      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ8_0x16));
+    case GgmlType::Q4_0:
+      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_0x16));
+    case GgmlType::Q4_K:
+      return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ4_Kx16));
+    case GgmlType::Q5_K:
+      return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ5_Kx16));
+    case GgmlType::Q6_K:
+      return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ6_Kx16));
+    default:
+      assert(false && "no interleaved layout for this type");
+      return 0;
   }
 }
 
 void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_t row_begin,
                         int64_t row_end, void* dst) {
   switch (w_type) {
-    case GgmlType::Q8_0: return pack_rows<BlockQ8_0, BlockQ8_0x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q4_0: return pack_rows<BlockQ4_0, BlockQ4_0x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q4_K: return pack_rows<BlockQ4_K, BlockQ4_Kx16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q6_K: return pack_rows<BlockQ6_K, BlockQ6_Kx16>(src, n_cols, row_begin, row_end, dst);
-    default: assert(false && "no interleaved layout for this type");
+    case GgmlType::Q8_0:
+      return pack_rows<BlockQ8_0, BlockQ8_0x16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q4_0:
+      return pack_rows<BlockQ4_0, BlockQ4_0x16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q4_K:
+      return pack_rows<BlockQ4_K, BlockQ4_Kx16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q5_K:
+      return pack_rows<BlockQ5_K, BlockQ5_Kx16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q6_K:
+      return pack_rows<BlockQ6_K, BlockQ6_Kx16>(src, n_cols, row_begin, row_end, dst);
+    default:
+      assert(false && "no interleaved layout for this type");
   }
 }
 
 void unpack_interleaved16_row(GgmlType w_type, const void* packed, int64_t n_cols, int64_t row,
                               void* dst_row) {
   switch (w_type) {
-    case GgmlType::Q8_0: return unpack_row<BlockQ8_0, BlockQ8_0x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q4_0: return unpack_row<BlockQ4_0, BlockQ4_0x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q4_K: return unpack_row<BlockQ4_K, BlockQ4_Kx16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q6_K: return unpack_row<BlockQ6_K, BlockQ6_Kx16>(packed, n_cols, row, dst_row);
-    default: assert(false && "no interleaved layout for this type");
+    case GgmlType::Q8_0:
+      return unpack_row<BlockQ8_0, BlockQ8_0x16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q4_0:
+      return unpack_row<BlockQ4_0, BlockQ4_0x16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q4_K:
+      return unpack_row<BlockQ4_K, BlockQ4_Kx16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q5_K:
+      return unpack_row<BlockQ5_K, BlockQ5_Kx16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q6_K:
+      return unpack_row<BlockQ6_K, BlockQ6_Kx16>(packed, n_cols, row, dst_row);
+    default:
+      assert(false && "no interleaved layout for this type");
   }
 }
 

@@ -25,6 +25,11 @@ inline int level(const BlockQ4_Kx16& b, int n, int k) {  // 0..15
   const uint8_t byte = b.qs[j / 2][l / 4][n][l % 4];
   return j % 2 == 0 ? byte & 0x0F : byte >> 4;
 }
+inline int level(const BlockQ5_Kx16& b, int n, int k) {  // 0..31
+  const int j = k / 32, l = k % 32;
+  const int high = int((b.qh[j / 2][l / 4][j % 2] >> (4 * n + l % 4)) & 1);
+  return level(b.low, n, k) | (high << 4);
+}
 inline int level(const BlockQ6_Kx16& b, int n, int k) {  // 0..63
   const int s = k / 16, g = k % 16 / 4, i = k % 4;
   const int low = (b.ql[s][g / 2][n][i] >> (4 * (g % 2))) & 0x0F;
@@ -40,19 +45,21 @@ float step_q32(const Packed& w, int n, const BlockQ8_0& a, float acc) {
   return std::fma(float(isum), scale, acc);
 }
 
-// Q4_K: the exact integer sums of scale_j * dot_j and of min_j * (the activations' sum over
+// Q4_K / Q5_K: the exact integer sums of scale_j * dot_j and of min_j * (the activations' sum over
 // sub-block j), then acc + (d * dots - dmin * mins) with d and dmin times the activation scale.
-float step_q4_k(const BlockQ4_Kx16& w, int n, const BlockQ8_K& a, float acc) {
+template <class Packed>
+float step_q4_k(const Packed& w, int n, const BlockQ8_K& a, float acc) {
+  const BlockQ4_Kx16& s = k_scales(w);
   int32_t dots = 0, mins = 0;
   for (int j = 0; j < 8; ++j) {
     int32_t dot = 0;
     for (int l = 0; l < 32; ++l) dot += level(w, n, 32 * j + l) * int32_t(a.qs[32 * j + l]);
-    dots += int32_t(w.scale[j][n]) * dot;
-    mins += int32_t(w.min_pairs[j / 2][n][j % 2]) *
+    dots += int32_t(s.scale[j][n]) * dot;
+    mins += int32_t(s.min_pairs[j / 2][n][j % 2]) *
             (int32_t(a.bsums[2 * j]) + int32_t(a.bsums[2 * j + 1]));
   }
-  const float d = fp16_to_fp32(w.d[n]) * a.d;
-  const float m = fp16_to_fp32(w.dmin[n]) * a.d * float(mins);
+  const float d = fp16_to_fp32(s.d[n]) * a.d;
+  const float m = fp16_to_fp32(s.dmin[n]) * a.d * float(mins);
   return acc + std::fma(d, float(dots), -m);
 }
 
@@ -68,7 +75,8 @@ float step_q6_k(const BlockQ6_Kx16& w, int n, const BlockQ8_K& a, float acc) {
   return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
 }
 
-template <class Packed, class Act, int64_t kK, float (*kStep)(const Packed&, int, const Act&, float)>
+template <class Packed, class Act, int64_t kK,
+          float (*kStep)(const Packed&, int, const Act&, float)>
 void gemm_ref(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kK;
   const auto* w = static_cast<const Packed*>(p.w);
@@ -91,9 +99,14 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockQ8_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ8_0x16>>;
     case GgmlType::Q4_0:
       return gemm_ref<BlockQ4_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ4_0x16>>;
-    case GgmlType::Q4_K: return gemm_ref<BlockQ4_Kx16, BlockQ8_K, kPackedSuperK, step_q4_k>;
-    case GgmlType::Q6_K: return gemm_ref<BlockQ6_Kx16, BlockQ8_K, kPackedSuperK, step_q6_k>;
-    default: return nullptr;
+    case GgmlType::Q4_K:
+      return gemm_ref<BlockQ4_Kx16, BlockQ8_K, kPackedSuperK, step_q4_k<BlockQ4_Kx16>>;
+    case GgmlType::Q5_K:
+      return gemm_ref<BlockQ5_Kx16, BlockQ8_K, kPackedSuperK, step_q4_k<BlockQ5_Kx16>>;
+    case GgmlType::Q6_K:
+      return gemm_ref<BlockQ6_Kx16, BlockQ8_K, kPackedSuperK, step_q6_k>;
+    default:
+      return nullptr;
   }
 }
 

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels for 16-row interleaved Q4_K and Q6_K weights against Q8_K activations
+// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K and Q6_K weights against Q8_K activations
 // (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of one row, so vpdpbusd
 // with one broadcast activation dword feeds the exact integer sums of all 16 rows at once.
 // (Measured: 16-row token tiles over a block-major activation copy, which pay for Q8_0 / Q4_0,
@@ -15,18 +15,19 @@ namespace vela::kernels {
 namespace avx512 {
 namespace {
 
-// Q4_K: rows r < R (R <= 4: a super-block pair's 16 decoded vectors stay in registers) of the
-// token tile against one group. Per super-block: each sub-block's exact dot for all 16 rows by
-// vpdpbusd, scaled by the sub-block scales with vpmulld; the mins meet the activation block sums
-// (int16 pairs) in vpdpwssd; then the reference's float operations.
-template <int R>
-void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+// Q4_K / Q5_K: rows r < R (R <= 4: a super-block pair's 16 decoded vectors stay in registers) of
+// the token tile against one group; Q5_K's 5th bits join the decoded nibbles by a masked add. Per
+// super-block: each sub-block's exact dot for all 16 rows by vpdpbusd, scaled by the sub-block
+// scales with vpmulld; the mins meet the activation block sums (int16 pairs) in vpdpwssd; then the
+// reference's float operations.
+template <class Packed, int R>
+void group_tile_q4_k(const Packed* wg, int64_t nb, const uint8_t* act, size_t act_stride,
                      const uint32_t* bsum_pairs, float* y, int64_t y_stride) {
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_Kx16& wb = wg[b];
+    const BlockQ4_Kx16& wb = k_scales(wg[b]);
     prefetch_ahead(wg + b);
     const BlockQ8_K* a[R];
     __m512i dots[R], mins[R];
@@ -43,6 +44,11 @@ void group_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, const uint8_t* act, siz
         const __m512i raw = _mm512_loadu_si512(wb.qs[p][g]);
         lo[g] = _mm512_and_si512(raw, low);
         hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+        if constexpr (std::is_same_v<Packed, BlockQ5_Kx16>) {  // the 5th bits: + 16 where set
+          const __m512i sixteen = _mm512_set1_epi8(16);
+          lo[g] = _mm512_mask_add_epi8(lo[g], _cvtu64_mask64(wg[b].qh[p][g][0]), lo[g], sixteen);
+          hi[g] = _mm512_mask_add_epi8(hi[g], _cvtu64_mask64(wg[b].qh[p][g][1]), hi[g], sixteen);
+        }
       }
       const __m512i sc_lo =
           _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
@@ -187,15 +193,17 @@ const uint32_t* prepare_bsum_pairs(const uint8_t* act, size_t act_stride, int64_
   return pairs.data();
 }
 
+// Q4_K and Q5_K (Packed: BlockQ4_Kx16 / BlockQ5_Kx16).
+template <class Packed>
 void gemm_q4_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const uint32_t* pairs = prepare_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
-  const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
+  const auto* w = static_cast<const Packed*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g) {
     const auto run = [&](auto tile, int64_t t) {
-      group_tile_q4_k<decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
-                                             p.act_stride, pairs + t * nb * 4,
-                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+      group_tile_q4_k<Packed, decltype(tile)::value>(
+          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, pairs + t * nb * 4,
+          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
     };
     int64_t t = 0;
     for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
@@ -211,7 +219,9 @@ PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type) {
   using namespace avx512;  // NOLINT(build/namespaces): the kernels of this file
   switch (w_type) {
     case GgmlType::Q4_K:
-      return gemm_q4_k;
+      return gemm_q4_k<BlockQ4_Kx16>;
+    case GgmlType::Q5_K:
+      return gemm_q4_k<BlockQ5_Kx16>;
     case GgmlType::Q6_K:
       return gemm_q6_k;
     default:
