@@ -24,7 +24,8 @@ using kernels::TraitsTable;
 using kernels::avx512::Avx512Extensions;
 
 const GgmlType kVnniGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
-const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::F32};
+const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::F32,
+                               GgmlType::BF16};
 
 size_t bytes_of(GgmlType type, int64_t n) {
   return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
@@ -75,7 +76,9 @@ class Gemm : public testing::TestWithParam<GgmlType> {
   void SetUp() override {
     if (!cpu_features().avx512 || !cpu_features().avx512_vnni)
       GTEST_SKIP() << "CPU without AVX-512 VNNI";
-    table_ = avx512_table({.vnni = true, .bf16 = false});
+    if (GetParam() == GgmlType::BF16 && !cpu_features().avx512_bf16)
+      GTEST_SKIP() << "CPU without AVX512-BF16 (BF16 has no gemm_tile there)";
+    table_ = avx512_table({.vnni = true, .bf16 = cpu_features().avx512_bf16});
     traits_ = &table_[size_t(GetParam())];
     ASSERT_NE(traits_->gemm_tile, nullptr);
   }
@@ -121,12 +124,13 @@ TEST_P(Gemm, BitIdenticalForRaggedTiles) {
     for (int64_t acts = 1; acts <= 9; ++acts) check(96, rows, acts, uint32_t(rows * 16 + acts));
 }
 
-// Float weights take any row length: tails of every size around the 16-lane chunks and the
-// 32-element chain step.
+// Float weights take any row length: tails of every size around the 16-lane (BF16: 32) chunks
+// and the chain step.
 TEST_P(Gemm, BitIdenticalForOddFloatLengths) {
   const GgmlType type = GetParam();
-  if (type != GgmlType::F16 && type != GgmlType::F32) GTEST_SKIP() << "block types";
-  for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 47, 48, 49, 100})
+  if (type != GgmlType::F16 && type != GgmlType::F32 && type != GgmlType::BF16)
+    GTEST_SKIP() << "block types";
+  for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 100})
     check(n, 6, 5, uint32_t(n));
 }
 

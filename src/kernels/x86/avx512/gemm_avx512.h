@@ -10,8 +10,8 @@ namespace vela::kernels::avx512 {
 // register_q32_kernels: the results match that file's vec_dot bit for bit.
 void register_gemm_kernels(TraitsTable& table, Avx512Extensions ext);
 
-// gemm_tile for F32 and F16 weights (gemm_float_avx512.cpp); matches dot_float_avx512.cpp's
-// vec_dot bit for bit.
-void register_float_gemm_kernels(TraitsTable& table);
+// gemm_tile for F32, F16 and (with AVX512-BF16) BF16 weights (gemm_float_avx512.cpp); matches
+// dot_float_avx512.cpp's vec_dot bit for bit.
+void register_float_gemm_kernels(TraitsTable& table, Avx512Extensions ext);
 
 }  // namespace vela::kernels::avx512

@@ -20,7 +20,7 @@ void register_kernels(TraitsTable& table, Avx512Extensions ext) {
   register_q32_kernels(table, ext);
   register_k_kernels(table, ext);
   register_gemm_kernels(table, ext);
-  register_float_gemm_kernels(table);
+  register_float_gemm_kernels(table, ext);
 }
 
 }  // namespace avx512
