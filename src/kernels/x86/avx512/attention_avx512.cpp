@@ -353,6 +353,40 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   }
 }
 
+// q8_0 rows for the register-held kernels: values i .. i + 15 (i a multiple of 16) of the row,
+// block i / 32's low or high half times its scale, exactly as load_q8_block gives dot_q8_0 and
+// axpy_q8_0 (chunk i to chain 0, i + 16 to chain 1 there too), so results are bit-identical.
+struct Q8Row {
+  static __m512 load(const void* row, int i) {
+    const auto* p = static_cast<const uint8_t*>(row) + (i / kQ8Block) * kQ8BlockBytes;
+    const __m512 d = _mm512_set1_ps(half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8))));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + i % kQ8Block));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
+  }
+};
+
+// q8_0 K and V rows: the stored row dequantized once for all rows where the head size has a
+// register-held form, else the single-row kernels row by row.
+void dot_rows_q8_0(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n,
+                   float scale, float* out, int64_t out_stride) {
+  if (with_held_vectors(n, [&](auto vecs) {
+        dot_rows_held<Q8Row, decltype(vecs)::value / 2>(q, q_stride, n_rows, k_row, scale, out,
+                                                        out_stride);
+      }))
+    return;
+  dot_rows_loop<dot_q8_0>(q, q_stride, n_rows, k_row, n, scale, out, out_stride);
+}
+
+void axpy_rows_q8_0(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
+                    int n_pos, float* acc, int64_t acc_stride, int n) {
+  if (with_held_vectors(n, [&](auto vecs) {
+        axpy_rows_held<Q8Row, decltype(vecs)::value>(w, w_stride, n_rows, v_rows, n_pos, acc,
+                                                     acc_stride);
+      }))
+    return;
+  axpy_rows_loop<axpy_q8_0>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride, n);
+}
+
 }  // namespace
 }  // namespace avx512
 
@@ -361,8 +395,8 @@ const AttentionRowKernels& attention_row_kernels_avx512() {
   static const AttentionRowKernels table = {
       {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
-      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_loop<dot_q8_0>},
-      {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
+      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_q8_0},
+      {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_q8_0},
       softmax,
       round_f16};
   return table;
