@@ -150,6 +150,10 @@ void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
   }
 }
 
+TEST_P(PackedGemm, Avx2BitIdenticalToReference) {
+  expect_bit_identical(PackedKernelKind::kAvx2, GetParam());
+}
+
 TEST_P(PackedGemm, Avx512VnniBitIdenticalToReference) {
   expect_bit_identical(PackedKernelKind::kAvx512Vnni, GetParam());
 }

@@ -22,6 +22,10 @@ bool amx_opted_in() {
 
 PackedKernels select(GgmlType w_type) {
   PackedKernels k;
+  if (selected_kernel_isa() == KernelIsa::kAvx2) {
+    k.small = packed_gemm_kernel(PackedKernelKind::kAvx2, w_type);
+    return k;
+  }
   if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
   k.small = packed_gemm_kernel(PackedKernelKind::kAvx512Vnni, w_type);
   if (k.small == nullptr) return k;
@@ -38,6 +42,8 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
   switch (kind) {
     case PackedKernelKind::kReference:
       return kernels::packed_gemm_ref(w_type);
+    case PackedKernelKind::kAvx2:
+      return f.avx2 ? kernels::packed_gemm_avx2(w_type) : nullptr;
     case PackedKernelKind::kAvx512Vnni:
       return f.avx512_vnni ? kernels::packed_gemm_avx512_vnni(w_type) : nullptr;
     case PackedKernelKind::kAmx:

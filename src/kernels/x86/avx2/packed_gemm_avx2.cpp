@@ -1,0 +1,113 @@
+// AVX2 kernel for 16-row interleaved Q4_0 weights (packed_gemm.h), for CPUs without AVX-512.
+// A packed block's vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows
+// 0-7 and 8-15, so with one broadcast activation dword, vpmaddubsw gives each row's two pair
+// sums (at most 2 * 15 * 127, no saturation), eight of them add up exactly in int16 (at most
+// 30480), and one vpmaddwd by ones makes each row's exact block sum. Then the reference's float
+// chain, so results are bit-identical to the scalar reference and to the AVX-512 kernels (batch
+// invariance holds on every kernel level). Q8_0's biased weights (up to 255) would saturate
+// vpmaddubsw, so only Q4_0 has an AVX2 packed kernel.
+#include <type_traits>
+#include <vector>
+
+#include "kernels/packed/packed_blocks.h"
+#include "kernels/packed/packed_gemm.h"
+#include "kernels/x86/avx2/avx2_common.h"
+#include "quant/blocks.h"
+
+namespace vela::kernels {
+namespace avx2 {
+namespace {
+
+constexpr int kHalfRows = 8;             // rows per 256-bit half of a packed vector
+constexpr size_t kPrefetchBytes = 8192;  // as the AVX-512 kernels: the weight stream
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// -bias * (sum of each activation block's quants), [n_act][nb], in a per-thread buffer.
+const int32_t* sum_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
+                          int bias) {
+  thread_local std::vector<int32_t> starts;
+  if (starts.size() < size_t(n_act * nb)) starts.resize(size_t(n_act * nb));
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t t = 0; t < n_act; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_0*>(act + size_t(t) * act_stride);
+    for (int64_t b = 0; b < nb; ++b) {
+      // sum(q): pairs by vpmaddubsw with ones (exact), then the 16 int16 lanes.
+      const __m256i pairs = _mm256_maddubs_epi16(ones, loadu256(a[b].qs));
+      starts[size_t(t * nb + b)] = -bias * hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    }
+  }
+  return starts.data();
+}
+
+// Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks.
+template <int R>
+void half_tile_q4_0(const BlockQ4_0x16* wg, int64_t nb, int h, const uint8_t* act,
+                    size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256 acc[R];
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_0x16& blk = wg[b];
+    const char* ahead = reinterpret_cast<const char*>(&blk) + kPrefetchBytes;
+    for (size_t line = 0; line < sizeof(BlockQ4_0x16); line += 64)
+      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    __m256i w[8];
+    VELA_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const __m256i raw = loadu256(blk.qs[j][kHalfRows * h]);
+      w[j] = _mm256_and_si256(raw, low);
+      w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    }
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(act + size_t(r) * act_stride)[b];
+      __m256i s16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(load_i32(a.qs)));
+      VELA_UNROLL
+      for (int j = 1; j < 8; ++j)
+        s16 = _mm256_add_epi16(
+            s16, _mm256_maddubs_epi16(w[j], _mm256_set1_epi32(load_i32(a.qs + 4 * j))));
+      const __m256i isum =
+          _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
+                           _mm256_set1_epi32(starts[size_t(r) * size_t(nb) + size_t(b)]));
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[r]);
+    }
+  }
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+}
+
+void gemm_q4_0(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedBlockK;
+  const int32_t* starts = sum_starts(p.act, p.act_stride, p.n_act, nb, kQ4_0PackedBias);
+  const auto* w = static_cast<const BlockQ4_0x16*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const auto run = [&](auto rows, int64_t t) {
+        half_tile_q4_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                              p.act_stride, starts + t * nb,
+                                              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+      };
+      int64_t t = 0;
+      for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
+      if (t + 2 <= p.n_act) run(std::integral_constant<int, 2>{}, t), t += 2;
+      if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
+    }
+}
+
+}  // namespace
+}  // namespace avx2
+
+PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
+  return w_type == GgmlType::Q4_0 ? avx2::gemm_q4_0 : nullptr;
+}
+
+}  // namespace vela::kernels
