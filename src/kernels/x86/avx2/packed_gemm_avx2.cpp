@@ -1,11 +1,12 @@
-// AVX2 kernel for 16-row interleaved Q4_0 weights (packed_gemm.h), for CPUs without AVX-512.
+// AVX2 kernels for 16-row interleaved Q4_0 and Q4_K weights (packed_gemm.h), for CPUs without
+// AVX-512.
 // A packed block's vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows
 // 0-7 and 8-15, so with one broadcast activation dword, vpmaddubsw gives each row's two pair
 // sums (at most 2 * 15 * 127, no saturation), eight of them add up exactly in int16 (at most
 // 30480), and one vpmaddwd by ones makes each row's exact block sum. Then the reference's float
 // chain, so results are bit-identical to the scalar reference and to the AVX-512 kernels (batch
 // invariance holds on every kernel level). Q8_0's biased weights (up to 255) would saturate
-// vpmaddubsw, so only Q4_0 has an AVX2 packed kernel.
+// vpmaddubsw, and Q6_K's 6-bit levels could not add up in int16, so those stay row-major here.
 #include <type_traits>
 #include <vector>
 
@@ -103,11 +104,121 @@ void gemm_q4_0(const PackedGemmArgs& p) {
     }
 }
 
+// Per activation row and super-block, the sums of sub-blocks 2k and 2k + 1 as an int16 pair.
+const uint32_t* bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
+  thread_local std::vector<uint32_t> pairs;
+  if (pairs.size() < size_t(n_act * nb * 4)) pairs.resize(size_t(n_act * nb * 4));
+  for (int64_t t = 0; t < n_act; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int k = 0; k < 4; ++k) {
+        const int16_t* s = a[b].bsums + 4 * k;
+        const auto lo = uint16_t(int16_t(s[0] + s[1])), hi = uint16_t(int16_t(s[2] + s[3]));
+        pairs[size_t((t * nb + b) * 4 + k)] = uint32_t(lo) | (uint32_t(hi) << 16);
+      }
+  }
+  return pairs.data();
+}
+
+// Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group. Per sub-block (a
+// pair's low or high nibbles), 8 decoded vectors serve the R rows: pair sums by vpmaddubsw added
+// exactly in int16 (at most 8 * 2 * 15 * 127), vpmaddwd by ones, times the sub-block scales by
+// vpmulld; then the mins by vpmaddwd with the activation sums and the reference's float steps.
+template <int R>
+void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* act,
+                    size_t act_stride, const uint32_t* pairs, float* y, int64_t y_stride) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256 acc[R];
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_Kx16& wb = wg[b];
+    const char* ahead = reinterpret_cast<const char*>(&wb) + kPrefetchBytes;
+    for (size_t line = 0; line < sizeof(BlockQ4_Kx16); line += 64)
+      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    const BlockQ8_K* a[R];
+    __m256i dots[R];
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      dots[r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 1
+    for (int sub = 0; sub < 8; ++sub) {
+      const int p = sub / 2, high = sub % 2;
+      __m256i w[8];
+      VELA_UNROLL
+      for (int g = 0; g < 8; ++g) {
+        const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
+        w[g] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, low);
+      }
+      const __m256i sc = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+      VELA_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = a[r]->qs + 32 * sub;
+        __m256i s16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(load_i32(q)));
+        VELA_UNROLL
+        for (int g = 1; g < 8; ++g)
+          s16 = _mm256_add_epi16(
+              s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
+        const __m256i d = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+        dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
+      }
+    }
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+    const __m256 dmw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.dmin + kHalfRows * h)));
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      __m256i mins = _mm256_setzero_si256();
+      for (int k = 0; k < 4; ++k) {
+        const __m256i mp = _mm256_cvtepu8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.min_pairs[k][kHalfRows * h])));
+        mins = _mm256_add_epi32(
+            mins,
+            _mm256_madd_epi16(mp, _mm256_set1_epi32(int32_t(pairs[size_t((r * nb + b) * 4 + k)]))));
+      }
+      const __m256 ad = _mm256_set1_ps(a[r]->d);
+      const __m256 d = _mm256_mul_ps(dw, ad);
+      const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
+      acc[r] = _mm256_add_ps(acc[r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[r]), m));
+    }
+  }
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+}
+
+void gemm_q4_k(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const uint32_t* pairs = bsum_pairs(p.act, p.act_stride, p.n_act, nb);
+  const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const auto run = [&](auto rows, int64_t t) {
+        half_tile_q4_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                              p.act_stride, pairs + t * nb * 4,
+                                              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+      };
+      int64_t t = 0;
+      for (; t + 2 <= p.n_act; t += 2) run(std::integral_constant<int, 2>{}, t);
+      if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
+    }
+}
+
 }  // namespace
 }  // namespace avx2
 
 PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
-  return w_type == GgmlType::Q4_0 ? avx2::gemm_q4_0 : nullptr;
+  switch (w_type) {
+    case GgmlType::Q4_0:
+      return avx2::gemm_q4_0;
+    case GgmlType::Q4_K:
+      return avx2::gemm_q4_k;
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace vela::kernels
