@@ -1,12 +1,11 @@
-// AVX2 kernels for 16-row interleaved Q4_0 and Q4_K weights (packed_gemm.h), for CPUs without
-// AVX-512.
+// AVX2 kernels for 16-row interleaved Q8_0, Q4_0 and Q4_K weights (packed_gemm.h), for CPUs
+// without AVX-512.
 // A packed block's vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows
 // 0-7 and 8-15, so with one broadcast activation dword, vpmaddubsw gives each row's two pair
 // sums (at most 2 * 15 * 127, no saturation), eight of them add up exactly in int16 (at most
 // 30480), and one vpmaddwd by ones makes each row's exact block sum. Then the reference's float
 // chain, so results are bit-identical to the scalar reference and to the AVX-512 kernels (batch
-// invariance holds on every kernel level). Q8_0's biased weights (up to 255) would saturate
-// vpmaddubsw, and Q6_K's 6-bit levels could not add up in int16, so those stay row-major here.
+// invariance holds on every kernel level). Q8_0 (below) takes its signed levels apart instead.
 #include <type_traits>
 #include <vector>
 
@@ -84,6 +83,63 @@ void half_tile_q4_0(const BlockQ4_0x16* wg, int64_t nb, int h, const uint8_t* ac
   }
   VELA_UNROLL
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+}
+
+// Q8_0: the packed weights are level + 128; as signed bytes again, vpmaddubsw takes |w| (at
+// most 128) against the activations with w's sign, so each pair sum stays below 2 * 128 * 127.
+// Two of those could overflow int16, so every group goes through vpmaddwd on its own. (The
+// activation quants are within +-127, as the Q8_0 quantizer makes them, so vpsignb never has
+// to negate -128.)
+template <int R>
+void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const uint8_t* act,
+                    size_t act_stride, float* y, int64_t y_stride) {
+  const __m256i flip = _mm256_set1_epi8(char(0x80)), ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ8_0x16& blk = wg[b];
+    const char* ahead = reinterpret_cast<const char*>(&blk) + kPrefetchBytes;
+    for (size_t line = 0; line < sizeof(BlockQ8_0x16); line += 64)
+      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    __m256i w[8];  // signed levels
+    VELA_UNROLL
+    for (int j = 0; j < 8; ++j) w[j] = _mm256_xor_si256(loadu256(blk.qs[j][kHalfRows * h]), flip);
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(act + size_t(r) * act_stride)[b];
+      __m256i isum = _mm256_setzero_si256();
+      VELA_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        const __m256i x = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(a.qs + 4 * j)), w[j]);
+        isum = _mm256_add_epi32(
+            isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w[j]), x), ones));
+      }
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[r]);
+    }
+  }
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+}
+
+void gemm_q8_0(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedBlockK;
+  const auto* w = static_cast<const BlockQ8_0x16*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const auto run = [&](auto rows, int64_t t) {
+        half_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                              p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
+                                              p.y_stride);
+      };
+      int64_t t = 0;
+      for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
+      if (t + 2 <= p.n_act) run(std::integral_constant<int, 2>{}, t), t += 2;
+      if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
+    }
 }
 
 void gemm_q4_0(const PackedGemmArgs& p) {
@@ -212,6 +268,8 @@ void gemm_q4_k(const PackedGemmArgs& p) {
 
 PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
   switch (w_type) {
+    case GgmlType::Q8_0:
+      return avx2::gemm_q8_0;
     case GgmlType::Q4_0:
       return avx2::gemm_q4_0;
     case GgmlType::Q4_K:
