@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx2/avx2_common.h"
@@ -21,10 +22,32 @@ namespace {
 constexpr int kHalfRows = 8;             // rows per 256-bit half of a packed vector
 constexpr size_t kPrefetchBytes = 8192;  // as the AVX-512 kernels: the weight stream
 
+// The weight stream's lines kPrefetchBytes ahead of a packed block (as the AVX-512 kernels do:
+// the hardware prefetcher alone falls behind once a block takes a few dozen cycles).
+template <class Packed>
+inline void prefetch_ahead(const Packed* block) {
+  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
+  for (size_t line = 0; line < sizeof(Packed); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+}
+
 inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
+}
+
+// Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)
+// with tiles of kMaxR rows (4 or 2), then 2 and 1 for the rest.
+template <int kMaxR, class Fn>
+void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      int64_t t = 0;
+      if constexpr (kMaxR == 4)
+        for (; t + 4 <= p.n_act; t += 4) fn(g, h, std::integral_constant<int, 4>{}, t);
+      for (; t + 2 <= p.n_act; t += 2) fn(g, h, std::integral_constant<int, 2>{}, t);
+      if (t < p.n_act) fn(g, h, std::integral_constant<int, 1>{}, t);
+    }
 }
 
 // -bias * (sum of each activation block's quants), [n_act][nb], in a per-thread buffer.
@@ -54,9 +77,7 @@ void half_tile_q4_0(const BlockQ4_0x16* wg, int64_t nb, int h, const uint8_t* ac
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_0x16& blk = wg[b];
-    const char* ahead = reinterpret_cast<const char*>(&blk) + kPrefetchBytes;
-    for (size_t line = 0; line < sizeof(BlockQ4_0x16); line += 64)
-      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(&blk);
     __m256i w[8];
     VELA_UNROLL
     for (int j = 0; j < 4; ++j) {
@@ -99,9 +120,7 @@ void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const uint8_t* ac
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ8_0x16& blk = wg[b];
-    const char* ahead = reinterpret_cast<const char*>(&blk) + kPrefetchBytes;
-    for (size_t line = 0; line < sizeof(BlockQ8_0x16); line += 64)
-      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(&blk);
     __m256i w[8];  // signed levels
     VELA_UNROLL
     for (int j = 0; j < 8; ++j) w[j] = _mm256_xor_si256(loadu256(blk.qs[j][kHalfRows * h]), flip);
@@ -128,52 +147,22 @@ void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const uint8_t* ac
 void gemm_q8_0(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
   const auto* w = static_cast<const BlockQ8_0x16*>(p.w);
-  for (int64_t g = 0; g < p.n_groups; ++g)
-    for (int h = 0; h < 2; ++h) {
-      const auto run = [&](auto rows, int64_t t) {
-        half_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                              p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
-                                              p.y_stride);
-      };
-      int64_t t = 0;
-      for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
-      if (t + 2 <= p.n_act) run(std::integral_constant<int, 2>{}, t), t += 2;
-      if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
-    }
+  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+    half_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                          p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
+                                          p.y_stride);
+  });
 }
 
 void gemm_q4_0(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
   const int32_t* starts = sum_starts(p.act, p.act_stride, p.n_act, nb, kQ4_0PackedBias);
   const auto* w = static_cast<const BlockQ4_0x16*>(p.w);
-  for (int64_t g = 0; g < p.n_groups; ++g)
-    for (int h = 0; h < 2; ++h) {
-      const auto run = [&](auto rows, int64_t t) {
-        half_tile_q4_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                              p.act_stride, starts + t * nb,
-                                              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
-      };
-      int64_t t = 0;
-      for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
-      if (t + 2 <= p.n_act) run(std::integral_constant<int, 2>{}, t), t += 2;
-      if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
-    }
-}
-
-// Per activation row and super-block, the sums of sub-blocks 2k and 2k + 1 as an int16 pair.
-const uint32_t* bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
-  thread_local std::vector<uint32_t> pairs;
-  if (pairs.size() < size_t(n_act * nb * 4)) pairs.resize(size_t(n_act * nb * 4));
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int k = 0; k < 4; ++k) {
-        const int16_t* s = a[b].bsums + 4 * k;
-        const auto lo = uint16_t(int16_t(s[0] + s[1])), hi = uint16_t(int16_t(s[2] + s[3]));
-        pairs[size_t((t * nb + b) * 4 + k)] = uint32_t(lo) | (uint32_t(hi) << 16);
-      }
-  }
-  return pairs.data();
+  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+    half_tile_q4_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                          p.act_stride, starts + t * nb,
+                                          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+  });
 }
 
 // Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group. Per sub-block (a
@@ -189,9 +178,7 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* ac
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = wg[b];
-    const char* ahead = reinterpret_cast<const char*>(&wb) + kPrefetchBytes;
-    for (size_t line = 0; line < sizeof(BlockQ4_Kx16); line += 64)
-      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    prefetch_ahead(&wb);
     const BlockQ8_K* a[R];
     __m256i dots[R];
     VELA_UNROLL
@@ -248,19 +235,13 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* ac
 
 void gemm_q4_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const uint32_t* pairs = bsum_pairs(p.act, p.act_stride, p.n_act, nb);
+  const uint32_t* pairs = q8_k_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
   const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
-  for (int64_t g = 0; g < p.n_groups; ++g)
-    for (int h = 0; h < 2; ++h) {
-      const auto run = [&](auto rows, int64_t t) {
-        half_tile_q4_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                              p.act_stride, pairs + t * nb * 4,
-                                              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
-      };
-      int64_t t = 0;
-      for (; t + 2 <= p.n_act; t += 2) run(std::integral_constant<int, 2>{}, t);
-      if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
-    }
+  for_half_tiles<2>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+    half_tile_q4_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                          p.act_stride, pairs + t * nb * 4,
+                                          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+  });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
 #include <type_traits>
 
+#include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx512/avx512_util.h"
@@ -176,28 +177,11 @@ void gemm_q6_k(const PackedGemmArgs& p) {
     });
 }
 
-// Per activation row and super-block, the sums of sub-blocks 2k and 2k + 1 as an int16 pair.
-const uint32_t* prepare_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act,
-                                   int64_t nb) {
-  thread_local std::vector<uint32_t> pairs;
-  if (pairs.size() < size_t(n_act * nb * 4)) pairs.resize(size_t(n_act * nb * 4));
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int k = 0; k < 4; ++k) {
-        const int16_t* s = a[b].bsums + 4 * k;
-        const auto lo = uint16_t(int16_t(s[0] + s[1])), hi = uint16_t(int16_t(s[2] + s[3]));
-        pairs[size_t((t * nb + b) * 4 + k)] = uint32_t(lo) | (uint32_t(hi) << 16);
-      }
-  }
-  return pairs.data();
-}
-
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16 / BlockQ5_Kx16).
 template <class Packed>
 void gemm_q4_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const uint32_t* pairs = prepare_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
+  const uint32_t* pairs = q8_k_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
   const auto* w = static_cast<const Packed*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g) {
     const auto run = [&](auto tile, int64_t t) {

@@ -1,0 +1,16 @@
+#pragma once
+// Activation-side values the packed K-type kernels of every instruction set need, computed in
+// plain C++ (compiled once, without SIMD flags, so no ISA-specific copy can be shared).
+// Thread-safety: each thread gets its own buffer.
+#include <cstddef>
+#include <cstdint>
+
+namespace vela {
+
+// For n_act Q8_K activation rows (act_stride bytes apart) of nb super-blocks: per row and
+// super-block, the sums of sub-blocks 2k and 2k + 1 (k < 4) as an int16 pair (low half 2k), the
+// operand vpmaddwd / vpdpwssd meets the packed (min, min) pairs with. [n_act][nb][4]; valid until
+// the calling thread's next call.
+const uint32_t* q8_k_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb);
+
+}  // namespace vela
