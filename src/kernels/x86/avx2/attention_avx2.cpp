@@ -121,16 +121,80 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   }
 }
 
+// exp(x) for x <= 0, the AVX-512 kernels' method (avx512_util.h: exp_nonpositive): x = k ln2 + r,
+// a degree-7 Taylor polynomial of e^r, times 2^k. Without vscalefps, 2^k is applied as
+// 2^max(k, -125) (exact: the product stays a normal float) times 2^(k - that), so the result is
+// rounded once, as std::exp's, subnormal results included. Below -104 it is 0.
+inline __m256 exp_nonpositive(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);  // ln2, high part (exact k*)
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);      // ln2, low part
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256 k1 = _mm256_max_ps(k, _mm256_set1_ps(-125.0f));
+  const auto pow2 = [](__m256 e) {  // 2^e for integral e in [-126, 127]
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(e), _mm256_set1_epi32(127)), 23));
+  };
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2(k1)), pow2(_mm256_sub_ps(k, k1)));
+}
+
+// The AVX-512 softmax's steps on 8 lanes: max, exp(x - max) with the lane sums added in double
+// at the end (as the reference sums in double), then the normalisation and the optional f16
+// rounding. The row's tail goes through a stack copy padded with -inf (exp gives 0 there).
+void softmax(float* x, int n, bool round_f16) {
+  const int full = n / 8 * 8;
+  alignas(32) float tail[8];
+  for (int j = 0; j < 8; ++j) tail[j] = full + j < n ? x[full + j] : -__builtin_inff();
+  __m256 m = _mm256_load_ps(tail);
+  for (int i = 0; i < full; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float max_score = lanes[0];
+  for (float l : lanes) max_score = l > max_score ? l : max_score;
+  const __m256 vmax = _mm256_set1_ps(max_score);
+  __m256 sum = _mm256_setzero_ps();
+  for (int i = 0; i < full; i += 8) {
+    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
+    _mm256_storeu_ps(x + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  const __m256 e_tail = exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), vmax));
+  _mm256_store_ps(tail, e_tail);
+  sum = _mm256_add_ps(sum, e_tail);
+  _mm256_store_ps(lanes, sum);
+  double total = 0.0;
+  for (float l : lanes) total += double(l);
+  const __m256 inv_sum = _mm256_set1_ps(float(1.0 / total));
+  const auto normalize = [&](__m256 e) {
+    const __m256 w = _mm256_mul_ps(e, inv_sum);
+    return round_f16 ? _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)) : w;
+  };
+  for (int i = 0; i < full; i += 8) _mm256_storeu_ps(x + i, normalize(_mm256_loadu_ps(x + i)));
+  _mm256_store_ps(tail, normalize(_mm256_load_ps(tail)));
+  for (int j = 0; full + j < n; ++j) x[full + j] = tail[j];
+}
+
 // F16C both ways (round to nearest even, as the reference), 8 at a time; the tail through a
 // stack copy so nothing past the row is read or written.
 void round_f16(const float* x, float* out, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+                                                              _MM_FROUND_TO_NEAREST_INT)));
   if (i < n) {
     float tmp[8] = {};
     for (int j = 0; j < n - i; ++j) tmp[j] = x[i + j];
-    _mm256_storeu_ps(tmp, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(tmp), _MM_FROUND_TO_NEAREST_INT)));
+    _mm256_storeu_ps(
+        tmp, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(tmp), _MM_FROUND_TO_NEAREST_INT)));
     for (int j = 0; j < n - i; ++j) out[i + j] = tmp[j];
   }
 }
@@ -147,7 +211,7 @@ const AttentionRowKernels& attention_row_kernels_avx2() {
        dot_rows_loop<dot_q8_0>},
       {axpy_rows_loop<axpy<F32Row>>, axpy_rows_loop<axpy<F16Row>>, axpy_rows_loop<axpy<BF16Row>>,
        axpy_rows_loop<axpy_q8_0>},
-      attention_row_kernels_ref().softmax,  // the reference's: no AVX2 exp
+      softmax,
       round_f16};
   return table;
 }
