@@ -24,4 +24,9 @@ if [ ! -f "$model" ]; then
   echo "serve.sh: no model file '$model'" >&2
   exit 1
 fi
-exec "$vela" serve -m "$model" --port "${PORT:-8080}" "$@"
+# Clients (and the README's examples) call the model "vela" unless a name is given.
+name_flag=(--served-model-name vela)
+for arg in "$@"; do
+  case "$arg" in --served-model-name | --served-model-name=*) name_flag=() ;; esac
+done
+exec "$vela" serve -m "$model" --port "${PORT:-8080}" "${name_flag[@]}" "$@"
