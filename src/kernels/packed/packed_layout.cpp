@@ -12,32 +12,36 @@ namespace vela {
 
 namespace {
 
-// Level of element k (0..31) of a Q4_0 block: byte j low nibble = element j, high = j + 16.
-inline uint8_t q4_level(const BlockQ4_0& b, int k) {
-  return k < 16 ? uint8_t(b.qs[k] & 0x0F) : uint8_t(b.qs[k - 16] >> 4);
+inline uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
 
+// Packing copies 4-byte groups: each lands in one slot of the interleaved block.
 void pack_group(const BlockQ8_0* rows[kPackedRows], int64_t nb, BlockQ8_0x16* out) {
+  static_assert(kQ8_0PackedBias == 128, "level + 128 is the byte with its top bit flipped");
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ8_0x16& o = out[b];
     for (int n = 0; n < kPackedRows; ++n) {
       const BlockQ8_0& src = rows[n][b];
       o.d[n] = src.d;
-      for (int k = 0; k < kPackedBlockK; ++k)
-        o.qs[k / 4][n][k % 4] = uint8_t(int(src.qs[k]) + kQ8_0PackedBias);
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t biased = load_u32(src.qs + 4 * j) ^ 0x80808080u;
+        std::memcpy(o.qs[j][n], &biased, 4);
+      }
     }
   }
 }
 
+// GGUF's byte k already holds elements k (low nibble) and 16 + k (high): bytes are copied.
 void pack_group(const BlockQ4_0* rows[kPackedRows], int64_t nb, BlockQ4_0x16* out) {
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ4_0x16& o = out[b];
     for (int n = 0; n < kPackedRows; ++n) {
       const BlockQ4_0& src = rows[n][b];
       o.d[n] = src.d;
-      for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 4; ++i)
-          o.qs[j][n][i] = uint8_t(q4_level(src, 4 * j + i) | (q4_level(src, 16 + 4 * j + i) << 4));
+      for (int j = 0; j < 4; ++j) std::memcpy(o.qs[j][n], src.qs + 4 * j, 4);
     }
   }
 }
@@ -54,8 +58,7 @@ void pack_q4_k_part(const KBlock& src, int n, BlockQ4_Kx16& o) {
     o.min_pairs[j / 2][n][j % 2] = mn;
   }
   for (int p = 0; p < 4; ++p)
-    for (int g = 0; g < 8; ++g)
-      for (int i = 0; i < 4; ++i) o.qs[p][g][n][i] = src.qs[32 * p + 4 * g + i];
+    for (int g = 0; g < 8; ++g) std::memcpy(o.qs[p][g][n], src.qs + 32 * p + 4 * g, 4);
 }
 
 template <class KBlock>
@@ -84,12 +87,16 @@ void pack_group(const BlockQ5_K* rows[kPackedRows], int64_t nb, BlockQ5_Kx16* ou
     for (int n = 0; n < kPackedRows; ++n) {
       const BlockQ5_K& src = rows[n][b];
       pack_q4_k_part(src, n, o.low);
-      for (int p = 0; p < 4; ++p)
-        for (int g = 0; g < 8; ++g)
-          for (int h = 0; h < 2; ++h)
-            for (int i = 0; i < 4; ++i)
-              if ((src.qh[4 * g + i] >> (2 * p + h)) & 1)
-                o.qh[p][g][h] |= uint64_t(1) << (4 * n + i);
+      // Vector g of sub-block j holds elements 4g .. 4g + 3: their 5th bits (bit j of GGUF's
+      // qh[4g + i]) become bits 4n .. 4n + 3 of the mask.
+      for (int g = 0; g < 8; ++g) {
+        const uint32_t word = load_u32(src.qh + 4 * g);
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t x = (word >> j) & 0x01010101u;
+          const uint32_t nibble = (x & 1) | ((x >> 7) & 2) | ((x >> 14) & 4) | ((x >> 21) & 8);
+          o.qh[j / 2][g][j % 2] |= uint64_t(nibble) << (4 * n);
+        }
+      }
     }
   }
 }
@@ -106,32 +113,42 @@ struct Q6Index {
   }
 };
 
-int q6_level(const BlockQ6_K& b, int k) {
-  const Q6Index i(k);
-  return ((b.ql[i.ql] >> i.ql_shift) & 0x0F) | (((b.qh[i.qh] >> i.qh_shift) & 3) << 4);
-}
-
 void set_q6_level(BlockQ6_K& b, int k, int q) {
   const Q6Index i(k);
   b.ql[i.ql] = uint8_t((b.ql[i.ql] & ~(0x0F << i.ql_shift)) | ((q & 0x0F) << i.ql_shift));
   b.qh[i.qh] = uint8_t((b.qh[i.qh] & ~(3 << i.qh_shift)) | ((q >> 4) << i.qh_shift));
 }
 
+// All 256 levels of a Q6_K block, in element order (dequantize_row_q6_k's loops).
+void q6_levels(const BlockQ6_K& b, uint8_t q[256]) {
+  for (int half = 0; half < 2; ++half)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* ql = b.ql + 64 * half;
+      const uint8_t qh = b.qh[32 * half + l];
+      uint8_t* out = q + 128 * half;
+      out[l] = uint8_t((ql[l] & 0x0F) | ((qh & 3) << 4));
+      out[32 + l] = uint8_t((ql[32 + l] & 0x0F) | (((qh >> 2) & 3) << 4));
+      out[64 + l] = uint8_t((ql[l] >> 4) | (((qh >> 4) & 3) << 4));
+      out[96 + l] = uint8_t((ql[32 + l] >> 4) | (((qh >> 6) & 3) << 4));
+    }
+}
+
 void pack_group(const BlockQ6_K* rows[kPackedRows], int64_t nb, BlockQ6_Kx16* out) {
+  uint8_t q[256];
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ6_Kx16& o = out[b];
     for (int n = 0; n < kPackedRows; ++n) {
       const BlockQ6_K& src = rows[n][b];
       o.d[n] = src.d;
+      q6_levels(src, q);
       for (int s = 0; s < 16; ++s) {
         o.scale[s][n] = src.scales[s];  // sub-block s = elements 16s .. 16s + 15
+        const uint8_t* qs = q + 16 * s;
         for (int i = 0; i < 4; ++i) {
-          int high = 0;
-          for (int g = 0; g < 4; ++g) high |= (q6_level(src, 16 * s + 4 * g + i) >> 4) << (2 * g);
-          o.qh[s][n][i] = uint8_t(high);
+          o.qh[s][n][i] = uint8_t((qs[i] >> 4) | ((qs[4 + i] >> 4) << 2) | ((qs[8 + i] >> 4) << 4) |
+                                  ((qs[12 + i] >> 4) << 6));
           for (int h = 0; h < 2; ++h)
-            o.ql[s][h][n][i] = uint8_t((q6_level(src, 16 * s + 8 * h + i) & 0x0F) |
-                                       ((q6_level(src, 16 * s + 8 * h + 4 + i) & 0x0F) << 4));
+            o.ql[s][h][n][i] = uint8_t((qs[8 * h + i] & 0x0F) | ((qs[8 * h + 4 + i] & 0x0F) << 4));
         }
       }
     }
