@@ -2,8 +2,8 @@
 // Int8 matrix kernels over weights repacked in 16-row interleaved groups (packed_blocks.h), for
 // Q8_0 and Q4_0 weights against Q8_0 activations and the K types against Q8_K activations: the
 // AVX-512 VNNI kernel (any batch), for Q8_0 / Q4_0 the AMX tile kernel (prompt processing and
-// batched decode) and for Q8_0 / Q4_0 / Q4_K an AVX2 kernel, with a scalar reference that
-// defines the result.
+// batched decode) and for Q8_0 / Q4_0 / Q4_K / Q6_K an AVX2 kernel, with a scalar reference
+// that defines the result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's
@@ -56,8 +56,8 @@ enum class PackedKernelKind { kReference, kAvx2, kAvx512Vnni, kAmx };
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type);
 
 // What the engine uses: at the AVX-512 level the VNNI kernel below large_min_tokens tokens, AMX
-// from there on (when present); at the AVX2 level the AVX2 kernel (Q8_0, Q4_0, Q4_K). Null `small`
-// means no packed kernels at the selected kernel level: keep weights row-major.
+// from there on (when present); at the AVX2 level the AVX2 kernel (Q8_0, Q4_0, Q4_K, Q6_K). Null
+// `small` means no packed kernels at the selected kernel level: keep weights row-major.
 struct PackedKernels {
   PackedGemmFn small = nullptr;
   PackedGemmFn large = nullptr;
@@ -77,7 +77,7 @@ const PackedKernels& active_packed_kernels(GgmlType w_type);
 namespace kernels {
 // Defined per instruction set; nullptr where the CPU lacks it (checked by the caller).
 PackedGemmFn packed_gemm_ref(GgmlType w_type);
-PackedGemmFn packed_gemm_avx2(GgmlType w_type);  // Q8_0, Q4_0, Q4_K
+PackedGemmFn packed_gemm_avx2(GgmlType w_type);  // Q8_0, Q4_0, Q4_K, Q6_K
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type);
 PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type);
 PackedGemmFn packed_gemm_amx(GgmlType w_type);

@@ -1,5 +1,5 @@
-// AVX2 kernels for 16-row interleaved Q8_0, Q4_0 and Q4_K weights (packed_gemm.h), for CPUs
-// without AVX-512.
+// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_K and Q6_K weights (packed_gemm.h), for
+// CPUs without AVX-512.
 // A packed block's vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows
 // 0-7 and 8-15, so with one broadcast activation dword, vpmaddubsw gives each row's two pair
 // sums (at most 2 * 15 * 127, no saturation), eight of them add up exactly in int16 (at most
@@ -244,6 +244,94 @@ void gemm_q4_k(const PackedGemmArgs& p) {
   });
 }
 
+// Per activation row, super-block and 16-element sub-block, the start of its integer sum:
+// -32 * the activations' sum (the weights are stored as q + 32).
+const int32_t* q6_k_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
+  thread_local std::vector<int32_t> starts;
+  if (starts.size() < size_t(n_act * nb * 16)) starts.resize(size_t(n_act * nb * 16));
+  for (int64_t t = 0; t < n_act; ++t) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int sub = 0; sub < 16; ++sub)
+        starts[size_t((t * nb + b) * 16 + sub)] = -kQ6_KOffset * int32_t(a[b].bsums[sub]);
+  }
+  return starts.data();
+}
+
+// Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group. Per 16-element
+// sub-block, the 4 vectors of levels (0..63) are decoded once for the R rows; two vpmaddubsw pair
+// sums add up exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from
+// -32 * the activations' sub-block sum and is scaled by the sub-block scales with vpmulld.
+template <int R>
+void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h, const uint8_t* act,
+                    size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6_Kx16& wb = wg[b];
+    prefetch_ahead(&wb);
+    const BlockQ8_K* a[R];
+    __m256i sum[R];
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      sum[r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 1
+    for (int sub = 0; sub < 16; ++sub) {
+      const __m256i l01 = loadu256(wb.ql[sub][0][kHalfRows * h]);
+      const __m256i l23 = loadu256(wb.ql[sub][1][kHalfRows * h]);
+      const __m256i hb = loadu256(wb.qh[sub][kHalfRows * h]);
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l01, low4),
+                             _mm256_and_si256(_mm256_slli_epi16(hb, 4), high2));
+      q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l01, 4), low4),
+                             _mm256_and_si256(_mm256_slli_epi16(hb, 2), high2));
+      q[2] = _mm256_or_si256(_mm256_and_si256(l23, low4), _mm256_and_si256(hb, high2));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l23, 4), low4),
+                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
+      const __m256i sc = _mm256_cvtepi8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+      VELA_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qa = a[r]->qs + 16 * sub;
+        const __m256i s01 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
+                             _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
+        const __m256i s23 =
+            _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
+                             _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
+        const __m256i dot = _mm256_add_epi32(
+            _mm256_set1_epi32(starts[size_t((r * nb + b) * 16 + sub)]),
+            _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
+        sum[r] = _mm256_add_epi32(sum[r], _mm256_mullo_epi32(dot, sc));
+      }
+    }
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
+                               _mm256_cvtepi32_ps(sum[r]), acc[r]);
+  }
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+}
+
+void gemm_q6_k(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const int32_t* starts = q6_k_starts(p.act, p.act_stride, p.n_act, nb);
+  const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
+  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+    half_tile_q6_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                          p.act_stride, starts + t * nb * 16,
+                                          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+  });
+}
+
 }  // namespace
 }  // namespace avx2
 
@@ -255,6 +343,8 @@ PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
       return avx2::gemm_q4_0;
     case GgmlType::Q4_K:
       return avx2::gemm_q4_k;
+    case GgmlType::Q6_K:
+      return avx2::gemm_q6_k;
     default:
       return nullptr;
   }
