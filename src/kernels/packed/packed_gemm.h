@@ -22,10 +22,10 @@ namespace vela {
 
 struct PackedGemmArgs {
   const void* w = nullptr;       // [n_groups][n_cols / 32] BlockQ8_0x16 / BlockQ4_0x16, or
-                                 // [n_groups][n_cols / 256] BlockQ4_Kx16
+                                 // [n_groups][n_cols / 256] BlockQ4_Kx16 / Q5_Kx16 / Q6_Kx16
   int64_t n_groups = 0;          // groups of 16 weight rows
   int64_t n_cols = 0;            // elements per row, a multiple of 32
-  const uint8_t* act = nullptr;  // n_act rows of BlockQ8_0 (Q4_K: BlockQ8_K), act_stride apart
+  const uint8_t* act = nullptr;  // n_act rows of BlockQ8_0 (K types: BlockQ8_K), act_stride apart
   size_t act_stride = 0;
   int64_t n_act = 0;
   float* y = nullptr;  // y[t * y_stride + 16 * g + n] = dot(row 16 g + n, act row t)
@@ -50,9 +50,9 @@ struct PackedActPrep {
 
 enum class PackedKernelKind { kReference, kAvx2, kAvx512Vnni, kAmx };
 
-// The kernel of `kind` for weights of w_type (Q8_0, Q4_0, Q4_K), or nullptr when this CPU (or the
-// process's AMX permission) lacks it or the type has no packed form. AMX is opt-in for now
-// (VELA_AMX=1): it has not yet been verified on a CPU with tiles.
+// The kernel of `kind` for weights of w_type (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), or nullptr when this
+// CPU (or the process's AMX permission) lacks it or the type has no packed form of that kind. AMX
+// is opt-in for now (VELA_AMX=1): it has not yet been verified on a CPU with tiles.
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type);
 
 // What the engine uses: at the AVX-512 level the VNNI kernel below large_min_tokens tokens, AMX
