@@ -72,6 +72,56 @@ void axpy(float w, const void* v_row, float* acc, int n) {
   for (; i < n; ++i) acc[i] += w * Row::at(v_row, i);
 }
 
+// Multi-row forms for rows of 16 * kPairs values (head sizes 32 and 64): the stored row is
+// converted once into registers for every query row; each row's result is the single-row
+// kernel's (the same chains in the same order). Other lengths loop over the single-row kernels.
+template <class Row, int kPairs>
+void dot_rows_held(const float* q, int64_t q_stride, int n_rows, const void* k_row, float scale,
+                   float* out, int64_t out_stride) {
+  __m256 k[2 * kPairs];
+  for (int i = 0; i < 2 * kPairs; ++i) k[i] = Row::load(k_row, 8 * i);
+  for (int r = 0; r < n_rows; ++r) {
+    const float* qr = q + r * q_stride;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int p = 0; p < kPairs; ++p) {
+      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + 16 * p), k[2 * p], acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + 16 * p + 8), k[2 * p + 1], acc1);
+    }
+    out[r * out_stride] = hsum(_mm256_add_ps(acc0, acc1)) * scale;
+  }
+}
+
+template <class Row>
+void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n, float scale,
+              float* out, int64_t out_stride) {
+  if (n == 32) return dot_rows_held<Row, 2>(q, q_stride, n_rows, k_row, scale, out, out_stride);
+  if (n == 64) return dot_rows_held<Row, 4>(q, q_stride, n_rows, k_row, scale, out, out_stride);
+  dot_rows_loop<dot<Row>>(q, q_stride, n_rows, k_row, n, scale, out, out_stride);
+}
+
+template <class Row, int kVecs>
+void axpy_rows_held(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
+                    int n_pos, float* acc, int64_t acc_stride) {
+  for (int p = 0; p < n_pos; ++p) {
+    __m256 v[kVecs];
+    for (int i = 0; i < kVecs; ++i) v[i] = Row::load(v_rows[p], 8 * i);
+    for (int r = 0; r < n_rows; ++r) {
+      const __m256 wv = _mm256_set1_ps(w[r * w_stride + p]);
+      float* a = acc + r * acc_stride;
+      for (int i = 0; i < kVecs; ++i)
+        _mm256_storeu_ps(a + 8 * i, _mm256_fmadd_ps(wv, v[i], _mm256_loadu_ps(a + 8 * i)));
+    }
+  }
+}
+
+template <class Row>
+void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows, int n_pos,
+               float* acc, int64_t acc_stride, int n) {
+  if (n == 32) return axpy_rows_held<Row, 4>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
+  if (n == 64) return axpy_rows_held<Row, 8>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
+  axpy_rows_loop<axpy<Row>>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride, n);
+}
+
 // q8_0 values j..j+7 of the block at p (j + 8 <= the block's length) times its scale (exact).
 inline __m256 load_q8_8(const uint8_t* p, int j, __m256 d) {
   const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 2 + j));
@@ -207,10 +257,8 @@ const AttentionRowKernels& attention_row_kernels_avx2() {
   static const AttentionRowKernels table = {
       {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
-      {dot_rows_loop<dot<F32Row>>, dot_rows_loop<dot<F16Row>>, dot_rows_loop<dot<BF16Row>>,
-       dot_rows_loop<dot_q8_0>},
-      {axpy_rows_loop<axpy<F32Row>>, axpy_rows_loop<axpy<F16Row>>, axpy_rows_loop<axpy<BF16Row>>,
-       axpy_rows_loop<axpy_q8_0>},
+      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_loop<dot_q8_0>},
+      {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
       softmax,
       round_f16};
   return table;
