@@ -13,4 +13,9 @@ namespace vela {
 // the calling thread's next call.
 const uint32_t* q8_k_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb);
 
+// For the same rows: per row, super-block and 16-element sub-block s (< 16), the start of the
+// Q6_K kernels' integer sums, -32 * the activations' sub-block sum (Q6_K weights are stored as
+// q + 32). [n_act][nb][16]; valid until the calling thread's next call.
+const int32_t* q6_k_sum_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb);
+
 }  // namespace vela

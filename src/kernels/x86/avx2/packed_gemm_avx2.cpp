@@ -244,20 +244,6 @@ void gemm_q4_k(const PackedGemmArgs& p) {
   });
 }
 
-// Per activation row, super-block and 16-element sub-block, the start of its integer sum:
-// -32 * the activations' sum (the weights are stored as q + 32).
-const int32_t* q6_k_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
-  thread_local std::vector<int32_t> starts;
-  if (starts.size() < size_t(n_act * nb * 16)) starts.resize(size_t(n_act * nb * 16));
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int sub = 0; sub < 16; ++sub)
-        starts[size_t((t * nb + b) * 16 + sub)] = -kQ6_KOffset * int32_t(a[b].bsums[sub]);
-  }
-  return starts.data();
-}
-
 // Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group. Per 16-element
 // sub-block, the 4 vectors of levels (0..63) are decoded once for the R rows; two vpmaddubsw pair
 // sums add up exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from
@@ -323,7 +309,7 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h, const uint8_t* ac
 
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = q6_k_starts(p.act, p.act_stride, p.n_act, nb);
+  const int32_t* starts = q6_k_sum_starts(p.act, p.act_stride, p.n_act, nb);
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q6_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,

@@ -151,23 +151,9 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
-// Per activation row, super-block and 16-element sub-block, the start of its integer sum:
-// -32 * the activations' sum (the weights are stored as q + 32).
-const int32_t* prepare_q6_k_starts(const uint8_t* act, size_t act_stride, int64_t n_act,
-                                   int64_t nb) {
-  int32_t* starts = thread_buffer<int32_t>(size_t(n_act * nb * 16));
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int s = 0; s < 16; ++s)
-        starts[(t * nb + b) * 16 + s] = -kQ6_KOffset * int32_t(a[b].bsums[s]);
-  }
-  return starts;
-}
-
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = prepare_q6_k_starts(p.act, p.act_stride, p.n_act, nb);
+  const int32_t* starts = q6_k_sum_starts(p.act, p.act_stride, p.n_act, nb);
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g)
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
