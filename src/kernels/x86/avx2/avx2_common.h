@@ -64,10 +64,14 @@ inline __m256i bits_to_byte_mask(uint32_t bits) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
-inline uint32_t load_u32(const uint8_t* p) {
+inline uint32_t load_u32(const void* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
   return v;
+}
+
+inline int32_t load_i32(const void* p) {
+  return int32_t(load_u32(p));
 }
 
 // Sums of 4 adjacent products of unsigned bytes u (each <= 128) and signed bytes s

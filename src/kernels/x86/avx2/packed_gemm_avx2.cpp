@@ -30,12 +30,6 @@ inline void prefetch_ahead(const Packed* block) {
   for (size_t line = 0; line < sizeof(Packed); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
 // Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)
 // with tiles of kMaxR rows (4 or 2), then 2 and 1 for the rest.
 template <int kMaxR, class Fn>
