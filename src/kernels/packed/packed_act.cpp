@@ -7,31 +7,110 @@
 
 namespace vela {
 
-const uint32_t* q8_k_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
-  thread_local std::vector<uint32_t> pairs;
-  if (pairs.size() < size_t(n_act * nb * 4)) pairs.resize(size_t(n_act * nb * 4));
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int k = 0; k < 4; ++k) {
-        const int16_t* s = a[b].bsums + 4 * k;
-        const auto lo = uint16_t(int16_t(s[0] + s[1])), hi = uint16_t(int16_t(s[2] + s[3]));
-        pairs[size_t((t * nb + b) * 4 + k)] = uint32_t(lo) | (uint32_t(hi) << 16);
-      }
+namespace {
+
+// fn(block, out) for every block of rows [t_begin, t_end), out pointing at its `per` values.
+template <class Block, class Fn>
+void for_each_block(const uint8_t* act, size_t act_stride, int64_t nb, int per, int64_t t_begin,
+                    int64_t t_end, int32_t* out, Fn&& fn) {
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    const auto* a = reinterpret_cast<const Block*>(act + size_t(t) * act_stride);
+    for (int64_t b = 0; b < nb; ++b) fn(a[b], out + (t * nb + b) * per);
   }
-  return pairs.data();
 }
 
-const int32_t* q6_k_sum_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb) {
-  thread_local std::vector<int32_t> starts;
-  if (starts.size() < size_t(n_act * nb * 16)) starts.resize(size_t(n_act * nb * 16));
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int s = 0; s < 16; ++s)
-        starts[size_t((t * nb + b) * 16 + s)] = -kQ6_KOffset * int32_t(a[b].bsums[s]);
+int64_t block_cols(GgmlType w_type) {
+  return w_type == GgmlType::Q4_0 ? kPackedBlockK : kPackedSuperK;
+}
+
+template <GgmlType kType>
+size_t sums_bytes(int64_t n_act, int64_t n_cols) {
+  return size_t(n_act * (n_cols / block_cols(kType)) * packed_act_sums_per_block(kType)) *
+         sizeof(int32_t);
+}
+
+template <GgmlType kType>
+void write_sums(const uint8_t* act, size_t act_stride, int64_t /*n_act*/, int64_t n_cols,
+                int64_t t_begin, int64_t t_end, void* out) {
+  write_packed_act_sums(kType, act, act_stride, n_cols, t_begin, t_end, static_cast<int32_t*>(out));
+}
+
+}  // namespace
+
+int packed_act_sums_per_block(GgmlType w_type) {
+  switch (w_type) {
+    case GgmlType::Q4_0:
+      return 1;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return 4;
+    case GgmlType::Q6_K:
+      return 16;
+    default:
+      return 0;
   }
-  return starts.data();
+}
+
+void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_stride, int64_t n_cols,
+                           int64_t t_begin, int64_t t_end, int32_t* out) {
+  const int per = packed_act_sums_per_block(w_type);
+  const int64_t nb = n_cols / block_cols(w_type);
+  switch (w_type) {
+    case GgmlType::Q4_0:
+      for_each_block<BlockQ8_0>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_0& a, int32_t* o) {
+                                  int32_t sum = 0;
+                                  for (int8_t q : a.qs) sum += q;
+                                  *o = -kQ4_0PackedBias * sum;
+                                });
+      return;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_K& a, int32_t* o) {
+                                  for (int k = 0; k < 4; ++k) {
+                                    const int16_t* s = a.bsums + 4 * k;
+                                    const auto lo = uint16_t(int16_t(s[0] + s[1]));
+                                    const auto hi = uint16_t(int16_t(s[2] + s[3]));
+                                    o[k] = int32_t(uint32_t(lo) | (uint32_t(hi) << 16));
+                                  }
+                                });
+      return;
+    case GgmlType::Q6_K:
+      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_K& a, int32_t* o) {
+                                  for (int s = 0; s < 16; ++s)
+                                    o[s] = -kQ6_KOffset * int32_t(a.bsums[s]);
+                                });
+      return;
+    default:
+      return;
+  }
+}
+
+const int32_t* packed_act_sums(GgmlType w_type, const PackedGemmArgs& p) {
+  if (p.act_prepared != nullptr) return static_cast<const int32_t*>(p.act_prepared);
+  thread_local std::vector<int32_t> sums;
+  const size_t n =
+      size_t(p.n_act * (p.n_cols / block_cols(w_type)) * packed_act_sums_per_block(w_type));
+  if (sums.size() < n) sums.resize(n);
+  write_packed_act_sums(w_type, p.act, p.act_stride, p.n_cols, 0, p.n_act, sums.data());
+  return sums.data();
+}
+
+PackedActPrep packed_act_sums_prep(GgmlType w_type) {
+  switch (w_type) {
+    case GgmlType::Q4_0:
+      return {sums_bytes<GgmlType::Q4_0>, write_sums<GgmlType::Q4_0>};
+    case GgmlType::Q4_K:
+      return {sums_bytes<GgmlType::Q4_K>, write_sums<GgmlType::Q4_K>};
+    case GgmlType::Q5_K:
+      return {sums_bytes<GgmlType::Q5_K>, write_sums<GgmlType::Q5_K>};
+    case GgmlType::Q6_K:
+      return {sums_bytes<GgmlType::Q6_K>, write_sums<GgmlType::Q6_K>};
+    default:
+      return {};
+  }
 }
 
 }  // namespace vela

@@ -1,21 +1,36 @@
 #pragma once
-// Activation-side values the packed K-type kernels of every instruction set need, computed in
-// plain C++ (compiled once, without SIMD flags, so no ISA-specific copy can be shared).
-// Thread-safety: each thread gets its own buffer.
+// Activation-side values the packed kernels of every instruction set need beside the quants,
+// computed in plain C++ (compiled once, without SIMD flags, so no ISA-specific copy can be
+// shared). Each is [n_act][nb][per block] int32, so a range of rows is written independently:
+// the activation conversion writes them once per matmul (PackedActPrep, packed_gemm.h), and a
+// kernel called without that copy makes its own in a per-thread buffer.
+// Thread-safety: the writers touch only their rows of `out`; the per-thread forms their thread's
+// buffer.
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/packed/packed_gemm.h"
+#include "quant/ggml_type.h"
+
 namespace vela {
 
-// For n_act Q8_K activation rows (act_stride bytes apart) of nb super-blocks: per row and
-// super-block, the sums of sub-blocks 2k and 2k + 1 (k < 4) as an int16 pair (low half 2k), the
-// operand vpmaddwd / vpdpwssd meets the packed (min, min) pairs with. [n_act][nb][4]; valid until
-// the calling thread's next call.
-const uint32_t* q8_k_bsum_pairs(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb);
+// Values per activation block for the packed kernels of w_type: Q4_0 (the AVX2 kernel): 1, the
+// start of each block's integer sum, -8 * its quants' sum; Q4_K / Q5_K: 4, the sums of
+// sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), the operand vpmaddwd / vpdpwssd meets
+// the packed (min, min) pairs with; Q6_K: 16, the start of each 16-element sub-block's sum,
+// -32 * its activation sum. 0 for other types.
+int packed_act_sums_per_block(GgmlType w_type);
 
-// For the same rows: per row, super-block and 16-element sub-block s (< 16), the start of the
-// Q6_K kernels' integer sums, -32 * the activations' sub-block sum (Q6_K weights are stored as
-// q + 32). [n_act][nb][16]; valid until the calling thread's next call.
-const int32_t* q6_k_sum_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb);
+// Rows [t_begin, t_end) of w_type's values for the activation rows at act (act_stride bytes
+// apart; Q8_0 rows for Q4_0, Q8_K rows for the K types) of n_cols, into out: [rows][nb][per].
+void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_stride, int64_t n_cols,
+                           int64_t t_begin, int64_t t_end, int32_t* out);
+
+// All n_act rows' values in the calling thread's buffer (valid until its next call), or the
+// prepared copy when the kernel was given one.
+const int32_t* packed_act_sums(GgmlType w_type, const PackedGemmArgs& p);
+
+// The PackedActPrep of these values for w_type (empty for types without any).
+PackedActPrep packed_act_sums_prep(GgmlType w_type);
 
 }  // namespace vela

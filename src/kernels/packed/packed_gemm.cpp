@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "kernels/cpu_features.h"
+#include "kernels/packed/packed_act.h"
 
 namespace vela {
 
@@ -24,12 +25,14 @@ PackedKernels select(GgmlType w_type) {
   PackedKernels k;
   if (selected_kernel_isa() == KernelIsa::kAvx2) {
     k.small = packed_gemm_kernel(PackedKernelKind::kAvx2, w_type);
+    if (k.small != nullptr) k.small_prep = packed_act_sums_prep(w_type);
     return k;
   }
   if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
   k.small = packed_gemm_kernel(PackedKernelKind::kAvx512Vnni, w_type);
   if (k.small == nullptr) return k;
-  k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);
+  k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);  // Q8_0 / Q4_0 tiles
+  if (k.small_prep.write == nullptr) k.small_prep = packed_act_sums_prep(w_type);
   k.large = packed_gemm_kernel(PackedKernelKind::kAmx, w_type);
   k.large_min_tokens = k.large ? kAmxMinTokens : 0;
   return k;

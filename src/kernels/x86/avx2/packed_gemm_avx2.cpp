@@ -44,23 +44,6 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
     }
 }
 
-// -bias * (sum of each activation block's quants), [n_act][nb], in a per-thread buffer.
-const int32_t* sum_starts(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
-                          int bias) {
-  thread_local std::vector<int32_t> starts;
-  if (starts.size() < size_t(n_act * nb)) starts.resize(size_t(n_act * nb));
-  const __m256i ones = _mm256_set1_epi8(1);
-  for (int64_t t = 0; t < n_act; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_0*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b) {
-      // sum(q): pairs by vpmaddubsw with ones (exact), then the 16 int16 lanes.
-      const __m256i pairs = _mm256_maddubs_epi16(ones, loadu256(a[b].qs));
-      starts[size_t(t * nb + b)] = -bias * hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-    }
-  }
-  return starts.data();
-}
-
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks.
 template <int R>
 void half_tile_q4_0(const BlockQ4_0x16* wg, int64_t nb, int h, const uint8_t* act,
@@ -150,7 +133,7 @@ void gemm_q8_0(const PackedGemmArgs& p) {
 
 void gemm_q4_0(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const int32_t* starts = sum_starts(p.act, p.act_stride, p.n_act, nb, kQ4_0PackedBias);
+  const int32_t* starts = packed_act_sums(GgmlType::Q4_0, p);
   const auto* w = static_cast<const BlockQ4_0x16*>(p.w);
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q4_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
@@ -165,7 +148,7 @@ void gemm_q4_0(const PackedGemmArgs& p) {
 // vpmulld; then the mins by vpmaddwd with the activation sums and the reference's float steps.
 template <int R>
 void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* act,
-                    size_t act_stride, const uint32_t* pairs, float* y, int64_t y_stride) {
+                    size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
   const __m256i low = _mm256_set1_epi8(0x0F);
   __m256 acc[R];
   VELA_UNROLL
@@ -214,8 +197,7 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* ac
         const __m256i mp = _mm256_cvtepu8_epi16(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.min_pairs[k][kHalfRows * h])));
         mins = _mm256_add_epi32(
-            mins,
-            _mm256_madd_epi16(mp, _mm256_set1_epi32(int32_t(pairs[size_t((r * nb + b) * 4 + k)]))));
+            mins, _mm256_madd_epi16(mp, _mm256_set1_epi32(pairs[size_t((r * nb + b) * 4 + k)])));
       }
       const __m256 ad = _mm256_set1_ps(a[r]->d);
       const __m256 d = _mm256_mul_ps(dw, ad);
@@ -229,7 +211,7 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* ac
 
 void gemm_q4_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const uint32_t* pairs = q8_k_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
+  const int32_t* pairs = packed_act_sums(GgmlType::Q4_K, p);
   const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
   for_half_tiles<2>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q4_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
@@ -303,7 +285,7 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h, const uint8_t* ac
 
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = q6_k_sum_starts(p.act, p.act_stride, p.n_act, nb);
+  const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q6_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,

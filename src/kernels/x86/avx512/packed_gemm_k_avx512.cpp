@@ -23,7 +23,7 @@ namespace {
 // reference's float operations.
 template <class Packed, int R>
 void group_tile_q4_k(const Packed* wg, int64_t nb, const uint8_t* act, size_t act_stride,
-                     const uint32_t* bsum_pairs, float* y, int64_t y_stride) {
+                     const int32_t* bsum_pairs, float* y, int64_t y_stride) {
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -76,8 +76,8 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const uint8_t* act, size_t ac
       const __m512i mp = _mm512_cvtepu8_epi16(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.min_pairs[k])));
       for (int r = 0; r < R; ++r)
-        mins[r] = _mm512_dpwssd_epi32(mins[r], mp,
-                                      _mm512_set1_epi32(int32_t(bsum_pairs[(r * nb + b) * 4 + k])));
+        mins[r] =
+            _mm512_dpwssd_epi32(mins[r], mp, _mm512_set1_epi32(bsum_pairs[(r * nb + b) * 4 + k]));
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -153,7 +153,7 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, siz
 
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = q6_k_sum_starts(p.act, p.act_stride, p.n_act, nb);
+  const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g)
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
@@ -167,7 +167,7 @@ void gemm_q6_k(const PackedGemmArgs& p) {
 template <class Packed>
 void gemm_q4_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const uint32_t* pairs = q8_k_bsum_pairs(p.act, p.act_stride, p.n_act, nb);
+  const int32_t* pairs = packed_act_sums(GgmlType::Q4_K, p);  // Q5_K's are the same
   const auto* w = static_cast<const Packed*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g) {
     const auto run = [&](auto tile, int64_t t) {
