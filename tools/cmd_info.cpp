@@ -59,12 +59,50 @@ int run_info(int argc, char** argv) {
     return 0;
   }
   const ModelConfig& c = *config;
+  const ArchDescription& d = *c.arch;
   std::printf(
       "\nmodel: %s%s%s\n  n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, "
-      "head_dim %d, n_ff %d\n  rope: %s, n_rot %d, freq_base %g, freq_scale %g; rms_eps %g; sliding_window %d\n",
+      "head_dim %d, n_ff %d, rms_eps %g\n",
       c.arch_name.c_str(), c.name.empty() ? "" : " / ", c.name.c_str(), c.n_vocab, c.n_ctx_train, c.n_embd,
-      c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.rope_style == RopeStyle::kNormal ? "normal" : "neox",
-      c.n_rot, double(c.rope_freq_base), double(c.rope_freq_scale), double(c.rms_eps), c.sliding_window);
+      c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, double(c.rms_eps));
+  static const char* const kScaling[] = {"none", "linear", "yarn", "longrope"};
+  const auto print_rope = [&](const char* what, const RopeConfig& r) {
+    std::printf("  rope%s: %s pairs, n_rot %d, freq_base %g, scaling %s", what,
+                c.rope_style == RopeStyle::kNormal ? "adjacent" : "neox", c.n_rot, double(r.freq_base),
+                kScaling[int(r.scaling)]);
+    if (r.scaling == RopeScaling::kLinear || r.scaling == RopeScaling::kYarn)
+      std::printf(" (factor %g)", 1.0 / double(r.freq_scale));
+    if (r.scaling == RopeScaling::kYarn || r.scaling == RopeScaling::kLongRope)
+      std::printf(", original context %d, attn_factor %g", r.original_context, double(r.attn_factor));
+    std::printf("\n");
+  };
+  print_rope("", c.rope);
+  std::string windowed;
+  int n_windowed = 0;
+  for (int32_t i = 0; i < c.n_layer; ++i)
+    if (c.layers[size_t(i)].sliding_window > 0) {
+      windowed += (n_windowed++ ? "," : "") + std::to_string(i);
+    }
+  if (c.sliding_window > 0) {
+    std::printf("  sliding window %d on %d of %d layers (%s; pattern %s)\n", c.sliding_window,
+                n_windowed, c.n_layer, windowed.c_str(),
+                c.window_pattern < 0 ? "per layer" : c.window_pattern == 0 ? "all" : std::to_string(c.window_pattern).c_str());
+    if (c.rope_local.freq_base != c.rope.freq_base) print_rope(" (windowed layers)", c.rope_local);
+  } else {
+    std::printf("  attention: global on every layer\n");
+  }
+  std::printf("  layout: q/k norm %s, qkv bias %s, %s, ffn %s%s%s%s\n",
+              d.qk_norm == QkNorm::kNone ? "none" : d.qk_norm == QkNorm::kPerHead ? "per head" : "whole projection",
+              d.qkv_bias == TensorRule::kAbsent ? "no" : d.qkv_bias == TensorRule::kRequired ? "yes" : "optional",
+              d.post_norms ? "pre- and post-norms" : "pre-norms",
+              d.activation == FfnActivation::kGeluTanh ? "GeGLU (tanh)" : "SwiGLU",
+              d.fused_qkv ? ", fused qkv" : "", d.fused_gate_up ? ", fused gate+up" : "",
+              d.scale_embeddings ? ", embeddings x sqrt(n_embd)" : "");
+  if (c.attn_softcap > 0 || c.final_softcap > 0)
+    std::printf("  soft-caps: attention %g, final logits %g\n", double(c.attn_softcap), double(c.final_softcap));
+  if (c.moe())
+    std::printf("  experts: %d, %d used per token, expert FFN %d, weights %s\n", c.n_expert,
+                c.n_expert_used, c.n_ff_expert, c.renormalize_experts ? "renormalised" : "as routed");
   return 0;
 }
 

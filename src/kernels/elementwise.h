@@ -12,8 +12,13 @@ namespace vela::kernels {
 // gate[i] = silu(gate[i]) * up[i] = gate[i] * sigmoid(gate[i]) * up[i] for i < n.
 using SiluMulFn = void (*)(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu(gate[i]) * up[i] with the tanh approximation
+// gelu(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), for i < n.
+using GeluMulFn = void (*)(float* gate, const float* up, int64_t n);
+
 struct ElementwiseKernels {
   SiluMulFn silu_mul;
+  GeluMulFn gelu_tanh_mul;
 };
 
 const ElementwiseKernels& elementwise_kernels_ref();

@@ -84,9 +84,9 @@ size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens,
              : rows;
 }
 
-QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
-                                         int64_t n_tokens, MatmulScratch& scratch,
-                                         WeightLayout layout) {
+QuantizedActivations prepare_activations_in(GgmlType w_type, const float* x, int64_t n_cols,
+                                            int64_t n_tokens, uint8_t* buffer,
+                                            WeightLayout layout) {
   const TypeTraits& traits = weight_traits(w_type);
   QuantizedActivations act;
   act.type = traits.vec_dot_type;
@@ -96,28 +96,40 @@ QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_
     act.data = reinterpret_cast<const uint8_t*>(x);
     return act;
   }
-  scratch.reserve(matmul_scratch_bytes(w_type, n_cols, n_tokens, layout));
-  act.data = scratch.data();
+  act.data = buffer;
   if (packed_prep(w_type, n_tokens, layout) != nullptr) {
-    act.packed = scratch.data() + packed_offset(act.row_stride * size_t(n_tokens));
+    act.packed = buffer + packed_offset(act.row_stride * size_t(n_tokens));
     act.packed_for = w_type;
   }
   return act;
 }
 
-void convert_activations(const QuantizedActivations& act, const float* x, int64_t n_cols,
-                         int64_t t_begin, int64_t t_end, MatmulScratch& scratch) {
+void convert_activations_in(const QuantizedActivations& act, const float* x, int64_t n_cols,
+                            int64_t t_begin, int64_t t_end, uint8_t* buffer) {
   if (act.type == GgmlType::F32) return;
-  assert(act.data == scratch.data());
+  assert(act.data == buffer);
   const TypeTraits& act_traits = *type_traits(act.type);
   for (int64_t t = t_begin; t < t_end; ++t)
-    act_traits.from_float(x + t * n_cols, scratch.data() + size_t(t) * act.row_stride, n_cols);
+    act_traits.from_float(x + t * n_cols, buffer + size_t(t) * act.row_stride, n_cols);
   if (act.packed != nullptr) {
     const PackedActPrep& prep =
         *packed_prep(act.packed_for, act.n_tokens, WeightLayout::kInterleaved16);
     prep.write(act.data, act.row_stride, act.n_tokens, n_cols, t_begin, t_end,
-               scratch.data() + (act.packed - act.data));
+               buffer + (act.packed - act.data));
   }
+}
+
+QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
+                                         int64_t n_tokens, MatmulScratch& scratch,
+                                         WeightLayout layout) {
+  if (weight_traits(w_type).vec_dot_type != GgmlType::F32)
+    scratch.reserve(matmul_scratch_bytes(w_type, n_cols, n_tokens, layout));
+  return prepare_activations_in(w_type, x, n_cols, n_tokens, scratch.data(), layout);
+}
+
+void convert_activations(const QuantizedActivations& act, const float* x, int64_t n_cols,
+                         int64_t t_begin, int64_t t_end, MatmulScratch& scratch) {
+  convert_activations_in(act, x, n_cols, t_begin, t_end, scratch.data());
 }
 
 QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,
@@ -192,8 +204,8 @@ void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, cons
 void MatmulSplit::add(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
                       const QuantizedActivations& act, int64_t n_tokens, float* y,
                       WeightLayout layout) {
-  if (n_parts_ == kMaxParts) {
-    std::fprintf(stderr, "MatmulSplit: more than %d parts\n", kMaxParts);
+  if (n_parts_ == int(parts_.size())) {
+    std::fprintf(stderr, "MatmulSplit: more than %d parts\n", int(parts_.size()));
     std::abort();
   }
   Part& p = parts_[n_parts_++];
@@ -226,9 +238,10 @@ void MatmulSplit::split(int32_t n_threads, int64_t min_parallel_work) {
 }
 
 void MatmulSplit::run_chunk(int64_t chunk) const {
-  int i = n_parts_ - 1;
-  while (i > 0 && parts_[i].first_chunk > chunk) --i;
-  const Part& p = parts_[i];
+  // The last part whose first chunk is at or before `chunk`.
+  const auto it = std::upper_bound(parts_.begin(), parts_.begin() + n_parts_, chunk,
+                                   [](int64_t c, const Part& p) { return c < p.first_chunk; });
+  const Part& p = *(it - 1);
   const int64_t begin = (chunk - p.first_chunk) * p.chunk_rows;
   const int64_t end = std::min(begin + p.chunk_rows, p.n_rows);
   matmul_rows(p.w_type, p.w, p.n_rows, p.n_cols, begin, end, p.act, p.n_tokens, p.y, p.layout);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/packed/packed_layout.h"
 #include "quant/ggml_type.h"
@@ -73,6 +74,15 @@ QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_
 void convert_activations(const QuantizedActivations& act, const float* x, int64_t n_cols,
                          int64_t t_begin, int64_t t_end, MatmulScratch& scratch);
 
+// The same two steps into part of a larger buffer the caller owns (several matmuls' activations
+// side by side): `buffer` is 64-byte aligned with room for matmul_scratch_bytes(w_type, n_cols,
+// n_tokens, layout) bytes.
+QuantizedActivations prepare_activations_in(GgmlType w_type, const float* x, int64_t n_cols,
+                                            int64_t n_tokens, uint8_t* buffer,
+                                            WeightLayout layout = WeightLayout::kRowMajor);
+void convert_activations_in(const QuantizedActivations& act, const float* x, int64_t n_cols,
+                            int64_t t_begin, int64_t t_end, uint8_t* buffer);
+
 // y[t, r] for r in [row_begin, row_end) and all t < n_tokens.
 // w: [n_rows, n_cols] in w_type, row-major, rows of row_bytes(w_type, n_cols) bytes;
 // act: [n_tokens, n_cols] from quantize_activations(w_type, ...); y: [n_tokens, n_rows] f32.
@@ -94,15 +104,19 @@ void matmul(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols, cons
 // up) into chunks of weight rows for a thread pool, so one parallel loop covers all of them.
 // Chunks are multiples of 16 rows (the kernels' row tile), about four per thread so that threads
 // finishing early pick up the rest; products too small to be worth a handoff are not split.
+// The parts' storage is sized once, at construction (an MoE step adds one part per expert
+// matrix it runs).
 // Thread-safety: add() and split() on one thread; then run_chunk() may run concurrently for
 // different chunks (each writes only its own rows of y).
 class MatmulSplit {
  public:
-  static constexpr int kMaxParts = 4;
+  static constexpr int kDefaultMaxParts = 4;
+
+  explicit MatmulSplit(int max_parts = kDefaultMaxParts) : parts_(size_t(max_parts)) {}
 
   void clear() { n_parts_ = 0; }
   // Adds y = W x: w: [n_rows, n_cols] in w_type; act: [n_tokens, n_cols] from
-  // quantize_activations(w_type, ...); y: [n_tokens, n_rows]. At most kMaxParts per split.
+  // quantize_activations(w_type, ...); y: [n_tokens, n_rows]. At most max_parts per split.
   void add(GgmlType w_type, const void* w, int64_t n_rows, int64_t n_cols,
            const QuantizedActivations& act, int64_t n_tokens, float* y,
            WeightLayout layout = WeightLayout::kRowMajor);
@@ -127,7 +141,7 @@ class MatmulSplit {
     int64_t chunk_rows = 0;
     int64_t first_chunk = 0;  // index of the part's first chunk
   };
-  Part parts_[kMaxParts];
+  std::vector<Part> parts_;  // [max_parts]
   int n_parts_ = 0;
   int64_t n_chunks_ = 0;
   bool parallel_ = false;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/attention_kernels.h"
+#include "model/layer_ops.h"
 
 namespace vela {
 namespace {
@@ -93,6 +94,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   for (int32_t r = 0; r < n_rows; ++r) {
     const int32_t t = r / n_heads;
     const int32_t first = first_visible(t), last = first_position + t;
+    if (p.softcap > 0.0f) soft_cap(&score(first, r), last - first + 1, p.softcap);
     kern.softmax(&score(first, r), last - first + 1, f16_math);
   }
 

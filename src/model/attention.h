@@ -1,6 +1,6 @@
 #pragma once
-// Causal multi-head attention over the paged KV cache, with grouped-query heads and an optional
-// sliding window. One call handles the query heads that share one KV head, for one to
+// Causal multi-head attention over the paged KV cache, with grouped-query heads, an optional
+// sliding window and an optional soft-cap of the scores (gemma2). One call handles the query heads that share one KV head, for one to
 // kAttentionMaxTokens tokens of one sequence (a decode token or a piece of a prefill chunk), so
 // each K and V row is read from memory once for all of them (the SIMD row kernels of
 // kernels/attention_kernels.h then take it from L1 for each query row). Two passes per call: scores
@@ -28,6 +28,7 @@ struct AttentionParams {
   int32_t head_dim = 0;
   int32_t sliding_window = 0;  // 0 = attend to every earlier position
   float scale = 1.0f;          // usually 1/sqrt(head_dim)
+  float softcap = 0.0f;        // scaled scores -> softcap * tanh(score / softcap); 0 = none
 
   int32_t group() const { return n_head / n_head_kv; }  // query heads per KV head
 };

@@ -1,9 +1,9 @@
 #pragma once
-// Element-wise and row-wise operations of the Llama-family layers (scalar; the kernels issue
-// adds SIMD versions). All buffers are f32, row-major.
+// Element-wise and row-wise operations of the decoder layers (scalar, or dispatched to the
+// kernels of elementwise.h where a transcendental per element makes that worth it). All buffers are f32, row-major.
 #include <cstdint>
 
-#include "model/model_config.h"
+#include "model/architecture.h"
 
 namespace vela {
 
@@ -20,15 +20,13 @@ void add_inplace(float* x, const float* y, int64_t n);
 // gate = silu(gate) * up.  gate, up: [n]  (kernels/elementwise.h for the selected ISA)
 void silu_mul(float* gate, const float* up, int64_t n);
 
-// Rotary embedding tables for one pass: cos/sin of position * frequency of each rotated pair.
-// freqs: [n_rot / 2] inverse frequencies (already divided by any per-dimension factors).
-// cos_sin: [n_tokens, n_rot / 2, 2]
-void rope_tables(const int32_t* positions, int64_t n_tokens, const float* freqs, int32_t n_rot,
-                 float freq_scale, float* cos_sin);
+// gate = gelu_tanh(gate) * up.  gate, up: [n]  (kernels/elementwise.h for the selected ISA)
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 
-// Rotates the first n_rot dimensions of every head of every token in place.
-// x: [n_tokens, n_heads, head_dim]; cos_sin: [n_tokens, n_rot / 2, 2]
-void rope_apply(float* x, int64_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t n_rot,
-                RopeStyle style, const float* cos_sin);
+// gate = act(gate) * up, the family's gated FFN activation.  gate, up: [n]
+void gated_activation(FfnActivation act, float* gate, const float* up, int64_t n);
+
+// x = cap * tanh(x / cap).  x: [n]; cap > 0
+void soft_cap(float* x, int64_t n, float cap);
 
 }  // namespace vela

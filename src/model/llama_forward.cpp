@@ -7,6 +7,7 @@
 #include "kernels/cpu_features.h"
 #include "model/attention.h"
 #include "model/layer_ops.h"
+#include "model/pass_parallel.h"
 #include "quant/dequantize.h"
 
 namespace vela {
@@ -40,10 +41,14 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   k_.resize(T * kv_dim);
   v_.resize(T * kv_dim);
   attn_.resize(T * q_dim);
-  gate_.resize(T * size_t(c.n_ff));
-  up_.resize(T * size_t(c.n_ff));
+  if (c.moe()) {
+    moe_ = std::make_unique<MoeFeedForward>(*model_, options_.max_batch_tokens);
+  } else {
+    gate_.resize(T * size_t(c.n_ff));
+    up_.resize(T * size_t(c.n_ff));
+  }
   proj_.resize(T * size_t(c.n_embd));
-  rope_cs_.resize(T * size_t(c.n_rot));
+  rope_cs_.resize(2 * T * size_t(c.n_rot));
   slots_.resize(T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
   runs_.reserve(T);
@@ -52,15 +57,18 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   for (int32_t i = 0; i < pool_->n_threads(); ++i)
     attn_scratch_.emplace_back(options_.max_context, attn);
 
-  // Inverse frequency of each rotated pair: base^(-2i/n_rot), divided by the model's per-pair
-  // factors when it has them (Llama 3.1 long-context scaling).
-  const auto& factors = model_->weights().rope_freq_factors;
-  rope_freqs_.resize(size_t(c.n_rot / 2));
-  for (int32_t i = 0; i < c.n_rot / 2; ++i) {
-    double f = std::pow(double(c.rope_freq_base), -2.0 * i / double(c.n_rot));
-    if (!factors.empty()) f /= double(factors[size_t(i)]);
-    rope_freqs_[size_t(i)] = static_cast<float>(f);
-  }
+  // RoPE frequencies. LongRoPE picks its long factors when the context may pass the original
+  // one (as the reference engines do, by the configured context).
+  const ModelWeights& mw = model_->weights();
+  std::span<const float> factors = mw.rope_freq_factors;
+  if (!mw.rope_factors_long.empty())
+    factors = options_.max_context > c.rope.original_context ? mw.rope_factors_long
+                                                             : mw.rope_factors_short;
+  rope_global_ = rope_frequencies(c.rope, c.n_rot, factors);
+  separate_local_rope_ = c.rope_local.freq_base != c.rope.freq_base ||
+                         c.rope_local.scaling != c.rope.scaling ||
+                         c.rope_local.freq_scale != c.rope.freq_scale;
+  if (separate_local_rope_) rope_local_ = rope_frequencies(c.rope_local, c.n_rot, {});
 
   // Room for the largest converted activation any matmul of the pass needs, in every scratch
   // (a projection group may use up to three activation types).
@@ -70,22 +78,14 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   };
   for (const LayerWeights& l : model_->weights().layers)
     for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      need(*m, options_.max_batch_tokens);
+      if (m->data != nullptr) need(*m, options_.max_batch_tokens);
   need(model_->weights().output, options_.max_logits);
   for (MatmulScratch& s : scratch_) s.reserve(scratch);
 }
 
 template <class Fn>
 void LlamaForward::for_ranges(int64_t n, int64_t item_cost, const Fn& fn) {
-  const int32_t n_threads = pool_->n_threads();
-  if (n_threads == 1 || n < 2 || n * item_cost < min_work_) {
-    fn(int64_t(0), n);
-    return;
-  }
-  const int64_t n_ranges = std::min<int64_t>(n, n_threads);
-  const int64_t per = (n + n_ranges - 1) / n_ranges;
-  pool_->parallel_for((n + per - 1) / per,
-                      [&](int64_t r, int32_t) { fn(r * per, std::min(n, (r + 1) * per)); });
+  parallel_ranges(*pool_, n, item_cost, min_work_, fn);
 }
 
 void LlamaForward::project(const float* x, int64_t n_tokens,
@@ -108,14 +108,7 @@ void LlamaForward::project(const float* x, int64_t n_tokens,
     }
     split_.add(w.type, w.data, w.n_rows, w.n_cols, acts[a], n_tokens, o.y, w.layout);
   }
-  split_.split(pool_->n_threads(), options_.min_parallel_work < 0 ? MatmulSplit::kMinParallelWork
-                                                                  : options_.min_parallel_work);
-  if (split_.parallel()) {
-    pool_->parallel_for(split_.n_chunks(),
-                        [&](int64_t chunk, int32_t) { split_.run_chunk(chunk); });
-  } else {
-    for (int64_t chunk = 0; chunk < split_.n_chunks(); ++chunk) split_.run_chunk(chunk);
-  }
+  run_matmul_split(split_, *pool_, options_.min_parallel_work);
 }
 
 void LlamaForward::find_token_runs(const ForwardBatch& b) {
@@ -132,6 +125,7 @@ void LlamaForward::find_token_runs(const ForwardBatch& b) {
       runs_.push_back({t, 1});
     }
     const int32_t pos = b.positions[size_t(t)];
+    // An estimate for the threading decision: windowed layers see fewer positions.
     const int32_t visible = c.sliding_window > 0 ? std::min(pos + 1, c.sliding_window) : pos + 1;
     attention_work_ += int64_t(visible) * c.n_head * c.head_dim * 2;
   }
@@ -223,7 +217,6 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   const int64_t E = c.n_embd;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
-  const int64_t n_ff = c.n_ff;
   const int32_t bs = cache.config().block_size;
 
   for (int64_t t = 0; t < T; ++t) {
@@ -238,13 +231,20 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
     for (int64_t t = t0; t < t1; ++t) {
       const auto* row = static_cast<const uint8_t*>(w.token_embd.data) +
                         b.token_ids[size_t(t)] * w.token_embd.row_bytes;
-      dequantize_row(w.token_embd.type, row, x_.data() + t * E, E);
+      float* x = x_.data() + t * E;
+      dequantize_row(w.token_embd.type, row, x, E);
+      if (c.embed_scale != 1.0f)
+        for (int64_t i = 0; i < E; ++i) x[i] *= c.embed_scale;
     }
   });
   const int32_t half_rot = c.n_rot / 2;
+  float* const rope_local_cs = rope_cs_.data() + T * half_rot * 2;
   for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
-    rope_tables(b.positions.data() + t0, t1 - t0, rope_freqs_.data(), c.n_rot, c.rope_freq_scale,
-                rope_cs_.data() + t0 * half_rot * 2);
+    rope_tables(b.positions.data() + t0, t1 - t0, rope_global_.freqs.data(), c.n_rot,
+                rope_global_.mscale, rope_cs_.data() + t0 * half_rot * 2);
+    if (separate_local_rope_)
+      rope_tables(b.positions.data() + t0, t1 - t0, rope_local_.freqs.data(), c.n_rot,
+                  rope_local_.mscale, rope_local_cs + t0 * half_rot * 2);
   });
 
   // Steps over token rows [t0, t1) of the batch's buffers.
@@ -253,45 +253,57 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
       rms_norm(x_.data() + t0 * E, weight.data(), t1 - t0, E, c.rms_eps, xn_.data() + t0 * E);
     });
   };
-  const auto add_residual = [&] {
-    for_ranges(T * E, 1, [&](int64_t i0, int64_t i1) {
-      add_inplace(x_.data() + i0, proj_.data() + i0, i1 - i0);
+  // x += post_norm(proj) (no norm when post_norm is empty).
+  const auto add_residual = [&](const std::vector<float>& post_norm) {
+    for_ranges(T, E, [&](int64_t t0, int64_t t1) {
+      if (!post_norm.empty())
+        rms_norm(proj_.data() + t0 * E, post_norm.data(), t1 - t0, E, c.rms_eps, proj_.data() + t0 * E);
+      add_inplace(x_.data() + t0 * E, proj_.data() + t0 * E, (t1 - t0) * E);
     });
   };
 
-  const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, c.sliding_window,
-                             1.0f / std::sqrt(float(c.head_dim))};
+  const QkNorm qk_norm = c.arch->qk_norm;
+  const float attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   for (int32_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = w.layers[size_t(il)];
+    const LayerConfig& lc = c.layers[size_t(il)];
+    const float* cs_all = lc.local_rope && separate_local_rope_ ? rope_local_cs : rope_cs_.data();
     // Attention block.
     norm(l.attn_norm);
     project(xn_.data(), T, {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
     for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
       const int64_t n = t1 - t0;
-      if (!l.bq.empty()) add_bias(q_.data() + t0 * q_dim, l.bq.data(), n, q_dim);
-      if (!l.bk.empty()) add_bias(k_.data() + t0 * kv_dim, l.bk.data(), n, kv_dim);
+      float* q = q_.data() + t0 * q_dim;
+      float* k = k_.data() + t0 * kv_dim;
+      if (!l.bq.empty()) add_bias(q, l.bq.data(), n, q_dim);
+      if (!l.bk.empty()) add_bias(k, l.bk.data(), n, kv_dim);
       if (!l.bv.empty()) add_bias(v_.data() + t0 * kv_dim, l.bv.data(), n, kv_dim);
-      const float* cs = rope_cs_.data() + t0 * half_rot * 2;
-      rope_apply(q_.data() + t0 * q_dim, n, c.n_head, c.head_dim, c.n_rot, c.rope_style, cs);
-      rope_apply(k_.data() + t0 * kv_dim, n, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, cs);
+      if (qk_norm == QkNorm::kPerHead) {
+        rms_norm(q, l.q_norm.data(), n * c.n_head, c.head_dim, c.rms_eps, q);
+        rms_norm(k, l.k_norm.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, k);
+      } else if (qk_norm == QkNorm::kWhole) {
+        rms_norm(q, l.q_norm.data(), n, q_dim, c.rms_eps, q);
+        rms_norm(k, l.k_norm.data(), n, kv_dim, c.rms_eps, k);
+      }
+      const float* cs = cs_all + t0 * half_rot * 2;
+      rope_apply(q, n, c.n_head, c.head_dim, c.n_rot, c.rope_style, cs);
+      rope_apply(k, n, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, cs);
+      if (c.arch->prescale_query)
+        for (int64_t i = 0; i < n * q_dim; ++i) q[i] *= attn_scale;
       // All of the batch's K/V go in before any attention, so a token can attend to earlier
       // tokens of its own chunk; each token writes only its own slot.
       for (int64_t t = t0; t < t1; ++t)
         cache.write(il, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
     });
+    const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, lc.sliding_window,
+                               c.arch->prescale_query ? 1.0f : attn_scale, c.attn_softcap};
     attention(b, cache, il, attn);
     project(attn_.data(), T, {{&l.wo, proj_.data()}});
-    add_residual();
+    add_residual(l.post_attn_norm);
 
-    // Feed-forward block (SwiGLU).
     norm(l.ffn_norm);
-    project(xn_.data(), T, {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}});
-    // silu costs an exp per element: worth sharing from a few thousand elements on.
-    for_ranges(T * n_ff, 16, [&](int64_t i0, int64_t i1) {
-      silu_mul(gate_.data() + i0, up_.data() + i0, i1 - i0);
-    });
-    project(gate_.data(), T, {{&l.w_down, proj_.data()}});
-    add_residual();
+    feed_forward(l, il, T);
+    add_residual(l.post_ffn_norm);
   }
 
   // Output head only for the rows that want logits.
@@ -302,7 +314,28 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
                c.rms_eps, final_.data() + i * E);
   });
   if (n_logits > 0) project(final_.data(), n_logits, {{&w.output, logits.data()}});
+  if (c.final_softcap > 0.0f) {
+    const int64_t V = c.n_vocab;
+    for_ranges(n_logits * V, 16, [&](int64_t i0, int64_t i1) {
+      soft_cap(logits.data() + i0, i1 - i0, c.final_softcap);
+    });
+  }
   return {};
+}
+
+void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
+  if (l.moe()) {
+    moe_->run(l, layer, xn_.data(), T, *pool_, options_.min_parallel_work, proj_.data());
+    return;
+  }
+  const int64_t n_ff = model_->config().n_ff;
+  project(xn_.data(), T, {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}});
+  // The activation costs an exp per element: worth sharing from a few thousand elements on.
+  const FfnActivation act = model_->config().arch->activation;
+  for_ranges(T * n_ff, 16, [&](int64_t i0, int64_t i1) {
+    gated_activation(act, gate_.data() + i0, up_.data() + i0, i1 - i0);
+  });
+  project(gate_.data(), T, {{&l.w_down, proj_.data()}});
 }
 
 }  // namespace vela

@@ -1,6 +1,8 @@
 #pragma once
-// The Llama-family forward pass (llama, qwen2) over a batch of tokens from several sequences,
-// reading and writing K/V through block tables in a paged KV cache. A pass runs on a thread pool:
+// The decoder forward pass over a batch of tokens from several sequences, reading and writing
+// K/V through block tables in a paged KV cache. One pass serves every architecture: it follows
+// the model's description (architecture.h: Q/K norms, biases, post-norms, activation, soft-caps,
+// windowed layers, dense or mixture-of-experts FFN) and its config (per-layer windows and RoPE). A pass runs on a thread pool:
 // matmuls split by weight rows, attention by (token run, KV head), element-wise steps by tokens
 // when the batch is large. Every output value is computed by exactly one thread in a fixed
 // order, so the logits are bit-identical for any number of threads.
@@ -18,6 +20,8 @@
 #include "model/attention.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
+#include "model/rope.h"
 #include "util/result.h"
 #include "util/thread_pool.h"
 
@@ -50,6 +54,9 @@ class LlamaForward {
   // positions, block ids) and returns an error instead of touching memory it should not.
   Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits);
 
+  // The mixture-of-experts block and its counters (null for a dense model).
+  const MoeFeedForward* moe() const { return moe_.get(); }
+
  private:
   struct Projection {
     const WeightMatrix* w;
@@ -73,6 +80,7 @@ class LlamaForward {
   void find_token_runs(const ForwardBatch& b);
   void attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
                  const AttentionParams& p);
+  void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
 
   std::shared_ptr<const Model> model_;
   ForwardOptions options_;
@@ -80,7 +88,10 @@ class LlamaForward {
   int64_t min_work_ = 0;      // element-wise and attention steps below this run inline
   MatmulScratch scratch_[3];  // converted activations, one per activation type of a projection
   MatmulSplit split_;
-  std::vector<float> rope_freqs_;  // [n_rot / 2]
+  RopeFrequencies rope_global_;   // every layer's RoPE, or the global layers'
+  RopeFrequencies rope_local_;    // the windowed layers' when the model has a separate one
+  bool separate_local_rope_ = false;
+  std::unique_ptr<MoeFeedForward> moe_;  // MoE models only
 
   // Work buffers, sized once for max_batch_tokens (T).
   std::vector<float> x_;        // [T, n_embd] residual stream
@@ -89,10 +100,10 @@ class LlamaForward {
   std::vector<float> k_;        // [T, n_head_kv * head_dim]
   std::vector<float> v_;        // [T, n_head_kv * head_dim]
   std::vector<float> attn_;     // [T, n_head * head_dim]
-  std::vector<float> gate_;     // [T, n_ff]
-  std::vector<float> up_;       // [T, n_ff]
+  std::vector<float> gate_;     // [T, n_ff] (dense FFN)
+  std::vector<float> up_;       // [T, n_ff] (dense FFN)
   std::vector<float> proj_;     // [T, n_embd] output of attn_output / ffn_down
-  std::vector<float> rope_cs_;  // [T, n_rot / 2, 2]
+  std::vector<float> rope_cs_;  // [2, T, n_rot / 2, 2] global, then local (if separate) tables
   std::vector<int64_t> slots_;  // [T] KV slot of each token
   std::vector<float> final_;    // [max_logits, n_embd] normalised rows that get logits
   std::vector<TokenRun> runs_;  // [<= T] this pass's attention runs

@@ -33,6 +33,116 @@ Status read_float(const GgufFile& g, const std::string& key, float& out, double 
   return {};
 }
 
+#define VELA_TRY(expr)                 \
+  do {                                 \
+    if (Status st_ = (expr); !st_) return st_.error(); \
+  } while (0)
+
+// rope.* keys: base, scaling type and its parameters.
+Status read_rope(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  RopeConfig& r = c.rope;
+  VELA_TRY(read_float(g, a + "rope.freq_base", r.freq_base, 1.0, 1e12));
+  auto type = g.get_string(a + "rope.scaling.type");
+  if (!type) return type.error();
+  const std::string name = type->has_value() ? std::string(**type) : std::string("none");
+  float factor = 1.0f;
+  VELA_TRY(read_float(g, a + "rope.scaling.factor", factor, 1e-3, 1e6));
+  if (name == "none") {
+    // Older files state linear scaling only as rope.scale_linear.
+    VELA_TRY(read_float(g, a + "rope.scale_linear", factor, 1e-3, 1e6));
+    if (factor != 1.0f) r.scaling = RopeScaling::kLinear;
+  } else if (name == "linear") {
+    r.scaling = RopeScaling::kLinear;
+  } else if (name == "yarn") {
+    r.scaling = RopeScaling::kYarn;
+  } else if (name == "longrope") {
+    r.scaling = RopeScaling::kLongRope;
+    factor = 1.0f;  // the per-pair factors carry the scaling
+  } else {
+    return make_error("unsupported rope.scaling.type '" + name +
+                      "' (supported: none, linear, yarn, longrope)");
+  }
+  if (r.scaling == RopeScaling::kLinear || r.scaling == RopeScaling::kYarn) r.freq_scale = 1.0f / factor;
+  r.original_context = c.n_ctx_train;
+  VELA_TRY(read_int(g, a + "rope.scaling.original_context_length", r.original_context, false, 1,
+                    int64_t(1) << 24));
+  VELA_TRY(read_float(g, a + "rope.scaling.attn_factor", r.attn_factor, 1e-3, 1e3));
+  VELA_TRY(read_float(g, a + "rope.scaling.yarn_ext_factor", r.yarn_ext_factor, 0.0, 1e3));
+  VELA_TRY(read_float(g, a + "rope.scaling.yarn_beta_fast", r.yarn_beta_fast, 1e-3, 1e6));
+  VELA_TRY(read_float(g, a + "rope.scaling.yarn_beta_slow", r.yarn_beta_slow, 1e-3, 1e6));
+  c.rope_local = r;
+  float base_swa = c.arch->default_rope_base_swa;
+  VELA_TRY(read_float(g, a + "rope.freq_base_swa", base_swa, 1.0, 1e12));
+  if (base_swa > 0.0f) {  // the windowed layers' own RoPE: unscaled, at their base
+    c.rope_local = RopeConfig{};
+    c.rope_local.freq_base = base_swa;
+  }
+  return {};
+}
+
+// Which layers are windowed: attention.sliding_window_pattern (a period, or one bool per layer)
+// or the family's default period.
+Status read_windows(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  VELA_TRY(read_int(g, a + "attention.sliding_window", c.sliding_window, false, 0, int64_t(1) << 24));
+  c.window_pattern = c.arch->default_window_pattern;
+  std::vector<bool> windowed(size_t(c.n_layer), false);
+  const std::string key = a + "attention.sliding_window_pattern";
+  auto array = g.get_array(key);
+  if (array && array->has_value()) {
+    const GgufArray& items = ***array;
+    if (items.items.size() != size_t(c.n_layer))
+      return make_error("metadata '" + key + "' has " + std::to_string(items.items.size()) +
+                        " entries for " + std::to_string(c.n_layer) + " layers");
+    for (size_t i = 0; i < items.items.size(); ++i) windowed[i] = items.items[i].u64 != 0;
+    c.window_pattern = -1;
+  } else {
+    auto period = g.get_int(key);
+    if (!period) return period.error();
+    if (period->has_value()) {
+      if (**period < 0 || **period > c.n_layer)
+        return make_error("metadata '" + key + "' = " + std::to_string(**period) +
+                          " is longer than the model's " + std::to_string(c.n_layer) + " layers");
+      c.window_pattern = int32_t(**period);
+    }
+    for (int32_t i = 0; i < c.n_layer; ++i)
+      windowed[size_t(i)] = c.window_pattern <= 0 || i % c.window_pattern < c.window_pattern - 1;
+  }
+  c.layers.assign(size_t(c.n_layer), LayerConfig{});
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    if (c.sliding_window == 0 || !windowed[size_t(i)]) continue;
+    c.layers[size_t(i)].sliding_window = c.sliding_window;
+    c.layers[size_t(i)].local_rope = true;
+  }
+  return {};
+}
+
+// expert_count / expert_used_count / expert_feed_forward_length, checked against the family.
+Status read_experts(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  VELA_TRY(read_int(g, a + "expert_count", c.n_expert, false, 0, 4096));
+  VELA_TRY(read_int(g, a + "expert_used_count", c.n_expert_used, false, 0, 4096));
+  const FfnKind kind = c.arch->ffn;
+  if (kind == FfnKind::kDense && c.n_expert > 0)
+    return make_error("architecture '" + c.arch_name + "' has no mixture-of-experts layers, but '" +
+                      a + "expert_count' = " + std::to_string(c.n_expert));
+  if (kind == FfnKind::kMoe && c.n_expert == 0)
+    return make_error("missing metadata '" + a + "expert_count' (architecture '" + c.arch_name +
+                      "' is a mixture of experts)");
+  if (c.n_expert == 0) {
+    c.n_expert_used = 0;
+    return {};
+  }
+  if (c.n_expert_used < 1 || c.n_expert_used > c.n_expert)
+    return make_error("metadata '" + a + "expert_used_count' = " + std::to_string(c.n_expert_used) +
+                      " must be in [1, expert_count = " + std::to_string(c.n_expert) + "]");
+  c.n_ff_expert = c.n_ff;
+  VELA_TRY(read_int(g, a + "expert_feed_forward_length", c.n_ff_expert, false, 1, 1 << 20));
+  c.renormalize_experts = c.arch->renormalize_experts;
+  auto norm = g.get_bool(a + "expert_weights_norm");
+  if (!norm) return norm.error();
+  if (norm->has_value()) c.renormalize_experts = **norm;
+  return {};
+}
+
 }  // namespace
 
 Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
@@ -41,52 +151,48 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   if (!arch) return arch.error();
   if (!arch->has_value()) return make_error("missing metadata 'general.architecture'");
   c.arch_name = std::string(**arch);
-  if (c.arch_name == "llama") {
-    c.arch = Architecture::kLlama;
-    c.rope_style = RopeStyle::kNormal;
-  } else if (c.arch_name == "qwen2") {
-    c.arch = Architecture::kQwen2;
-    c.rope_style = RopeStyle::kNeox;
-  } else {
-    return make_error("unsupported model architecture '" + c.arch_name + "' (supported: " + kSupported + ")");
-  }
+  c.arch = find_architecture(c.arch_name);
+  if (c.arch == nullptr)
+    return make_error("unsupported model architecture '" + c.arch_name +
+                      "' (supported: " + supported_architectures() + ")");
+  c.rope_style = c.arch->rope_style;
   if (auto name = g.get_string("general.name"); name && name->has_value()) c.name = std::string(**name);
 
   const std::string a = c.arch_name + ".";
   constexpr int64_t kBig = int64_t(1) << 24;
-  Status st;
-  if (!(st = read_int(g, a + "embedding_length", c.n_embd, true, 1, 1 << 16))) return st.error();
-  if (!(st = read_int(g, a + "block_count", c.n_layer, true, 1, 1024))) return st.error();
-  if (!(st = read_int(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20))) return st.error();
-  if (!(st = read_int(g, a + "attention.head_count", c.n_head, true, 1, 1024))) return st.error();
+  VELA_TRY(read_int(g, a + "embedding_length", c.n_embd, true, 1, 1 << 16));
+  VELA_TRY(read_int(g, a + "block_count", c.n_layer, true, 1, 1024));
+  VELA_TRY(read_int(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20));
+  VELA_TRY(read_int(g, a + "attention.head_count", c.n_head, true, 1, 1024));
   c.n_head_kv = c.n_head;
-  if (!(st = read_int(g, a + "attention.head_count_kv", c.n_head_kv, false, 1, 1024))) return st.error();
+  VELA_TRY(read_int(g, a + "attention.head_count_kv", c.n_head_kv, false, 1, 1024));
   c.n_ctx_train = 2048;
-  if (!(st = read_int(g, a + "context_length", c.n_ctx_train, false, 1, kBig))) return st.error();
+  VELA_TRY(read_int(g, a + "context_length", c.n_ctx_train, false, 1, kBig));
   if (c.n_head % c.n_head_kv != 0)
     return make_error("attention.head_count " + std::to_string(c.n_head) +
                       " is not a multiple of head_count_kv " + std::to_string(c.n_head_kv));
+  auto key_length = g.get_int(a + "attention.key_length");
+  if (!key_length) return key_length.error();
+  if (!key_length->has_value() && c.n_embd % c.n_head != 0)
+    return make_error("embedding_length " + std::to_string(c.n_embd) +
+                      " is not a multiple of attention.head_count " + std::to_string(c.n_head) +
+                      " (and no attention.key_length gives the head size)");
   c.head_dim = c.n_embd / c.n_head;
-  if (!(st = read_int(g, a + "attention.key_length", c.head_dim, false, 1, 1 << 12))) return st.error();
+  VELA_TRY(read_int(g, a + "attention.key_length", c.head_dim, false, 1, 1 << 12));
   int32_t value_length = c.head_dim;
-  if (!(st = read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 12))) return st.error();
+  VELA_TRY(read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 12));
   if (value_length != c.head_dim) return make_error("attention.value_length different from key_length is not supported");
   if (c.head_dim % 2 != 0) return make_error("head dimension " + std::to_string(c.head_dim) + " must be even");
   c.n_rot = c.head_dim;
-  if (!(st = read_int(g, a + "rope.dimension_count", c.n_rot, false, 2, c.head_dim))) return st.error();
+  VELA_TRY(read_int(g, a + "rope.dimension_count", c.n_rot, false, 2, c.head_dim));
   if (c.n_rot % 2 != 0) return make_error("rope.dimension_count must be even");
-  if (!(st = read_float(g, a + "attention.layer_norm_rms_epsilon", c.rms_eps, 0.0, 1.0))) return st.error();
-  if (!(st = read_float(g, a + "rope.freq_base", c.rope_freq_base, 1.0, 1e12))) return st.error();
-  float scale_factor = 1.0f;
-  auto scaling_type = g.get_string(a + "rope.scaling.type");
-  if (!scaling_type) return scaling_type.error();
-  if (scaling_type->has_value() && **scaling_type != "none") {
-    if (**scaling_type != "linear")
-      return make_error("unsupported rope.scaling.type '" + std::string(**scaling_type) + "' (supported: none, linear)");
-    if (!(st = read_float(g, a + "rope.scaling.factor", scale_factor, 1e-3, 1e6))) return st.error();
-  }
-  c.rope_freq_scale = 1.0f / scale_factor;
-  if (!(st = read_int(g, a + "attention.sliding_window", c.sliding_window, false, 0, kBig))) return st.error();
+  VELA_TRY(read_float(g, a + "attention.layer_norm_rms_epsilon", c.rms_eps, 0.0, 1.0));
+  VELA_TRY(read_rope(g, a, c));
+  VELA_TRY(read_windows(g, a, c));
+  VELA_TRY(read_float(g, a + "attn_logit_softcapping", c.attn_softcap, 0.0, 1e6));
+  VELA_TRY(read_float(g, a + "final_logit_softcapping", c.final_softcap, 0.0, 1e6));
+  if (c.arch->scale_embeddings) c.embed_scale = std::sqrt(float(c.n_embd));
+  VELA_TRY(read_experts(g, a, c));
 
   // The vocabulary size is the token list's length (the embedding's shape is checked against it).
   auto tokens = g.get_array("tokenizer.ggml.tokens");
@@ -98,5 +204,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   if (c.n_vocab <= 0) return make_error("cannot determine the vocabulary size (no tokenizer.ggml.tokens)");
   return c;
 }
+
+#undef VELA_TRY
 
 }  // namespace vela

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 #include <thread>
 
@@ -18,14 +19,22 @@ std::string shape_string(const GgufTensorInfo& t) {
   return s + "]";
 }
 
-Result<WeightMatrix> get_matrix(const GgufFile& g, const std::string& name, int64_t n_rows, int64_t n_cols) {
+// A matrix [n_rows, n_cols], or (n_stack > 0) a stack of n_stack of them (GGUF ne = {n_cols,
+// n_rows, n_stack}) viewed as one [n_stack * n_rows, n_cols] matrix.
+Result<WeightMatrix> get_matrix(const GgufFile& g, const std::string& name, int64_t n_rows,
+                                int64_t n_cols, int64_t n_stack = 0) {
   const GgufTensorInfo* t = g.find_tensor(name);
   if (!t) return make_error("missing tensor '" + name + "'");
-  if (t->n_dims > 2 || t->ne[0] != n_cols || t->ne[1] != n_rows)
+  const bool ok = n_stack > 0 ? t->n_dims == 3 && t->ne[0] == n_cols && t->ne[1] == n_rows &&
+                                    t->ne[2] == n_stack
+                              : t->n_dims <= 2 && t->ne[0] == n_cols && t->ne[1] == n_rows;
+  if (!ok)
     return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" +
-                      std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
+                      std::to_string(n_cols) + ", " + std::to_string(n_rows) +
+                      (n_stack > 0 ? ", " + std::to_string(n_stack) : std::string()) + "]");
   const GgmlTypeInfo info = *ggml_type_info(t->type);  // the reader only admits supported types
-  return WeightMatrix{t->ggml_type(), t->data, n_rows, n_cols, row_bytes(info, n_cols)};
+  return WeightMatrix{t->ggml_type(), t->data, n_rows * std::max<int64_t>(n_stack, 1), n_cols,
+                      row_bytes(info, n_cols)};
 }
 
 // A 1-D tensor converted to f32; absent and optional gives an empty vector.
@@ -97,8 +106,22 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
 
 }  // namespace
 
+WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_rows) {
+  WeightMatrix v = m;
+  v.n_rows = n_rows;
+  const auto* base = static_cast<const uint8_t*>(m.data);
+  if (m.layout == WeightLayout::kInterleaved16) {
+    assert(row_begin % 16 == 0 && n_rows % 16 == 0);
+    v.data = base + row_begin / 16 * interleaved16_group_bytes(m.type, m.n_cols);
+  } else {
+    v.data = base + row_begin * m.row_bytes;
+  }
+  return v;
+}
+
 Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack) {
   ModelWeights w;
+  const ArchDescription& arch = *c.arch;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
 
@@ -118,33 +141,91 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     w.tied_embeddings = true;
   }
   VELA_TRY_ASSIGN(w.rope_freq_factors, get_vector(g, "rope_freqs.weight", c.n_rot / 2, false));
+  if (arch.longrope) {
+    VELA_TRY_ASSIGN(w.rope_factors_short, get_vector(g, "rope_factors_short.weight", c.n_rot / 2, false));
+    VELA_TRY_ASSIGN(w.rope_factors_long, get_vector(g, "rope_factors_long.weight", c.n_rot / 2, false));
+  }
+  if (c.rope.scaling == RopeScaling::kLongRope &&
+      (w.rope_factors_short.empty() || w.rope_factors_long.empty()))
+    return make_error("rope.scaling.type is longrope but rope_factors_short/long.weight are missing");
 
+  // Fused matrices, kept whole until repacking, then split into row views.
+  std::vector<WeightMatrix> fused_qkv(size_t(c.n_layer)), fused_gate_up(size_t(c.n_layer));
+  const int64_t q_norm_len = arch.qk_norm == QkNorm::kWhole ? q_dim : c.head_dim;
+  const int64_t k_norm_len = arch.qk_norm == QkNorm::kWhole ? kv_dim : c.head_dim;
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int32_t i = 0; i < c.n_layer; ++i) {
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
     const std::string p = "blk." + std::to_string(i) + ".";
     VELA_TRY_ASSIGN(l.attn_norm, get_vector(g, p + "attn_norm.weight", c.n_embd, true));
-    VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_dim, c.n_embd));
-    VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", kv_dim, c.n_embd));
-    VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", kv_dim, c.n_embd));
+    if (arch.fused_qkv) {
+      VELA_TRY_ASSIGN(fused_qkv[size_t(i)], get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
+    } else {
+      VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_dim, c.n_embd));
+      VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", kv_dim, c.n_embd));
+      VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", kv_dim, c.n_embd));
+    }
     VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
-    const bool biases_required = c.arch == Architecture::kQwen2;
-    VELA_TRY_ASSIGN(l.bq, get_vector(g, p + "attn_q.bias", q_dim, biases_required));
-    VELA_TRY_ASSIGN(l.bk, get_vector(g, p + "attn_k.bias", kv_dim, biases_required));
-    VELA_TRY_ASSIGN(l.bv, get_vector(g, p + "attn_v.bias", kv_dim, biases_required));
+    if (arch.qkv_bias != TensorRule::kAbsent) {
+      const bool required = arch.qkv_bias == TensorRule::kRequired;
+      VELA_TRY_ASSIGN(l.bq, get_vector(g, p + "attn_q.bias", q_dim, required));
+      VELA_TRY_ASSIGN(l.bk, get_vector(g, p + "attn_k.bias", kv_dim, required));
+      VELA_TRY_ASSIGN(l.bv, get_vector(g, p + "attn_v.bias", kv_dim, required));
+    }
+    if (arch.qk_norm != QkNorm::kNone) {
+      VELA_TRY_ASSIGN(l.q_norm, get_vector(g, p + "attn_q_norm.weight", q_norm_len, true));
+      VELA_TRY_ASSIGN(l.k_norm, get_vector(g, p + "attn_k_norm.weight", k_norm_len, true));
+    }
+    if (arch.post_norms) {
+      VELA_TRY_ASSIGN(l.post_attn_norm, get_vector(g, p + "post_attention_norm.weight", c.n_embd, true));
+      VELA_TRY_ASSIGN(l.post_ffn_norm, get_vector(g, p + "post_ffw_norm.weight", c.n_embd, true));
+    }
     VELA_TRY_ASSIGN(l.ffn_norm, get_vector(g, p + "ffn_norm.weight", c.n_embd, true));
-    VELA_TRY_ASSIGN(l.w_gate, get_matrix(g, p + "ffn_gate.weight", c.n_ff, c.n_embd));
-    VELA_TRY_ASSIGN(l.w_up, get_matrix(g, p + "ffn_up.weight", c.n_ff, c.n_embd));
-    VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
+    if (c.moe()) {
+      const int64_t ne = c.n_expert, ff = c.n_ff_expert;
+      WeightMatrix gate, up, down;
+      VELA_TRY_ASSIGN(l.router, get_matrix(g, p + "ffn_gate_inp.weight", ne, c.n_embd));
+      VELA_TRY_ASSIGN(gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
+      VELA_TRY_ASSIGN(up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
+      VELA_TRY_ASSIGN(down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
+      l.experts.resize(size_t(ne));
+      for (int64_t e = 0; e < ne; ++e)
+        l.experts[size_t(e)] = {weight_rows(gate, e * ff, ff), weight_rows(up, e * ff, ff),
+                                weight_rows(down, e * c.n_embd, c.n_embd)};
+    } else if (arch.fused_gate_up) {
+      VELA_TRY_ASSIGN(fused_gate_up[size_t(i)], get_matrix(g, p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd));
+      VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
+    } else {
+      VELA_TRY_ASSIGN(l.w_gate, get_matrix(g, p + "ffn_gate.weight", c.n_ff, c.n_embd));
+      VELA_TRY_ASSIGN(l.w_up, get_matrix(g, p + "ffn_up.weight", c.n_ff, c.n_embd));
+      VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
+    }
   }
 #undef VELA_TRY_ASSIGN
   if (repack) {
     std::vector<WeightMatrix*> matrices;
     for (LayerWeights& l : w.layers)
       for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-        matrices.push_back(m);
+        if (m->data != nullptr) matrices.push_back(m);
+    // A fused matrix is repacked whole only when each of its row views is whole groups of 16.
+    for (size_t i = 0; i < size_t(c.n_layer); ++i) {
+      if (fused_qkv[i].data && q_dim % 16 == 0 && kv_dim % 16 == 0) matrices.push_back(&fused_qkv[i]);
+      if (fused_gate_up[i].data && c.n_ff % 16 == 0) matrices.push_back(&fused_gate_up[i]);
+    }
     if (!w.tied_embeddings) matrices.push_back(&w.output);
     repack_matrices(w, matrices, g.memory_mapped());
+  }
+  for (size_t i = 0; i < size_t(c.n_layer); ++i) {
+    LayerWeights& l = w.layers[i];
+    if (fused_qkv[i].data) {
+      l.wq = weight_rows(fused_qkv[i], 0, q_dim);
+      l.wk = weight_rows(fused_qkv[i], q_dim, kv_dim);
+      l.wv = weight_rows(fused_qkv[i], q_dim + kv_dim, kv_dim);
+    }
+    if (fused_gate_up[i].data) {
+      l.w_gate = weight_rows(fused_gate_up[i], 0, c.n_ff);
+      l.w_up = weight_rows(fused_gate_up[i], c.n_ff, c.n_ff);
+    }
   }
   return w;
 }

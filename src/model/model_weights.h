@@ -28,8 +28,20 @@ struct WeightMatrix {
   WeightLayout layout = WeightLayout::kRowMajor;
 };
 
+// Rows [row_begin, row_begin + n_rows) of m as a matrix of its own (for an interleaved m, both
+// multiples of 16).
+WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_rows);
+
+// One expert's matrices: views into its layer's stacked tensors.
+struct ExpertWeights {
+  WeightMatrix gate;  // [n_ff_expert, n_embd]
+  WeightMatrix up;    // [n_ff_expert, n_embd]
+  WeightMatrix down;  // [n_embd, n_ff_expert]
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;  // [n_embd]
+  // Separate or, for a fused attn_qkv, row views of it (rows Q, K, V).
   WeightMatrix wq;               // [n_head * head_dim, n_embd]
   WeightMatrix wk;               // [n_head_kv * head_dim, n_embd]
   WeightMatrix wv;               // [n_head_kv * head_dim, n_embd]
@@ -37,10 +49,21 @@ struct LayerWeights {
   std::vector<float> bq;         // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
   std::vector<float> bk;         // [n_head_kv * head_dim] or empty
   std::vector<float> bv;         // [n_head_kv * head_dim] or empty
+  std::vector<float> q_norm;     // [head_dim] (per head) or [n_head * head_dim] (whole), or empty
+  std::vector<float> k_norm;     // [head_dim] or [n_head_kv * head_dim], or empty
+  std::vector<float> post_attn_norm;  // [n_embd] or empty
   std::vector<float> ffn_norm;   // [n_embd]
+  std::vector<float> post_ffn_norm;   // [n_embd] or empty
+  // Dense FFN; for a fused gate+up ffn_up, row views of it (gate rows first).
   WeightMatrix w_gate;           // [n_ff, n_embd]
   WeightMatrix w_up;             // [n_ff, n_embd]
   WeightMatrix w_down;           // [n_embd, n_ff]
+  // Mixture of experts (empty router: dense). Experts stay in the file mapping, so the pages of
+  // experts no token chooses are never read.
+  WeightMatrix router;           // [n_expert, n_embd]
+  std::vector<ExpertWeights> experts;  // [n_expert]
+
+  bool moe() const { return router.data != nullptr; }
 };
 
 struct ModelWeights {
@@ -49,6 +72,8 @@ struct ModelWeights {
   WeightMatrix output;              // [n_vocab, n_embd]; token_embd when the embeddings are tied
   bool tied_embeddings = false;
   std::vector<float> rope_freq_factors;  // [n_rot / 2] (Llama 3.1+ `rope_freqs.weight`) or empty
+  std::vector<float> rope_factors_short;  // [n_rot / 2] LongRoPE within the original context, or empty
+  std::vector<float> rope_factors_long;   // [n_rot / 2] LongRoPE beyond it, or empty
   std::vector<LayerWeights> layers;      // [n_layer]
 
   // Owns the repacked matrices (empty when none was repacked).

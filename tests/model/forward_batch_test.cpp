@@ -235,7 +235,10 @@ TEST(ModelLoad, ClearErrorsForBadModels) {
   EXPECT_NE(load(rewrite_model(*src, {}, {"blk.2.ffn_up.weight"}))
                 .find("missing tensor 'blk.2.ffn_up.weight'"),
             std::string::npos);
-  EXPECT_NE(load(rewrite_model(*src, {{"llama.embedding_length", 65}})).find("shape"),
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.embedding_length", 65}}))
+                .find("not a multiple of attention.head_count"),
+            std::string::npos);
+  EXPECT_NE(load(rewrite_model(*src, {{"llama.embedding_length", 68}})).find("shape"),
             std::string::npos);
   EXPECT_NE(load(rewrite_model(*src, {{"llama.attention.head_count_kv", 3}})).find("multiple"),
             std::string::npos);

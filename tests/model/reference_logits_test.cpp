@@ -21,6 +21,12 @@ struct ModelCase {
   const char* name;
   float max_diff;   // bound on |ours - reference| over the reference's top-5 ids at every step
   float mean_diff;  // bound on the mean of those differences
+  // Quantized mixtures of experts: a token whose last chosen and first unchosen experts are
+  // closer than the activations' rounding may be routed to another expert than the reference's
+  // (../shared/README.md), which moves that step's logits by up to ~2. At most this many steps
+  // may exceed max_diff, each within routing_cap, and they are not greedy-checked.
+  int routed_steps = 0;
+  float routing_cap = 0.0f;
 };
 
 // Why these bounds. Both engines round the same intermediates: the query and the attention
@@ -32,7 +38,10 @@ struct ModelCase {
 // of a block's range) by up to ~0.7. The means stay small — the engines agree systematically.
 // The SIMD kernels (AVX2, AVX-512) sum in another order than the scalar table, which moves a few
 // more values across rounding steps; each bound is about 1.5x the worst figure measured over the
-// scalar, AVX2 and AVX-512 tables (VELA_ISA=...), see the printed figures.
+// scalar, AVX2 and AVX-512 tables (VELA_ISA=...), see the printed figures. The newer families'
+// F32 files share one bound: their worst figures (2e-3 to 2.7e-2, phi3 and gemma2 highest, from
+// the reference's f16 query and GELU table) sit well below it. Gemma's logits are small (top-1
+// about 1-3), so its quantized file gets a bound of its own scale, or no margin would be checked.
 class ReferenceLogits : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
@@ -47,22 +56,28 @@ TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
   double sum_diff = 0;
   int n_diff = 0;
   int greedy_checked = 0;
+  int n_rerouted = 0;
   for (const ReferenceCase& rc : cases) {
     SequenceRunner runner(*model, KvType::kF16);
     std::vector<float> logits = runner.append(rc.prompt_tokens);
     const float* last = logits.data() + (rc.prompt_tokens.size() - 1) * size_t(n_vocab);
     for (size_t i = 0; i < rc.steps.size(); ++i) {
       const ReferenceStep& s = rc.steps[i];
+      float step_worst = 0;
+      for (const auto& [id, ref] : s.top) step_worst = std::max(step_worst, std::abs(last[id] - ref));
+      const bool rerouted = step_worst > mc.max_diff && n_rerouted < mc.routed_steps;
+      n_rerouted += rerouted;
       for (const auto& [id, ref] : s.top) {
         const float diff = std::abs(last[id] - ref);
         worst = std::max(worst, diff);
         sum_diff += diff;
         ++n_diff;
-        EXPECT_LE(diff, mc.max_diff) << rc.prompt << " step " << i << " token " << id;
+        EXPECT_LE(diff, rerouted ? mc.routing_cap : mc.max_diff)
+            << rc.prompt << " step " << i << " token " << id;
       }
       // Greedy agreement wherever the reference's margin is well above our numeric error.
       const float margin = s.top[0].second - s.top[1].second;
-      if (margin > 2 * mc.max_diff) {
+      if (margin > 2 * mc.max_diff && !rerouted) {
         const int32_t ours = int32_t(std::max_element(last, last + n_vocab) - last);
         EXPECT_EQ(ours, s.token) << rc.prompt << " step " << i;
         ++greedy_checked;
@@ -74,8 +89,9 @@ TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
   }
   EXPECT_GT(greedy_checked, 0);
   EXPECT_LE(sum_diff / n_diff, mc.mean_diff);
-  std::printf("%s: worst logit difference %.3g, mean %.3g, greedy steps checked %d\n", mc.name,
-              double(worst), sum_diff / n_diff, greedy_checked);
+  std::printf("%s: worst logit difference %.3g, mean %.3g, greedy steps checked %d, steps over "
+              "the bound (rerouted) %d\n",
+              mc.name, double(worst), sum_diff / n_diff, greedy_checked, n_rerouted);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceLogits,
@@ -88,7 +104,21 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceLogits,
                                            ModelCase{"tiny-llama-256-Q8_0", 1.0f, 0.07f},
                                            ModelCase{"tiny-llama-256-Q4_0", 1.0f, 0.09f},
                                            ModelCase{"tiny-llama-256-Q6_K", 1.6f, 0.1f},
-                                           ModelCase{"tiny-llama-256-Q4_K_M", 1.0f, 0.15f}),
+                                           ModelCase{"tiny-llama-256-Q4_K_M", 1.0f, 0.15f},
+                                           ModelCase{"tiny-qwen3-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-qwen3-Q8_0", 1.0f, 0.07f},
+                                           ModelCase{"tiny-qwen3-Q4_K_M", 1.0f, 0.15f},
+                                           ModelCase{"tiny-qwen3-yarn-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-qwen3moe-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-qwen3moe-Q8_0", 1.0f, 0.07f},
+                                           ModelCase{"tiny-qwen3moe-Q4_K_M", 1.0f, 0.15f},
+                                           ModelCase{"tiny-mixtral-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-mixtral-Q4_0", 1.0f, 0.09f, 3, 3.0f},
+                                           ModelCase{"tiny-olmoe-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-gemma2-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-gemma3-F32", 5e-2f, 2.5e-3f},
+                                           ModelCase{"tiny-gemma3-Q4_0", 0.05f, 0.01f},
+                                           ModelCase{"tiny-phi3-F32", 5e-2f, 2.5e-3f}),
                          [](const auto& info) {
                            std::string n = info.param.name;
                            std::replace(n.begin(), n.end(), '-', '_');

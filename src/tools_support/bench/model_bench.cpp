@@ -70,12 +70,21 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
   p.file_bytes = file_bytes;
   for (const GgufTensorInfo& t : model.gguf().tensors()) p.n_params += uint64_t(t.n_elements());
   std::map<GgmlType, uint64_t> bytes_by_type;
-  for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      p.block_matrix_params += uint64_t(m->n_rows * m->n_cols);
-      p.decode_bytes += uint64_t(m->n_rows * m->row_bytes);
-      bytes_by_type[m->type] += uint64_t(m->n_rows * m->row_bytes);
-    }
+  // A token reads every dense matrix, and of a mixture of experts the router and the
+  // n_expert_used experts it chooses: active parameters and bytes count those.
+  const auto count = [&](const WeightMatrix& m, double share) {
+    if (m.data == nullptr) return;
+    p.block_matrix_params += uint64_t(double(m.n_rows * m.n_cols) * share);
+    p.decode_bytes += uint64_t(double(m.n_rows * m.row_bytes) * share);
+    bytes_by_type[m.type] += uint64_t(double(m.n_rows * m.row_bytes) * share);
+  };
+  const double expert_share = c.moe() ? double(c.n_expert_used) / double(c.n_expert) : 0.0;
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
+      count(*m, 1.0);
+    for (const ExpertWeights& e : l.experts)
+      for (const WeightMatrix* m : {&e.gate, &e.up, &e.down}) count(*m, expert_share);
+  }
   p.output_params = uint64_t(w.output.n_rows * w.output.n_cols);
   p.decode_bytes += uint64_t(w.output.n_rows * w.output.row_bytes);
   GgmlType dominant = GgmlType::F32;
