@@ -2,6 +2,7 @@
 // model of a known shape (for benchmarks and tests without downloading checkpoints).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli_args.h"
@@ -73,6 +74,11 @@ int run_synth(int argc, char** argv) {
     };
   const auto t0 = std::chrono::steady_clock::now();
   auto summary = synthesize_model(o);
+  // The builtin vocabulary is copied into the model: its temporary file is not left behind.
+  if (args.get("vocab-from") == "builtin") {
+    std::error_code ec;
+    std::filesystem::remove(o.vocab_path, ec);
+  }
   if (!summary) {
     std::fprintf(stderr, "vela synth: %s\n", summary.message().c_str());
     return 1;

@@ -20,8 +20,8 @@ RopeFrequencies rope_frequencies(const RopeConfig& r, int32_t n_rot, std::span<c
   out.freqs.resize(size_t(half));
   out.mscale = r.attn_factor;
   double low = 0, high = 0;
-  const bool yarn = r.scaling == RopeScaling::kYarn && r.yarn_ext_factor != 0.0f;
-  if (yarn) {
+  const bool yarn = r.scaling == RopeScaling::kYarn;
+  if (yarn && r.yarn_ext_factor != 0.0f) {
     const double base = r.freq_base;
     low = std::max(0.0, std::floor(yarn_correction_dim(n_rot, r.original_context, r.yarn_beta_fast, base)));
     high = std::min(double(n_rot - 1),
@@ -32,7 +32,8 @@ RopeFrequencies rope_frequencies(const RopeConfig& r, int32_t n_rot, std::span<c
     double f = std::pow(double(r.freq_base), -2.0 * i / double(n_rot));
     if (!factors.empty()) f /= double(factors[size_t(i)]);
     if (yarn) {
-      // 1 below the low correction pair (original frequency), 0 above the high one.
+      // 1 below the low correction pair (original frequency), 0 above the high one; with
+      // ext_factor 0 every pair is interpolated.
       const double y = (i - low) / std::max(0.001, high - low);
       const double ramp = (1.0 - std::clamp(y, 0.0, 1.0)) * r.yarn_ext_factor;
       f *= double(r.freq_scale) * (1.0 - ramp) + ramp;

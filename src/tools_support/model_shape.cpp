@@ -3,17 +3,77 @@
 namespace vela {
 
 const std::vector<ModelShape>& known_shapes() {
-  // Hyper-parameters of the published checkpoints' config files. The tiny shapes keep row
-  // lengths multiples of 256 (tiny) or not (tiny-qwen2) so both K-quant paths get tested.
+  // Hyper-parameters of the published checkpoints' config files (mixtral-mini is a Mixtral
+  // layout at TinyLlama's size). The tiny shapes keep row lengths multiples of 256 (all but
+  // tiny-qwen2) or not (tiny-qwen2) so both K-quant paths get tested.
+  // Packed by hand: clang-format would put every designated field on a line of its own.
+  // clang-format off
   static const std::vector<ModelShape> shapes = {
-      {"tiny", "llama", 256, 2, 4, 2, 512, 512, 512, 10000.0f, 1e-5f, false, false},
-      {"tiny-qwen2", "qwen2", 128, 2, 4, 2, 256, 512, 512, 1000000.0f, 1e-6f, true, true},
-      {"tinyllama-1.1b", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false,
-       false},
-      {"qwen2-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, true},
-      {"llama2-7b", "llama", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false, false},
-      {"llama3-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false, false},
+      {.name = "tiny", .architecture = "llama", .n_embd = 256, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 512},
+      {.name = "tiny-qwen2", .architecture = "qwen2", .n_embd = 128, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 512, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .qkv_bias = true},
+      // Head size 128 with 4 heads of a 256-wide model: q is 512 wide.
+      {.name = "tiny-qwen3", .architecture = "qwen3", .n_embd = 256, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 128,
+       .qk_norm = QkNorm::kPerHead},
+      {.name = "tiny-qwen3moe", .architecture = "qwen3moe", .n_embd = 256, .n_layer = 2,
+       .n_head = 4, .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 512,
+       .rope_freq_base = 1e6f, .rms_eps = 1e-6f, .head_size = 64, .qk_norm = QkNorm::kPerHead,
+       .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256},
+      {.name = "tiny-olmoe", .architecture = "olmoe", .n_embd = 256, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 256, .n_vocab = 512, .n_ctx = 512, .qk_norm = QkNorm::kWhole,
+       .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256},
+      {.name = "tiny-mixtral", .architecture = "llama", .n_embd = 256, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 512, .rope_freq_base = 1e6f,
+       .n_expert = 8, .n_expert_used = 2},
+      // Gemma 2 alternates sliding (even) and global (odd) layers: 2 layers have one of each.
+      {.name = "tiny-gemma2", .architecture = "gemma2", .n_embd = 256, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .rms_eps = 1e-6f,
+       .tied_embeddings = true, .head_size = 64, .post_norms = true, .sliding_window = 8,
+       .attn_softcap = 50.0f, .final_softcap = 30.0f},
+      // Pattern 3: layers 0 and 1 slide, layer 2 is global.
+      {.name = "tiny-gemma3", .architecture = "gemma3", .n_embd = 256, .n_layer = 3, .n_head = 4,
+       .n_head_kv = 1, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 128,
+       .qk_norm = QkNorm::kPerHead, .post_norms = true, .sliding_window = 8,
+       .sliding_window_pattern = 3, .rope_freq_base_swa = 10000.0f},
+      // Phi-3-mini's window (2047) is wider than the tiny context: every layer sees it all.
+      {.name = "tiny-phi3", .architecture = "phi3", .n_embd = 256, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 4, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .fused_qkv = true,
+       .fused_gate_up = true, .sliding_window = 2047},
+      {.name = "tinyllama-1.1b", .architecture = "llama", .n_embd = 2048, .n_layer = 22,
+       .n_head = 32, .n_head_kv = 4, .n_ff = 5632, .n_vocab = 32000, .n_ctx = 2048},
+      {.name = "qwen2-0.5b", .architecture = "qwen2", .n_embd = 896, .n_layer = 24, .n_head = 14,
+       .n_head_kv = 2, .n_ff = 4864, .n_vocab = 151936, .n_ctx = 32768, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .qkv_bias = true},
+      {.name = "llama2-7b", .architecture = "llama", .n_embd = 4096, .n_layer = 32, .n_head = 32,
+       .n_head_kv = 32, .n_ff = 11008, .n_vocab = 32000, .n_ctx = 4096},
+      {.name = "llama3-8b", .architecture = "llama", .n_embd = 4096, .n_layer = 32, .n_head = 32,
+       .n_head_kv = 8, .n_ff = 14336, .n_vocab = 128256, .n_ctx = 8192,
+       .rope_freq_base = 500000.0f},
+      {.name = "qwen3-0.6b", .architecture = "qwen3", .n_embd = 1024, .n_layer = 28, .n_head = 16,
+       .n_head_kv = 8, .n_ff = 3072, .n_vocab = 151936, .n_ctx = 40960, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 128,
+       .qk_norm = QkNorm::kPerHead},
+      {.name = "olmoe-1b-7b", .architecture = "olmoe", .n_embd = 2048, .n_layer = 16, .n_head = 16,
+       .n_head_kv = 16, .n_ff = 1024, .n_vocab = 50304, .n_ctx = 4096,
+       .qk_norm = QkNorm::kWhole, .n_expert = 64, .n_expert_used = 8, .n_ff_exp = 1024},
+      {.name = "mixtral-mini", .architecture = "llama", .n_embd = 2048, .n_layer = 16, .n_head = 32,
+       .n_head_kv = 8, .n_ff = 5632, .n_vocab = 32000, .n_ctx = 32768, .rope_freq_base = 1e6f,
+       .n_expert = 8, .n_expert_used = 2},
+      {.name = "gemma3-1b", .architecture = "gemma3", .n_embd = 1152, .n_layer = 26, .n_head = 4,
+       .n_head_kv = 1, .n_ff = 6912, .n_vocab = 262144, .n_ctx = 32768, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 256,
+       .qk_norm = QkNorm::kPerHead, .post_norms = true, .sliding_window = 512,
+       .rope_freq_base_swa = 10000.0f},
+      {.name = "phi3-mini", .architecture = "phi3", .n_embd = 3072, .n_layer = 32, .n_head = 32,
+       .n_head_kv = 32, .n_ff = 8192, .n_vocab = 32064, .n_ctx = 4096, .fused_qkv = true,
+       .fused_gate_up = true, .sliding_window = 2047},
   };
+  // clang-format on
   return shapes;
 }
 
@@ -29,6 +89,22 @@ std::string known_shape_names() {
   return out;
 }
 
+std::string shape_problem(const ModelShape& s) {
+  if (s.n_embd <= 0 || s.n_layer <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
+      s.head_size < 0 || s.n_ff_exp < 0 || s.sliding_window < 0 || s.sliding_window_pattern < 0)
+    return "a size is not positive";
+  if (s.head_size == 0 && s.n_embd % s.n_head != 0)
+    return "n_head does not divide n_embd (give an explicit head size)";
+  if (s.n_head % s.n_head_kv != 0) return "n_head_kv does not divide n_head";
+  if (s.n_expert < 0 || (s.n_expert > 0 && (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert)))
+    return "expert_used_count must be in [1, expert_count]";
+  if (s.n_expert == 0 && (s.n_expert_used != 0 || s.n_ff_exp != 0))
+    return "expert fields without experts";
+  if (s.sliding_window_pattern > 0 && s.sliding_window == 0)
+    return "a sliding-window pattern without a window";
+  return "";
+}
+
 int64_t TensorSpec::n_rows() const {
   int64_t n = 1;
   for (size_t i = 1; i < ne.size(); ++i) n *= ne[i];
@@ -36,26 +112,51 @@ int64_t TensorSpec::n_rows() const {
 }
 
 std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
-  const int64_t embd = s.n_embd, q_dim = int64_t(s.n_head) * s.head_dim(),
-                kv_dim = int64_t(s.n_head_kv) * s.head_dim(), ff = s.n_ff;
+  const int64_t embd = s.n_embd, head = s.head_dim(), q_dim = int64_t(s.n_head) * head,
+                kv_dim = int64_t(s.n_head_kv) * head, ff = s.n_ff, ff_exp = s.expert_ff(),
+                n_exp = s.n_expert;
   std::vector<TensorSpec> t;
   t.push_back({"token_embd.weight", {embd, n_vocab}, TensorKind::kTokenEmbd, -1});
   t.push_back({"output_norm.weight", {embd}, TensorKind::kOutputNorm, -1});
   if (!s.tied_embeddings) t.push_back({"output.weight", {embd, n_vocab}, TensorKind::kOutput, -1});
   for (int32_t i = 0; i < s.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
-    t.push_back({p + "attn_norm.weight", {embd}, TensorKind::kNorm, i});
-    t.push_back({p + "attn_q.weight", {embd, q_dim}, TensorKind::kMatrix, i});
-    if (s.qkv_bias) t.push_back({p + "attn_q.bias", {q_dim}, TensorKind::kBias, i});
-    t.push_back({p + "attn_k.weight", {embd, kv_dim}, TensorKind::kMatrix, i});
-    if (s.qkv_bias) t.push_back({p + "attn_k.bias", {kv_dim}, TensorKind::kBias, i});
-    t.push_back({p + "attn_v.weight", {embd, kv_dim}, TensorKind::kMatrix, i});
-    if (s.qkv_bias) t.push_back({p + "attn_v.bias", {kv_dim}, TensorKind::kBias, i});
-    t.push_back({p + "attn_output.weight", {q_dim, embd}, TensorKind::kMatrix, i});
-    t.push_back({p + "ffn_norm.weight", {embd}, TensorKind::kNorm, i});
-    t.push_back({p + "ffn_gate.weight", {embd, ff}, TensorKind::kMatrix, i});
-    t.push_back({p + "ffn_up.weight", {embd, ff}, TensorKind::kMatrix, i});
-    t.push_back({p + "ffn_down.weight", {ff, embd}, TensorKind::kMatrix, i});
+    const auto add = [&](const std::string& name, std::vector<int64_t> ne, TensorKind kind) {
+      t.push_back({p + name, std::move(ne), kind, i});
+    };
+    add("attn_norm.weight", {embd}, TensorKind::kNorm);
+    if (s.fused_qkv) {
+      add("attn_qkv.weight", {embd, q_dim + 2 * kv_dim}, TensorKind::kMatrix);
+    } else {
+      add("attn_q.weight", {embd, q_dim}, TensorKind::kMatrix);
+      if (s.qkv_bias) add("attn_q.bias", {q_dim}, TensorKind::kBias);
+      add("attn_k.weight", {embd, kv_dim}, TensorKind::kMatrix);
+      if (s.qkv_bias) add("attn_k.bias", {kv_dim}, TensorKind::kBias);
+      add("attn_v.weight", {embd, kv_dim}, TensorKind::kMatrix);
+      if (s.qkv_bias) add("attn_v.bias", {kv_dim}, TensorKind::kBias);
+    }
+    add("attn_output.weight", {q_dim, embd}, TensorKind::kMatrix);
+    if (s.qk_norm != QkNorm::kNone) {
+      const bool full = s.qk_norm == QkNorm::kWhole;
+      add("attn_q_norm.weight", {full ? q_dim : head}, TensorKind::kNorm);
+      add("attn_k_norm.weight", {full ? kv_dim : head}, TensorKind::kNorm);
+    }
+    if (s.post_norms) add("post_attention_norm.weight", {embd}, TensorKind::kNorm);
+    add("ffn_norm.weight", {embd}, TensorKind::kNorm);
+    if (n_exp > 0) {
+      add("ffn_gate_inp.weight", {embd, n_exp}, TensorKind::kMatrix);
+      add("ffn_gate_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
+      add("ffn_up_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
+      add("ffn_down_exps.weight", {ff_exp, embd, n_exp}, TensorKind::kMatrix);
+    } else if (s.fused_gate_up) {
+      add("ffn_up.weight", {embd, 2 * ff}, TensorKind::kMatrix);
+      add("ffn_down.weight", {ff, embd}, TensorKind::kMatrix);
+    } else {
+      add("ffn_gate.weight", {embd, ff}, TensorKind::kMatrix);
+      add("ffn_up.weight", {embd, ff}, TensorKind::kMatrix);
+      add("ffn_down.weight", {ff, embd}, TensorKind::kMatrix);
+    }
+    if (s.post_norms) add("post_ffw_norm.weight", {embd}, TensorKind::kNorm);
   }
   return t;
 }

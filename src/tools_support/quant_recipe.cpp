@@ -79,7 +79,9 @@ int32_t layer_of_tensor(std::string_view name) {
 }
 
 GgmlType choose_tensor_type(const QuantTarget& target, const TensorRole& role, bool pure) {
-  if (role.n_dims < 2) return GgmlType::F32;
+  // Routers stay F32 as in the common quantizer: they are tiny and pick the experts, so their
+  // rounding would change which experts run.
+  if (role.n_dims < 2 || ends_with(role.name, "ffn_gate_inp.weight")) return GgmlType::F32;
   GgmlType t = target.base;
   if (!pure && !is_float(target.base)) {
     const bool is_output =
@@ -92,7 +94,8 @@ GgmlType choose_tensor_type(const QuantTarget& target, const TensorRole& role, b
       else if (target.base != GgmlType::Q8_0)
         t = GgmlType::Q6_K;
     } else if (more_bits &&
-               (ends_with(role.name, "attn_v.weight") || ends_with(role.name, "ffn_down.weight"))) {
+               (ends_with(role.name, "attn_v.weight") || ends_with(role.name, "ffn_down.weight") ||
+                ends_with(role.name, "ffn_down_exps.weight"))) {
       t = GgmlType::Q6_K;
     }
   }

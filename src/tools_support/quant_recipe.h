@@ -1,15 +1,18 @@
 #pragma once
 // Which type each tensor of a model gets for a requested file type, following the rules of the
 // common GGUF quantizer so files made here look like the ones people download:
-//  * 1-D tensors (norms, biases) stay F32.
+//  * 1-D tensors (norms, biases) and MoE routers (ffn_gate_inp.weight) stay F32.
+//  * 3-D expert tensors (ffn_*_exps.weight) are quantized by rows of ne[0] like 2-D matrices.
 //  * For quantized targets, output.weight (or token_embd.weight when the embeddings are tied)
 //    gets Q6_K, unless the target is Q8_0 (kept) or its rows do not fit the target's blocks
 //    (Q8_0). token_embd.weight of an untied model gets the target type.
-//  * The mixes Q4_K_M / Q5_K_M put attn_v.weight and ffn_down.weight in Q6_K for the first and
-//    last eighth of the layers and every third layer in between; everything else is Q4_K / Q5_K.
+//  * The mixes Q4_K_M / Q5_K_M put attn_v.weight and ffn_down.weight (MoE blocks:
+//    ffn_down_exps.weight) in Q6_K for the first and last eighth of the layers and every third
+//    layer in between; everything else is Q4_K / Q5_K.
 //  * A tensor whose row length is not a multiple of its type's block size falls back:
 //    Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, anything else (or still not fitting) -> F16.
-// "Pure" skips the output and mix rules (every 2-D tensor in the target type, with fallback).
+// "Pure" skips the output and mix rules (every matrix but the routers in the target type, with
+// fallback).
 // Plain value types and pure functions; no thread-safety concerns.
 #include <cstdint>
 #include <string>
@@ -35,8 +38,8 @@ std::string quant_target_names();  // for help and error messages
 struct TensorRole {
   std::string_view name;   // GGUF tensor name, e.g. "blk.3.ffn_down.weight"
   int64_t row_length = 0;  // ne[0]
-  int32_t n_dims = 2;
-  int32_t layer = -1;  // block index, -1 outside the blocks
+  int32_t n_dims = 2;      // 3 for expert tensors
+  int32_t layer = -1;      // block index, -1 outside the blocks
   int32_t n_layer = 0;
   bool has_output = true;  // whether the model has its own output.weight
 };

@@ -73,9 +73,8 @@ void synth_rows(uint64_t seed, size_t tensor_index, TensorKind kind, float weigh
 
 Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   const ModelShape& s = o.shape;
-  if (s.n_embd <= 0 || s.n_layer <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
-      s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0)
-    return make_error("shape '" + s.name + "' is inconsistent");
+  if (const std::string problem = shape_problem(s); !problem.empty())
+    return make_error("shape '" + s.name + "' is inconsistent: " + problem);
   auto vocab = GgufFile::open(o.vocab_path);
   if (!vocab) return make_error("vocabulary: " + vocab.message());
   auto tokens = vocab->get_array("tokenizer.ggml.tokens");
@@ -104,9 +103,24 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   w.add_u32(a + "feed_forward_length", uint32_t(s.n_ff));
   w.add_u32(a + "attention.head_count", uint32_t(s.n_head));
   w.add_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
+  if (s.head_size > 0) {
+    w.add_u32(a + "attention.key_length", uint32_t(s.head_size));
+    w.add_u32(a + "attention.value_length", uint32_t(s.head_size));
+  }
   w.add_u32(a + "rope.dimension_count", uint32_t(s.head_dim()));
   w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.add_f32(a + "rope.freq_base", s.rope_freq_base);
+  if (s.rope_freq_base_swa > 0) w.add_f32(a + "rope.freq_base_swa", s.rope_freq_base_swa);
+  if (s.sliding_window > 0) w.add_u32(a + "attention.sliding_window", uint32_t(s.sliding_window));
+  if (s.sliding_window_pattern > 0)
+    w.add_u32(a + "attention.sliding_window_pattern", uint32_t(s.sliding_window_pattern));
+  if (s.attn_softcap > 0) w.add_f32(a + "attn_logit_softcapping", s.attn_softcap);
+  if (s.final_softcap > 0) w.add_f32(a + "final_logit_softcapping", s.final_softcap);
+  if (s.n_expert > 0) {
+    w.add_u32(a + "expert_count", uint32_t(s.n_expert));
+    w.add_u32(a + "expert_used_count", uint32_t(s.n_expert_used));
+    if (s.n_ff_exp > 0) w.add_u32(a + "expert_feed_forward_length", uint32_t(s.n_ff_exp));
+  }
   std::deque<std::string> pad_names;  // padded token texts, alive while they are encoded
   for (const auto& [key, value] : vocab->metadata()) {
     if (key.rfind("tokenizer.", 0) != 0) continue;

@@ -5,10 +5,10 @@
 //
 // Weights: matrices and biases are drawn from a normal-like distribution (mean 0, std
 // `weight_std`, default 0.02, as the common initialisers use; an Irwin-Hall sum of four
-// uniforms, bounded at ~3.5 sigma); norms are 1. With unit-RMS inputs every projection then has
-// activations of order std * sqrt(n_in) ~ 1, so a deep stack stays finite. Each row's values
-// depend only on (seed, tensor index, row), never on the type or thread count: the same seed
-// gives the same model in every type.
+// uniforms, bounded at ~3.5 sigma); every norm (Q/K and post norms included) is 1. With unit-RMS
+// inputs every projection then has activations of order std * sqrt(n_in) ~ 1, so a deep stack stays
+// finite. Each row's values depend only on (seed, tensor index, row), never on the type or thread
+// count: the same seed gives the same model in every type.
 //
 // Vocabulary: every `tokenizer.*` key is copied from the vocab file and its token count sets
 // n_vocab, overriding the shape's nominal size; pass the matching vocabulary to reproduce a

@@ -35,6 +35,7 @@ TEST(ToolsCli, Help) {
     EXPECT_NE(r.out.find("usage: vela " + std::string(cmd)), std::string::npos) << cmd;
   }
   EXPECT_NE(run("synth --help").out.find("tinyllama-1.1b"), std::string::npos);
+  EXPECT_NE(run("synth --help").out.find("olmoe-1b-7b"), std::string::npos);
   EXPECT_NE(run("--help").out.find("bench"), std::string::npos);
 }
 

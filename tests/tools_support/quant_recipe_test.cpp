@@ -79,6 +79,30 @@ TEST(QuantRecipe, OutputEmbeddingMixAndFallbackRules) {
       GgmlType::Q4_K);
 }
 
+// MoE blocks: routers stay F32 whatever the target (pure too); 3-D expert tensors follow the
+// matrix rules by their row length, ffn_down_exps like ffn_down in the K mixes.
+TEST(QuantRecipe, ExpertTensors) {
+  const auto type = [](const char* t, const char* name, int64_t row, int32_t layer,
+                       int32_t dims = 3, bool pure = false) {
+    return choose_tensor_type(target(t), TensorRole{name, row, dims, layer, 16, true}, pure);
+  };
+  for (const char* t : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M"}) {
+    EXPECT_EQ(type(t, "blk.0.ffn_gate_inp.weight", 2048, 0, 2), GgmlType::F32) << t;
+    EXPECT_EQ(type(t, "blk.0.ffn_gate_inp.weight", 2048, 0, 2, true), GgmlType::F32) << t;
+  }
+  EXPECT_EQ(type("Q4_0", "blk.3.ffn_up_exps.weight", 2048, 3), GgmlType::Q4_0);
+  EXPECT_EQ(type("F16", "blk.3.ffn_down_exps.weight", 1024, 3), GgmlType::F16);
+  // 16 layers: 0-1 and 14-15 and every third in between (4, 7, 10, 13) get Q6_K.
+  for (int32_t l = 0; l < 16; ++l) {
+    const bool more = l < 2 || l >= 14 || (l - 2) % 3 == 2;
+    EXPECT_EQ(type("Q4_K_M", "blk.N.ffn_down_exps.weight", 1024, l),
+              more ? GgmlType::Q6_K : GgmlType::Q4_K)
+        << l;
+    EXPECT_EQ(type("Q4_K_M", "blk.N.ffn_gate_exps.weight", 2048, l), GgmlType::Q4_K) << l;
+  }
+  EXPECT_EQ(type("Q4_K_M", "blk.0.ffn_down_exps.weight", 1000, 0), GgmlType::F16);  // no fit
+}
+
 TEST(QuantRecipe, SameTypesAsTheCommonQuantizer) {
   VELA_REQUIRE_SHARED();
   for (const char* variant : {"Q4_K_M", "Q4_0", "Q6_K", "Q8_0"}) {

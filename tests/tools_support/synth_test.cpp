@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "quant/dequantize.h"
 #include "support/shared_data.h"
+#include "tools_support/builtin_vocab.h"
 #include "tools_support/synth.h"
 #include "vela/llm.h"
 
@@ -33,6 +34,10 @@ TEST(Synth, KnownShapesHaveThePublishedParameterCounts) {
   EXPECT_EQ(count_params(*find_shape("qwen2-0.5b")), 494032768u);
   EXPECT_EQ(count_params(*find_shape("llama2-7b")), 6738415616u);
   EXPECT_EQ(count_params(*find_shape("llama3-8b")), 8030261248u);
+  EXPECT_EQ(count_params(*find_shape("qwen3-0.6b")), 596049920u);
+  EXPECT_EQ(count_params(*find_shape("olmoe-1b-7b")), 6919161856u);
+  EXPECT_EQ(count_params(*find_shape("gemma3-1b")), 999885952u);
+  EXPECT_EQ(count_params(*find_shape("phi3-mini")), 3821079552u);
   EXPECT_EQ(find_shape("no-such-shape"), nullptr);
 }
 
@@ -63,6 +68,87 @@ TEST(Synth, TensorShapesFollowTheGgufLayout) {
   }
   EXPECT_TRUE(has_bias);
   EXPECT_FALSE(has_output);
+}
+
+const TensorSpec* find_spec(const std::vector<TensorSpec>& tensors, const std::string& name) {
+  for (const TensorSpec& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::vector<int64_t> spec_ne(const std::vector<TensorSpec>& tensors, const std::string& name) {
+  const TensorSpec* t = find_spec(tensors, name);
+  return t ? t->ne : std::vector<int64_t>{};
+}
+
+// The published checkpoints of the newer families: explicit head sizes, Q/K norms per head or
+// over the whole projection, experts, post norms, fused projections.
+TEST(Synth, NewFamiliesFollowTheGgufLayout) {
+  using Ne = std::vector<int64_t>;
+  const ModelShape& qwen3 = *find_shape("qwen3-0.6b");
+  EXPECT_EQ(qwen3.head_dim(), 128);  // 16 heads x 128 = 2048 != n_embd
+  const auto q3 = model_tensors(qwen3, qwen3.n_vocab);
+  EXPECT_EQ(q3.size(), 2u + 11u * 28u);
+  EXPECT_EQ(spec_ne(q3, "blk.0.attn_q.weight"), (Ne{1024, 2048}));
+  EXPECT_EQ(spec_ne(q3, "blk.0.attn_k.weight"), (Ne{1024, 1024}));
+  EXPECT_EQ(spec_ne(q3, "blk.0.attn_output.weight"), (Ne{2048, 1024}));
+  EXPECT_EQ(spec_ne(q3, "blk.27.attn_q_norm.weight"), (Ne{128}));
+  EXPECT_EQ(find_spec(q3, "output.weight"), nullptr);
+
+  const ModelShape& olmoe = *find_shape("olmoe-1b-7b");
+  const auto ol = model_tensors(olmoe, olmoe.n_vocab);
+  EXPECT_EQ(ol.size(), 3u + 12u * 16u);
+  EXPECT_EQ(spec_ne(ol, "blk.0.attn_q_norm.weight"), (Ne{2048}));
+  EXPECT_EQ(spec_ne(ol, "blk.0.attn_k_norm.weight"), (Ne{2048}));
+  EXPECT_EQ(spec_ne(ol, "blk.0.ffn_gate_inp.weight"), (Ne{2048, 64}));
+  EXPECT_EQ(spec_ne(ol, "blk.15.ffn_gate_exps.weight"), (Ne{2048, 1024, 64}));
+  EXPECT_EQ(spec_ne(ol, "blk.15.ffn_up_exps.weight"), (Ne{2048, 1024, 64}));
+  EXPECT_EQ(spec_ne(ol, "blk.15.ffn_down_exps.weight"), (Ne{1024, 2048, 64}));
+  EXPECT_EQ(find_spec(ol, "blk.0.ffn_gate.weight"), nullptr);
+
+  const ModelShape& mixtral = *find_shape("mixtral-mini");
+  const auto mx = model_tensors(mixtral, mixtral.n_vocab);
+  EXPECT_EQ(spec_ne(mx, "blk.0.attn_k.weight"), (Ne{2048, 512}));
+  EXPECT_EQ(spec_ne(mx, "blk.0.ffn_gate_exps.weight"), (Ne{2048, 5632, 8}));
+  EXPECT_EQ(spec_ne(mx, "blk.0.ffn_down_exps.weight"), (Ne{5632, 2048, 8}));
+
+  const ModelShape& gemma3 = *find_shape("gemma3-1b");
+  EXPECT_EQ(gemma3.head_dim(), 256);
+  const auto g3 = model_tensors(gemma3, gemma3.n_vocab);
+  EXPECT_EQ(g3.size(), 2u + 13u * 26u);
+  EXPECT_EQ(spec_ne(g3, "blk.0.attn_q.weight"), (Ne{1152, 1024}));
+  EXPECT_EQ(spec_ne(g3, "blk.0.attn_v.weight"), (Ne{1152, 256}));
+  EXPECT_EQ(spec_ne(g3, "blk.0.attn_output.weight"), (Ne{1024, 1152}));
+  EXPECT_EQ(spec_ne(g3, "blk.0.attn_k_norm.weight"), (Ne{256}));
+  EXPECT_EQ(spec_ne(g3, "blk.25.post_attention_norm.weight"), (Ne{1152}));
+  EXPECT_EQ(spec_ne(g3, "blk.25.post_ffw_norm.weight"), (Ne{1152}));
+
+  const ModelShape& phi3 = *find_shape("phi3-mini");
+  EXPECT_EQ(phi3.head_dim(), 96);
+  const auto p3 = model_tensors(phi3, phi3.n_vocab);
+  EXPECT_EQ(p3.size(), 3u + 6u * 32u);
+  EXPECT_EQ(spec_ne(p3, "blk.0.attn_qkv.weight"), (Ne{3072, 9216}));
+  EXPECT_EQ(spec_ne(p3, "blk.0.ffn_up.weight"), (Ne{3072, 16384}));
+  EXPECT_EQ(spec_ne(p3, "blk.0.ffn_down.weight"), (Ne{8192, 3072}));
+  EXPECT_EQ(find_spec(p3, "blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ(find_spec(p3, "blk.0.ffn_gate.weight"), nullptr);
+}
+
+TEST(Synth, ShapeConsistencyAllowsAnExplicitHeadSize) {
+  for (const ModelShape& s : known_shapes()) EXPECT_EQ(shape_problem(s), "") << s.name;
+  ModelShape s = *find_shape("tiny");
+  s.n_head = 3;  // 256 / 3 is no head size
+  EXPECT_NE(shape_problem(s), "");
+  s.head_size = 96;  // 3 x 96 = 288 != 256 is fine once explicit
+  s.n_head_kv = 1;
+  EXPECT_EQ(shape_problem(s), "");
+  EXPECT_EQ(s.head_dim(), 96);
+  s = *find_shape("tiny-mixtral");
+  s.n_expert_used = 9;  // more than the 8 experts
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny");
+  s.sliding_window_pattern = 2;  // without a window
+  EXPECT_NE(shape_problem(s), "");
 }
 
 TEST(Synth, WeightsAreDeterministicWithTheRequestedSpread) {
@@ -119,7 +205,7 @@ TEST(Synth, SmallShapesLoadInEveryType) {
       EXPECT_EQ(c.n_ff, s.n_ff);
       EXPECT_EQ(c.n_vocab, 512);
       EXPECT_EQ(c.n_ctx_train, s.n_ctx);
-      EXPECT_FLOAT_EQ(c.rope_freq_base, s.rope_freq_base);
+      EXPECT_FLOAT_EQ(c.rope.freq_base, s.rope_freq_base);
       EXPECT_FLOAT_EQ(c.rms_eps, s.rms_eps);
       EXPECT_EQ((*model)->weights().tied_embeddings, s.tied_embeddings);
       EXPECT_EQ(*(*model)->gguf().get_uint("general.file_type"),
@@ -246,6 +332,203 @@ TEST(Synth, PadsTheVocabularyToTheShape) {
   auto r = synthesize_model(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.message().find("cannot pad"), std::string::npos) << r.message();
+}
+
+// What a tiny shape of each newer family writes: its keys and every tensor, in file order.
+struct FamilyCase {
+  std::string shape;
+  std::string arch;
+  bool tied = false;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> block;  // per-block tensors, in order
+  std::vector<std::pair<std::string, uint64_t>> uints;  // keys without the "<arch>." prefix
+  std::vector<std::pair<std::string, double>> floats;
+  std::vector<std::string> absent;
+};
+
+std::vector<FamilyCase> family_cases() {
+  using Block = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+  // Blocks without Q/K norms or post norms, named once for the llama-like attention.
+  const auto attention = [](int64_t q_dim, int64_t kv_dim) {
+    return Block{{"attn_norm.weight", {256}},
+                 {"attn_q.weight", {256, q_dim}},
+                 {"attn_k.weight", {256, kv_dim}},
+                 {"attn_v.weight", {256, kv_dim}},
+                 {"attn_output.weight", {q_dim, 256}}};
+  };
+  const Block dense = {{"ffn_gate.weight", {256, 512}},
+                       {"ffn_up.weight", {256, 512}},
+                       {"ffn_down.weight", {512, 256}}};
+  const Block moe = {{"ffn_gate_inp.weight", {256, 8}},
+                     {"ffn_gate_exps.weight", {256, 256, 8}},
+                     {"ffn_up_exps.weight", {256, 256, 8}},
+                     {"ffn_down_exps.weight", {256, 256, 8}}};
+  const auto cat = [](std::initializer_list<Block> parts) {
+    Block out;
+    for (const Block& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  const Block ffn_norm = {{"ffn_norm.weight", {256}}};
+  std::vector<FamilyCase> cases;
+  cases.push_back({"tiny-qwen3",
+                   "qwen3",
+                   true,
+                   cat({attention(512, 256),
+                        {{"attn_q_norm.weight", {128}}, {"attn_k_norm.weight", {128}}},
+                        ffn_norm,
+                        dense}),
+                   {{"attention.key_length", 128},
+                    {"attention.value_length", 128},
+                    {"rope.dimension_count", 128},
+                    {"attention.head_count", 4},
+                    {"attention.head_count_kv", 2},
+                    {"feed_forward_length", 512},
+                    {"embedding_length", 256},
+                    {"block_count", 2}},
+                   {{"rope.freq_base", 1e6}, {"attention.layer_norm_rms_epsilon", 1e-6}},
+                   {"expert_count", "attention.sliding_window"}});
+  cases.push_back({"tiny-qwen3moe",
+                   "qwen3moe",
+                   false,
+                   cat({attention(256, 128),
+                        {{"attn_q_norm.weight", {64}}, {"attn_k_norm.weight", {64}}},
+                        ffn_norm,
+                        moe}),
+                   {{"attention.key_length", 64},
+                    {"expert_count", 8},
+                    {"expert_used_count", 2},
+                    {"expert_feed_forward_length", 256},
+                    {"feed_forward_length", 512}},
+                   {{"rope.freq_base", 1e6}},
+                   {}});
+  cases.push_back({"tiny-olmoe",
+                   "olmoe",
+                   false,
+                   cat({attention(256, 256),
+                        {{"attn_q_norm.weight", {256}}, {"attn_k_norm.weight", {256}}},
+                        ffn_norm,
+                        moe}),
+                   {{"expert_count", 8},
+                    {"expert_used_count", 2},
+                    {"expert_feed_forward_length", 256},
+                    {"feed_forward_length", 256},
+                    {"rope.dimension_count", 64}},
+                   {{"attention.layer_norm_rms_epsilon", 1e-5}},
+                   {"attention.key_length"}});
+  cases.push_back({"tiny-mixtral",
+                   "llama",
+                   false,
+                   cat({attention(256, 128), ffn_norm, moe}),
+                   {{"expert_count", 8}, {"expert_used_count", 2}, {"feed_forward_length", 256}},
+                   {{"rope.freq_base", 1e6}},
+                   {"expert_feed_forward_length", "attention.key_length"}});
+  cases.push_back({"tiny-gemma2",
+                   "gemma2",
+                   true,
+                   cat({attention(256, 128),
+                        {{"post_attention_norm.weight", {256}}},
+                        ffn_norm,
+                        dense,
+                        {{"post_ffw_norm.weight", {256}}}}),
+                   {{"attention.key_length", 64},
+                    {"attention.value_length", 64},
+                    {"attention.sliding_window", 8}},
+                   {{"attn_logit_softcapping", 50.0}, {"final_logit_softcapping", 30.0}},
+                   {"attention.sliding_window_pattern", "rope.freq_base_swa", "expert_count"}});
+  cases.push_back({"tiny-gemma3",
+                   "gemma3",
+                   true,
+                   cat({attention(512, 128),
+                        {{"attn_q_norm.weight", {128}},
+                         {"attn_k_norm.weight", {128}},
+                         {"post_attention_norm.weight", {256}}},
+                        ffn_norm,
+                        dense,
+                        {{"post_ffw_norm.weight", {256}}}}),
+                   {{"attention.key_length", 128},
+                    {"attention.value_length", 128},
+                    {"attention.sliding_window", 8},
+                    {"attention.sliding_window_pattern", 3},
+                    {"block_count", 3}},
+                   {{"rope.freq_base", 1e6}, {"rope.freq_base_swa", 1e4}},
+                   {"attn_logit_softcapping", "final_logit_softcapping"}});
+  cases.push_back({"tiny-phi3",
+                   "phi3",
+                   false,
+                   {{"attn_norm.weight", {256}},
+                    {"attn_qkv.weight", {256, 768}},
+                    {"attn_output.weight", {256, 256}},
+                    {"ffn_norm.weight", {256}},
+                    {"ffn_up.weight", {256, 1024}},
+                    {"ffn_down.weight", {512, 256}}},
+                   {{"attention.sliding_window", 2047},
+                    {"rope.dimension_count", 64},
+                    {"feed_forward_length", 512}},
+                   {},
+                   {"attention.key_length", "attention.sliding_window_pattern"}});
+  return cases;
+}
+
+// Each newer family's tiny shape written in Q4_0 with the builtin vocabulary (no test data
+// needed): the family's keys, every tensor's name and shape in the converters' order, routers
+// F32, expert tensors 3-D and quantized, every norm 1.
+TEST(Synth, TinyShapesOfTheNewFamiliesHaveTheirKeysAndTensors) {
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_builtin_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  for (const FamilyCase& c : family_cases()) {
+    SCOPED_TRACE(c.shape);
+    SynthOptions o;
+    o.output_path = vela::test::unique_temp_path("vela_synth_" + c.shape + ".gguf");
+    o.shape = *find_shape(c.shape);
+    o.target = *parse_quant_target("Q4_0");
+    o.vocab_path = vocab;
+    o.pad_vocab = true;  // the builtin vocabulary's 354 tokens padded to the shapes' 512
+    o.n_threads = 2;
+    auto summary = synthesize_model(o);
+    ASSERT_TRUE(summary.ok()) << summary.message();
+    EXPECT_EQ(std::filesystem::file_size(o.output_path), summary->file_bytes);
+    auto g = GgufFile::open(o.output_path);
+    ASSERT_TRUE(g.ok()) << g.message();
+
+    EXPECT_EQ(g->get_string("general.architecture")->value_or(""), c.arch);
+    EXPECT_EQ(g->get_uint(c.arch + ".vocab_size")->value_or(0), 512u);
+    for (const auto& [key, value] : c.uints)
+      EXPECT_EQ(g->get_uint(c.arch + "." + key)->value_or(0), value) << key;
+    for (const auto& [key, value] : c.floats) {
+      auto v = g->get_float(c.arch + "." + key);
+      ASSERT_TRUE(v.ok() && v->has_value()) << key;
+      EXPECT_FLOAT_EQ(float(**v), float(value)) << key;
+    }
+    for (const std::string& key : c.absent) EXPECT_EQ(g->find(c.arch + "." + key), nullptr) << key;
+
+    std::vector<std::pair<std::string, std::vector<int64_t>>> want = {
+        {"token_embd.weight", {256, 512}}, {"output_norm.weight", {256}}};
+    if (!c.tied) want.push_back({"output.weight", {256, 512}});
+    for (int32_t i = 0; i < o.shape.n_layer; ++i)
+      for (const auto& [name, ne] : c.block)
+        want.push_back({"blk." + std::to_string(i) + "." + name, ne});
+    ASSERT_EQ(g->tensors().size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const GgufTensorInfo& t = g->tensors()[i];
+      const std::string name(t.name);
+      EXPECT_EQ(name, want[i].first);
+      EXPECT_EQ(std::vector<int64_t>(t.ne, t.ne + t.n_dims), want[i].second) << name;
+      const bool router = name.ends_with("ffn_gate_inp.weight");
+      const bool experts = name.ends_with("_exps.weight");
+      if (t.n_dims == 1 || router) {
+        EXPECT_EQ(t.ggml_type(), GgmlType::F32) << name;
+      }
+      if (experts) {
+        EXPECT_EQ(t.n_dims, 3u) << name;
+        EXPECT_EQ(t.ggml_type(), GgmlType::Q4_0) << name;
+      }
+      if (t.n_dims == 1) {
+        const auto* v = reinterpret_cast<const float*>(t.data);
+        for (int64_t k = 0; k < t.ne[0]; ++k) ASSERT_EQ(v[k], 1.0f) << name;
+      }
+    }
+    std::filesystem::remove(o.output_path);
+  }
+  std::filesystem::remove(vocab);
 }
 
 TEST(Synth, ErrorsNameTheProblem) {

@@ -1,0 +1,188 @@
+// Top-k expert routing against a scalar reference written here: a stable sort of the expert ids
+// by logit (so ties go to the lower id), and the softmax in double, over all experts or
+// renormalised over the chosen ones.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/moe_ffn.h"
+
+namespace vela {
+namespace {
+
+struct Routing {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+
+Routing route(const std::vector<float>& logits, int32_t k, bool renormalize) {
+  Routing r;
+  r.ids.assign(size_t(k), -7);
+  r.weights.assign(size_t(k), -7.0f);
+  route_top_k(logits.data(), int32_t(logits.size()), k, renormalize, r.ids.data(),
+              r.weights.data());
+  return r;
+}
+
+// Expert ids by descending logit, equal logits in ascending id order.
+std::vector<int32_t> reference_order(const std::vector<float>& logits) {
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(),
+                   [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+  return ids;
+}
+
+// softmax over the given experts' logits, in double.
+std::vector<double> reference_softmax(const std::vector<float>& logits,
+                                      const std::vector<int32_t>& over) {
+  double max_logit = -INFINITY;
+  for (int32_t e : over) max_logit = std::max(max_logit, double(logits[size_t(e)]));
+  double sum = 0;
+  for (int32_t e : over) sum += std::exp(double(logits[size_t(e)]) - max_logit);
+  std::vector<double> p;
+  for (int32_t e : over) p.push_back(std::exp(double(logits[size_t(e)]) - max_logit) / sum);
+  return p;
+}
+
+// Checks one routing against the reference: the ids exactly, the weights to float rounding.
+void expect_matches_reference(const std::vector<float>& logits, int32_t k, bool renormalize) {
+  const Routing got = route(logits, k, renormalize);
+  std::vector<int32_t> want_ids = reference_order(logits);
+  want_ids.resize(size_t(k));
+  ASSERT_EQ(got.ids, want_ids);
+  std::vector<int32_t> all(logits.size());
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<double> p_all = reference_softmax(logits, all);
+  const std::vector<double> p_chosen = reference_softmax(logits, want_ids);
+  double sum = 0;
+  for (int32_t r = 0; r < k; ++r) {
+    const float w = got.weights[size_t(r)];
+    sum += w;
+    if (renormalize) {
+      // Each weight is rounded to float (6e-8), their float total carries k - 1 roundings of
+      // partial sums <= the total, and the quotient one more: (k + 1) * 6e-8 relative; the
+      // bound (k + 2) * 1.2e-7 is over 2x that.
+      EXPECT_NEAR(w, p_chosen[size_t(r)], (k + 2) * 1.2e-7 * p_chosen[size_t(r)]) << "rank " << r;
+    } else {
+      // The probability in double, rounded to float once: within 1.2e-7 relative (1 ulp).
+      EXPECT_NEAR(w, p_all[size_t(want_ids[size_t(r)])],
+                  1.2e-7 * p_all[size_t(want_ids[size_t(r)])])
+          << "rank " << r;
+    }
+  }
+  // Renormalised weights sum to 1 within the same bound (the weights' errors add up to it).
+  if (renormalize) {
+    EXPECT_NEAR(sum, 1.0, (k + 2) * 1.2e-7);
+  }
+}
+
+TEST(RouteTopK, RandomLogitsMatchReference) {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int32_t n_expert : {4, 8, 60, 128}) {
+    for (int32_t k : {1, 2, 4}) {
+      for (bool renormalize : {false, true}) {
+        SCOPED_TRACE("n_expert " + std::to_string(n_expert) + " k " + std::to_string(k) +
+                     (renormalize ? " renormalized" : ""));
+        for (int trial = 0; trial < 20; ++trial) {
+          std::vector<float> logits(static_cast<size_t>(n_expert));
+          for (float& l : logits) l = normal(rng);
+          expect_matches_reference(logits, k, renormalize);
+        }
+      }
+    }
+  }
+}
+
+TEST(RouteTopK, AllEqualLogitsPickTheLowestIds) {
+  const std::vector<float> logits(8, 0.75f);
+  const Routing r = route(logits, 3, false);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{0, 1, 2}));
+  // 1/8 is exact in float and exp(0) = 1: the softmax is exactly 1/8.
+  EXPECT_EQ(r.weights, (std::vector<float>{0.125f, 0.125f, 0.125f}));
+  const Routing n = route(logits, 3, true);
+  EXPECT_EQ(n.ids, (std::vector<int32_t>{0, 1, 2}));
+  // Three equal weights renormalise to 1/3 within one rounding of the sum and one of the quotient.
+  for (float w : n.weights) EXPECT_NEAR(w, 1.0 / 3.0, 1.2e-7);
+}
+
+TEST(RouteTopK, EqualPairsGoLowerIdFirst) {
+  // Experts 4 and 5 tie for first, 1, 2 and 7 for third.
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 0.0f, 5.0f, 5.0f, 2.0f, 3.0f};
+  EXPECT_EQ(route(logits, 8, false).ids, (std::vector<int32_t>{4, 5, 1, 2, 7, 6, 0, 3}));
+  EXPECT_EQ(route(logits, 4, false).ids, (std::vector<int32_t>{4, 5, 1, 2}));
+  const Routing r = route(logits, 2, false);
+  EXPECT_EQ(r.weights[0], r.weights[1]);  // equal logits, equal weights
+  for (bool renormalize : {false, true})
+    for (int32_t k = 1; k <= 8; ++k) expect_matches_reference(logits, k, renormalize);
+}
+
+TEST(RouteTopK, ManyTiesMatchStableOrder) {
+  // Logits drawn from 4 values among 32 experts: every rank boundary is a tie.
+  std::mt19937 rng(22);
+  std::uniform_int_distribution<int> level(0, 3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<float> logits(32);
+    for (float& l : logits) l = 0.5f * float(level(rng));
+    for (int32_t k : {1, 6, 8, 32}) expect_matches_reference(logits, k, trial % 2 == 0);
+  }
+}
+
+TEST(RouteTopK, KEqualsNExpert) {
+  const std::vector<float> logits = {0.3f, -1.0f, 2.5f, 0.3f, 7.0f, -4.0f};
+  for (bool renormalize : {false, true}) {
+    const Routing r = route(logits, 6, renormalize);
+    EXPECT_EQ(r.ids, (std::vector<int32_t>{4, 2, 0, 3, 1, 5}));
+    expect_matches_reference(logits, 6, renormalize);
+    // With every expert chosen the weights sum to 1 either way: off by the weights' float
+    // rounding (6e-8 in all) and, renormalised, the float total's 5 roundings (<= 3e-7) and
+    // the quotients' (6e-8): 4e-7.
+    double sum = 0;
+    for (float w : r.weights) sum += w;
+    EXPECT_NEAR(sum, 1.0, 4e-7);
+  }
+}
+
+TEST(RouteTopK, SameInputSameOutput) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> logits(64);
+  for (float& l : logits) l = normal(rng);
+  logits[10] = logits[40] = logits[50] = 9.0f;  // a tie at the top as well
+  const Routing first = route(logits, 6, true);
+  for (int i = 0; i < 10; ++i) {
+    const Routing again = route(logits, 6, true);
+    EXPECT_EQ(again.ids, first.ids);
+    EXPECT_EQ(again.weights, first.weights);  // bit-identical
+  }
+  EXPECT_EQ(std::vector<int32_t>(first.ids.begin(), first.ids.begin() + 3),
+            (std::vector<int32_t>{10, 40, 50}));
+}
+
+TEST(RouteTopK, LargeLogitsDoNotOverflow) {
+  // exp(1e4) overflows float and double alike; the softmax must subtract the maximum first.
+  const std::vector<float> near = {1e4f, 9999.0f, -1e4f, 9995.0f, 1e4f};
+  const std::vector<float> extreme = {1e4f, -3e38f, 3e38f, 0.0f};  // differences beyond float
+  for (const std::vector<float>* logits : {&near, &extreme})
+    for (bool renormalize : {false, true})
+      for (int32_t k = 1; k <= int32_t(logits->size()); ++k) {
+        const Routing r = route(*logits, k, renormalize);
+        for (float w : r.weights) EXPECT_TRUE(std::isfinite(w)) << w;
+        expect_matches_reference(*logits, k, renormalize);
+      }
+  const Routing m = route(near, 3, false);
+  EXPECT_EQ(m.ids, (std::vector<int32_t>{0, 4, 1}));
+  for (float w : m.weights) EXPECT_GT(w, 0.0f);  // e^-1 / (2 + e^-1 + e^-5): nothing underflows
+  const std::vector<float> big(4, 1e4f);
+  EXPECT_EQ(route(big, 2, false).weights, (std::vector<float>{0.25f, 0.25f}));  // exp(0) / 4
+}
+
+}  // namespace
+}  // namespace vela
