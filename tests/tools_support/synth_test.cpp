@@ -272,10 +272,17 @@ TEST(Synth, RepackedWeightsGiveTheRowMajorLogits) {
     }
     const std::vector<float> a = prompt_logits(*packed, tokens);
     const std::vector<float> b = prompt_logits(*plain, tokens);
-    float scale = 0;
+    float scale = 0, worst = 0;
     for (float v : b) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    std::printf("%s: worst repacked vs row-major difference %.3g (logit scale %.3g)\n",
+                type.c_str(), double(worst), double(scale));
+    // The packed and row-major kernels sum each block's products in another order, so an
+    // activation now and then lands on the other side of its next layer's 8-bit rounding step
+    // and the flip grows through the layers (seen on the AVX2 level: Q4_0 8.1e-3 at a scale of
+    // 1.2; Q8_0 1.2e-7, no flip); a layout bug moves logits by O(scale).
     for (size_t i = 0; i < a.size(); ++i)
-      ASSERT_NEAR(a[i], b[i], 1e-4f * (1 + scale)) << "logit " << i;
+      ASSERT_NEAR(a[i], b[i], 2e-2f * (1 + scale)) << "logit " << i;
     std::filesystem::remove(path);
   }
 }
