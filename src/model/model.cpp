@@ -11,6 +11,11 @@ bool repack_disabled_by_env() {
   const char* env = std::getenv("VELA_REPACK");
   return env != nullptr && std::string_view(env) == "0";
 }
+// VELA_REPACK_EXPERTS=0 leaves the experts in the file mapping (A/B of the two placements).
+bool expert_repack_disabled_by_env() {
+  const char* env = std::getenv("VELA_REPACK_EXPERTS");
+  return env != nullptr && std::string_view(env) == "0";
+}
 }  // namespace
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& path,
@@ -26,7 +31,9 @@ Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const Gguf
                                                       const ModelLoadOptions& options) {
   auto config = ModelConfig::from_gguf(*gguf);
   if (!config) return config.error();
-  auto weights = ModelWeights::load(*gguf, *config, options.repack_weights && !repack_disabled_by_env());
+  const bool repack = options.repack_weights && !repack_disabled_by_env();
+  auto weights = ModelWeights::load(*gguf, *config, repack,
+                                    repack && options.repack_experts && !expert_repack_disabled_by_env());
   if (!weights) return weights.error();
   auto model = std::shared_ptr<Model>(new Model());
   model->gguf_ = std::move(gguf);

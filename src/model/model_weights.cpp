@@ -119,7 +119,8 @@ WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_row
   return v;
 }
 
-Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack) {
+Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack,
+                                        bool repack_experts) {
   ModelWeights w;
   const ArchDescription& arch = *c.arch;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
@@ -151,6 +152,11 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
 
   // Fused matrices, kept whole until repacking, then split into row views.
   std::vector<WeightMatrix> fused_qkv(size_t(c.n_layer)), fused_gate_up(size_t(c.n_layer));
+  // Stacked experts: [n_expert * rows, cols] each, split into per-expert views after repacking.
+  struct ExpertStacks {
+    WeightMatrix gate, up, down;
+  };
+  std::vector<ExpertStacks> stacks(size_t(c.n_layer));
   const int64_t q_norm_len = arch.qk_norm == QkNorm::kWhole ? q_dim : c.head_dim;
   const int64_t k_norm_len = arch.qk_norm == QkNorm::kWhole ? kv_dim : c.head_dim;
   w.layers.resize(static_cast<size_t>(c.n_layer));
@@ -183,15 +189,11 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     VELA_TRY_ASSIGN(l.ffn_norm, get_vector(g, p + "ffn_norm.weight", c.n_embd, true));
     if (c.moe()) {
       const int64_t ne = c.n_expert, ff = c.n_ff_expert;
-      WeightMatrix gate, up, down;
+      ExpertStacks& st = stacks[size_t(i)];
       VELA_TRY_ASSIGN(l.router, get_matrix(g, p + "ffn_gate_inp.weight", ne, c.n_embd));
-      VELA_TRY_ASSIGN(gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
-      VELA_TRY_ASSIGN(up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
-      VELA_TRY_ASSIGN(down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
-      l.experts.resize(size_t(ne));
-      for (int64_t e = 0; e < ne; ++e)
-        l.experts[size_t(e)] = {weight_rows(gate, e * ff, ff), weight_rows(up, e * ff, ff),
-                                weight_rows(down, e * c.n_embd, c.n_embd)};
+      VELA_TRY_ASSIGN(st.gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
+      VELA_TRY_ASSIGN(st.up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
+      VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
     } else if (arch.fused_gate_up) {
       VELA_TRY_ASSIGN(fused_gate_up[size_t(i)], get_matrix(g, p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd));
       VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
@@ -211,6 +213,8 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     for (size_t i = 0; i < size_t(c.n_layer); ++i) {
       if (fused_qkv[i].data && q_dim % 16 == 0 && kv_dim % 16 == 0) matrices.push_back(&fused_qkv[i]);
       if (fused_gate_up[i].data && c.n_ff % 16 == 0) matrices.push_back(&fused_gate_up[i]);
+      if (stacks[i].gate.data && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
+        for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down}) matrices.push_back(m);
     }
     if (!w.tied_embeddings) matrices.push_back(&w.output);
     repack_matrices(w, matrices, g.memory_mapped());
@@ -225,6 +229,13 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     if (fused_gate_up[i].data) {
       l.w_gate = weight_rows(fused_gate_up[i], 0, c.n_ff);
       l.w_up = weight_rows(fused_gate_up[i], c.n_ff, c.n_ff);
+    }
+    if (const ExpertStacks& st = stacks[i]; st.gate.data) {
+      const int64_t ff = c.n_ff_expert;
+      l.experts.resize(size_t(c.n_expert));
+      for (int64_t e = 0; e < c.n_expert; ++e)
+        l.experts[size_t(e)] = {weight_rows(st.gate, e * ff, ff), weight_rows(st.up, e * ff, ff),
+                                weight_rows(st.down, e * c.n_embd, c.n_embd)};
     }
   }
   return w;

@@ -82,8 +82,9 @@ struct ModelWeights {
 
   // Checks every tensor's presence, type and shape against the config. With repack, matrices the
   // selected kernels prefer interleaved are repacked (the embedding table, read by row, never).
+  // repack_experts: the experts' stacked matrices too (otherwise they stay in the mapping).
   static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config,
-                                   bool repack = true);
+                                   bool repack = true, bool repack_experts = true);
 };
 
 }  // namespace vela
