@@ -10,8 +10,9 @@
 namespace vela::cli {
 
 int run_info(int argc, char** argv) {
-  Args args("info", "MODEL.gguf", {{"no-tensors", 0, "", "do not list the tensors"},
-                                   {"max-items", 0, "N", "array items shown per metadata value (default 8)"}});
+  Args args("info", "MODEL.gguf",
+            {{"no-tensors", 0, "", "do not list the tensors"},
+             {"max-items", 0, "N", "array items shown per metadata value (default 8)"}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (args.positional().size() != 1) {
     std::fprintf(stderr, "vela info: expected exactly one model file (see --help)\n");
@@ -29,11 +30,12 @@ int run_info(int argc, char** argv) {
   }
   const GgufFile& g = *file;
   std::printf("file: %s\nGGUF version: %u\nsize: %zu bytes\nalignment: %llu\ndata offset: %llu\n",
-              args.positional()[0].c_str(), g.version(), g.file_size(), (unsigned long long)g.alignment(),
-              (unsigned long long)g.data_offset());
+              args.positional()[0].c_str(), g.version(), g.file_size(),
+              (unsigned long long)g.alignment(), (unsigned long long)g.data_offset());
   std::printf("\nmetadata (%zu keys):\n", g.metadata().size());
   for (const auto& [key, value] : g.metadata())
-    std::printf("  %-48.*s %-4s %s\n", int(key.size()), key.data(), std::string(gguf_value_type_name(value.type)).c_str(),
+    std::printf("  %-48.*s %-4s %s\n", int(key.size()), key.data(),
+                std::string(gguf_value_type_name(value.type)).c_str(),
                 value.to_string(size_t(*max_items)).c_str());
 
   uint64_t total_bytes = 0, total_elems = 0;
@@ -41,15 +43,15 @@ int run_info(int argc, char** argv) {
     total_bytes += t.n_bytes;
     total_elems += uint64_t(t.n_elements());
   }
-  std::printf("\ntensors: %zu, %llu parameters, %.2f MiB\n", g.tensors().size(), (unsigned long long)total_elems,
-              double(total_bytes) / (1024.0 * 1024.0));
+  std::printf("\ntensors: %zu, %llu parameters, %.2f MiB\n", g.tensors().size(),
+              (unsigned long long)total_elems, double(total_bytes) / (1024.0 * 1024.0));
   if (!args.has("no-tensors")) {
     for (const auto& t : g.tensors()) {
       std::string shape;
       for (uint32_t d = 0; d < t.n_dims; ++d) shape += (d ? " x " : "") + std::to_string(t.ne[d]);
-      std::printf("  %-40.*s %-6s [%s] offset %llu, %llu bytes\n", int(t.name.size()), t.name.data(),
-                  ggml_type_name(t.type).c_str(), shape.c_str(), (unsigned long long)t.offset,
-                  (unsigned long long)t.n_bytes);
+      std::printf("  %-40.*s %-6s [%s] offset %llu, %llu bytes\n", int(t.name.size()),
+                  t.name.data(), ggml_type_name(t.type).c_str(), shape.c_str(),
+                  (unsigned long long)t.offset, (unsigned long long)t.n_bytes);
     }
   }
 
@@ -61,19 +63,21 @@ int run_info(int argc, char** argv) {
   const ModelConfig& c = *config;
   const ArchDescription& d = *c.arch;
   std::printf(
-      "\nmodel: %s%s%s\n  n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv %d, "
+      "\nmodel: %s%s%s\n  n_vocab %d, n_ctx_train %d, n_embd %d, n_layer %d, n_head %d, n_head_kv "
+      "%d, "
       "head_dim %d, n_ff %d, rms_eps %g\n",
-      c.arch_name.c_str(), c.name.empty() ? "" : " / ", c.name.c_str(), c.n_vocab, c.n_ctx_train, c.n_embd,
-      c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, double(c.rms_eps));
+      c.arch_name.c_str(), c.name.empty() ? "" : " / ", c.name.c_str(), c.n_vocab, c.n_ctx_train,
+      c.n_embd, c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, double(c.rms_eps));
   static const char* const kScaling[] = {"none", "linear", "yarn", "longrope"};
   const auto print_rope = [&](const char* what, const RopeConfig& r) {
     std::printf("  rope%s: %s pairs, n_rot %d, freq_base %g, scaling %s", what,
-                c.rope_style == RopeStyle::kNormal ? "adjacent" : "neox", c.n_rot, double(r.freq_base),
-                kScaling[int(r.scaling)]);
+                c.rope_style == RopeStyle::kNormal ? "adjacent" : "neox", c.n_rot,
+                double(r.freq_base), kScaling[int(r.scaling)]);
     if (r.scaling == RopeScaling::kLinear || r.scaling == RopeScaling::kYarn)
       std::printf(" (factor %g)", 1.0 / double(r.freq_scale));
     if (r.scaling == RopeScaling::kYarn || r.scaling == RopeScaling::kLongRope)
-      std::printf(", original context %d, attn_factor %g", r.original_context, double(r.attn_factor));
+      std::printf(", original context %d, attn_factor %g", r.original_context,
+                  double(r.attn_factor));
     std::printf("\n");
   };
   print_rope("", c.rope);
@@ -86,23 +90,31 @@ int run_info(int argc, char** argv) {
   if (c.sliding_window > 0) {
     std::printf("  sliding window %d on %d of %d layers (%s; pattern %s)\n", c.sliding_window,
                 n_windowed, c.n_layer, windowed.c_str(),
-                c.window_pattern < 0 ? "per layer" : c.window_pattern == 0 ? "all" : std::to_string(c.window_pattern).c_str());
+                c.window_pattern < 0    ? "per layer"
+                : c.window_pattern == 0 ? "all"
+                                        : std::to_string(c.window_pattern).c_str());
     if (c.rope_local.freq_base != c.rope.freq_base) print_rope(" (windowed layers)", c.rope_local);
   } else {
     std::printf("  attention: global on every layer\n");
   }
   std::printf("  layout: q/k norm %s, qkv bias %s, %s, ffn %s%s%s%s\n",
-              d.qk_norm == QkNorm::kNone ? "none" : d.qk_norm == QkNorm::kPerHead ? "per head" : "whole projection",
-              d.qkv_bias == TensorRule::kAbsent ? "no" : d.qkv_bias == TensorRule::kRequired ? "yes" : "optional",
+              d.qk_norm == QkNorm::kNone      ? "none"
+              : d.qk_norm == QkNorm::kPerHead ? "per head"
+                                              : "whole projection",
+              d.qkv_bias == TensorRule::kAbsent     ? "no"
+              : d.qkv_bias == TensorRule::kRequired ? "yes"
+                                                    : "optional",
               d.post_norms ? "pre- and post-norms" : "pre-norms",
               d.activation == FfnActivation::kGeluTanh ? "GeGLU (tanh)" : "SwiGLU",
               d.fused_qkv ? ", fused qkv" : "", d.fused_gate_up ? ", fused gate+up" : "",
               d.scale_embeddings ? ", embeddings x sqrt(n_embd)" : "");
   if (c.attn_softcap > 0 || c.final_softcap > 0)
-    std::printf("  soft-caps: attention %g, final logits %g\n", double(c.attn_softcap), double(c.final_softcap));
+    std::printf("  soft-caps: attention %g, final logits %g\n", double(c.attn_softcap),
+                double(c.final_softcap));
   if (c.moe())
     std::printf("  experts: %d, %d used per token, expert FFN %d, weights %s\n", c.n_expert,
-                c.n_expert_used, c.n_ff_expert, c.renormalize_experts ? "renormalised" : "as routed");
+                c.n_expert_used, c.n_ff_expert,
+                c.renormalize_experts ? "renormalised" : "as routed");
   return 0;
 }
 

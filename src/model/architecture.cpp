@@ -6,10 +6,9 @@ namespace vela {
 namespace {
 
 const std::vector<ArchDescription>& registry() {
-  static const std::vector<ArchDescription> all = {arch::llama(),  arch::qwen2(),
-                                                   arch::qwen3(),  arch::qwen3moe(),
-                                                   arch::olmoe(),  arch::gemma2(),
-                                                   arch::gemma3(), arch::phi3()};
+  static const std::vector<ArchDescription> all = {arch::llama(),    arch::qwen2(), arch::qwen3(),
+                                                   arch::qwen3moe(), arch::olmoe(), arch::gemma2(),
+                                                   arch::gemma3(),   arch::phi3()};
   return all;
 }
 
@@ -23,7 +22,8 @@ const ArchDescription* find_architecture(std::string_view name) {
 
 std::string supported_architectures() {
   std::string out;
-  for (const ArchDescription& d : registry()) out += (out.empty() ? "" : ", ") + std::string(d.name);
+  for (const ArchDescription& d : registry())
+    out += (out.empty() ? "" : ", ") + std::string(d.name);
   return out;
 }
 

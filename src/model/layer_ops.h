@@ -1,6 +1,7 @@
 #pragma once
 // Element-wise and row-wise operations of the decoder layers (scalar, or dispatched to the
-// kernels of elementwise.h where a transcendental per element makes that worth it). All buffers are f32, row-major.
+// kernels of elementwise.h where a transcendental per element makes that worth it). All buffers are
+// f32, row-major.
 #include <cstdint>
 
 #include "model/architecture.h"

@@ -257,7 +257,8 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   const auto add_residual = [&](const std::vector<float>& post_norm) {
     for_ranges(T, E, [&](int64_t t0, int64_t t1) {
       if (!post_norm.empty())
-        rms_norm(proj_.data() + t0 * E, post_norm.data(), t1 - t0, E, c.rms_eps, proj_.data() + t0 * E);
+        rms_norm(proj_.data() + t0 * E, post_norm.data(), t1 - t0, E, c.rms_eps,
+                 proj_.data() + t0 * E);
       add_inplace(x_.data() + t0 * E, proj_.data() + t0 * E, (t1 - t0) * E);
     });
   };
@@ -295,8 +296,12 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
       for (int64_t t = t0; t < t1; ++t)
         cache.write(il, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
     });
-    const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, lc.sliding_window,
-                               c.arch->prescale_query ? 1.0f : attn_scale, c.attn_softcap};
+    const AttentionParams attn{c.n_head,
+                               c.n_head_kv,
+                               c.head_dim,
+                               lc.sliding_window,
+                               c.arch->prescale_query ? 1.0f : attn_scale,
+                               c.attn_softcap};
     attention(b, cache, il, attn);
     project(attn_.data(), T, {{&l.wo, proj_.data()}});
     add_residual(l.post_attn_norm);

@@ -2,10 +2,10 @@
 // The decoder forward pass over a batch of tokens from several sequences, reading and writing
 // K/V through block tables in a paged KV cache. One pass serves every architecture: it follows
 // the model's description (architecture.h: Q/K norms, biases, post-norms, activation, soft-caps,
-// windowed layers, dense or mixture-of-experts FFN) and its config (per-layer windows and RoPE). A pass runs on a thread pool:
-// matmuls split by weight rows, attention by (token run, KV head), element-wise steps by tokens
-// when the batch is large. Every output value is computed by exactly one thread in a fixed
-// order, so the logits are bit-identical for any number of threads.
+// windowed layers, dense or mixture-of-experts FFN) and its config (per-layer windows and RoPE). A
+// pass runs on a thread pool: matmuls split by weight rows, attention by (token run, KV head),
+// element-wise steps by tokens when the batch is large. Every output value is computed by exactly
+// one thread in a fixed order, so the logits are bit-identical for any number of threads.
 // Thread-safety: one LlamaForward runs one pass at a time (it owns the pass's work buffers);
 // use one per engine thread. The Model it reads is shared and immutable; a shared pool serialises
 // the loops of several users.
@@ -88,8 +88,8 @@ class LlamaForward {
   int64_t min_work_ = 0;      // element-wise and attention steps below this run inline
   MatmulScratch scratch_[3];  // converted activations, one per activation type of a projection
   MatmulSplit split_;
-  RopeFrequencies rope_global_;   // every layer's RoPE, or the global layers'
-  RopeFrequencies rope_local_;    // the windowed layers' when the model has a separate one
+  RopeFrequencies rope_global_;  // every layer's RoPE, or the global layers'
+  RopeFrequencies rope_local_;   // the windowed layers' when the model has a separate one
   bool separate_local_rope_ = false;
   std::unique_ptr<MoeFeedForward> moe_;  // MoE models only
 

@@ -32,8 +32,8 @@ Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const Gguf
   auto config = ModelConfig::from_gguf(*gguf);
   if (!config) return config.error();
   const bool repack = options.repack_weights && !repack_disabled_by_env();
-  auto weights = ModelWeights::load(*gguf, *config, repack,
-                                    repack && options.repack_experts && !expert_repack_disabled_by_env());
+  auto weights = ModelWeights::load(
+      *gguf, *config, repack, repack && options.repack_experts && !expert_repack_disabled_by_env());
   if (!weights) return weights.error();
   auto model = std::shared_ptr<Model>(new Model());
   model->gguf_ = std::move(gguf);

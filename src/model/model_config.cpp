@@ -33,8 +33,8 @@ Status read_float(const GgufFile& g, const std::string& key, float& out, double 
   return {};
 }
 
-#define VELA_TRY(expr)                 \
-  do {                                 \
+#define VELA_TRY(expr)                                 \
+  do {                                                 \
     if (Status st_ = (expr); !st_) return st_.error(); \
   } while (0)
 
@@ -62,7 +62,8 @@ Status read_rope(const GgufFile& g, const std::string& a, ModelConfig& c) {
     return make_error("unsupported rope.scaling.type '" + name +
                       "' (supported: none, linear, yarn, longrope)");
   }
-  if (r.scaling == RopeScaling::kLinear || r.scaling == RopeScaling::kYarn) r.freq_scale = 1.0f / factor;
+  if (r.scaling == RopeScaling::kLinear || r.scaling == RopeScaling::kYarn)
+    r.freq_scale = 1.0f / factor;
   r.original_context = c.n_ctx_train;
   VELA_TRY(read_int(g, a + "rope.scaling.original_context_length", r.original_context, false, 1,
                     int64_t(1) << 24));
@@ -83,7 +84,8 @@ Status read_rope(const GgufFile& g, const std::string& a, ModelConfig& c) {
 // Which layers are windowed: attention.sliding_window_pattern (a period, or one bool per layer)
 // or the family's default period.
 Status read_windows(const GgufFile& g, const std::string& a, ModelConfig& c) {
-  VELA_TRY(read_int(g, a + "attention.sliding_window", c.sliding_window, false, 0, int64_t(1) << 24));
+  VELA_TRY(
+      read_int(g, a + "attention.sliding_window", c.sliding_window, false, 0, int64_t(1) << 24));
   c.window_pattern = c.arch->default_window_pattern;
   std::vector<bool> windowed(size_t(c.n_layer), false);
   const std::string key = a + "attention.sliding_window_pattern";
@@ -156,7 +158,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
     return make_error("unsupported model architecture '" + c.arch_name +
                       "' (supported: " + supported_architectures() + ")");
   c.rope_style = c.arch->rope_style;
-  if (auto name = g.get_string("general.name"); name && name->has_value()) c.name = std::string(**name);
+  if (auto name = g.get_string("general.name"); name && name->has_value())
+    c.name = std::string(**name);
 
   const std::string a = c.arch_name + ".";
   constexpr int64_t kBig = int64_t(1) << 24;
@@ -181,8 +184,10 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   VELA_TRY(read_int(g, a + "attention.key_length", c.head_dim, false, 1, 1 << 12));
   int32_t value_length = c.head_dim;
   VELA_TRY(read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 12));
-  if (value_length != c.head_dim) return make_error("attention.value_length different from key_length is not supported");
-  if (c.head_dim % 2 != 0) return make_error("head dimension " + std::to_string(c.head_dim) + " must be even");
+  if (value_length != c.head_dim)
+    return make_error("attention.value_length different from key_length is not supported");
+  if (c.head_dim % 2 != 0)
+    return make_error("head dimension " + std::to_string(c.head_dim) + " must be even");
   c.n_rot = c.head_dim;
   VELA_TRY(read_int(g, a + "rope.dimension_count", c.n_rot, false, 2, c.head_dim));
   if (c.n_rot % 2 != 0) return make_error("rope.dimension_count must be even");
@@ -201,7 +206,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   if (const GgufTensorInfo* emb = g.find_tensor("token_embd.weight")) {
     if (c.n_vocab == 0 && emb->ne[1] < kBig) c.n_vocab = static_cast<int32_t>(emb->ne[1]);
   }
-  if (c.n_vocab <= 0) return make_error("cannot determine the vocabulary size (no tokenizer.ggml.tokens)");
+  if (c.n_vocab <= 0)
+    return make_error("cannot determine the vocabulary size (no tokenizer.ggml.tokens)");
   return c;
 }
 

@@ -53,12 +53,12 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
 
   RopeStyle rope_style = RopeStyle::kNormal;
-  int32_t n_rot = 0;  // dimensions of each head that are rotated
+  int32_t n_rot = 0;      // dimensions of each head that are rotated
   RopeConfig rope;        // global layers
   RopeConfig rope_local;  // windowed layers of families with their own base (gemma3)
 
-  int32_t sliding_window = 0;  // as declared; which layers use it: layers[i].sliding_window
-  int32_t window_pattern = 0;  // 0 = every layer windowed; n = layer i when i % n < n - 1
+  int32_t sliding_window = 0;       // as declared; which layers use it: layers[i].sliding_window
+  int32_t window_pattern = 0;       // 0 = every layer windowed; n = layer i when i % n < n - 1
   std::vector<LayerConfig> layers;  // [n_layer]
 
   float attn_softcap = 0.0f;   // scores -> cap * tanh(scores / cap); 0 = none

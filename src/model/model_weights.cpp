@@ -38,14 +38,16 @@ Result<WeightMatrix> get_matrix(const GgufFile& g, const std::string& name, int6
 }
 
 // A 1-D tensor converted to f32; absent and optional gives an empty vector.
-Result<std::vector<float>> get_vector(const GgufFile& g, const std::string& name, int64_t n, bool required) {
+Result<std::vector<float>> get_vector(const GgufFile& g, const std::string& name, int64_t n,
+                                      bool required) {
   const GgufTensorInfo* t = g.find_tensor(name);
   if (!t) {
     if (required) return make_error("missing tensor '" + name + "'");
     return std::vector<float>{};
   }
   if (t->n_dims != 1 || t->ne[0] != n)
-    return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" + std::to_string(n) + "]");
+    return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" +
+                      std::to_string(n) + "]");
   std::vector<float> out(static_cast<size_t>(n));
   dequantize_row(t->ggml_type(), t->data, out.data(), n);
   return out;
@@ -82,15 +84,16 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   int64_t offset = 0;
   for (size_t i = 0; i < chosen.size(); ++i) {
     dst[i] = w.repacked.get() + offset;
-    offset += chosen[i]->n_rows / 16 * interleaved16_group_bytes(chosen[i]->type, chosen[i]->n_cols);
+    offset +=
+        chosen[i]->n_rows / 16 * interleaved16_group_bytes(chosen[i]->type, chosen[i]->n_cols);
   }
   const auto pack = [&](size_t i) {
     const WeightMatrix& m = *chosen[i];
     pack_interleaved16(m.type, m.data, m.n_cols, 0, m.n_rows, dst[i]);
     if (release_pages) release_mapped_pages(m.data, m.n_rows * m.row_bytes);
   };
-  const size_t n_threads =
-      std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::min<size_t>(chosen.size(), 16));
+  const size_t n_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
+                                              std::min<size_t>(chosen.size(), 16));
   std::vector<std::thread> threads;
   for (size_t t = 1; t < n_threads; ++t)
     threads.emplace_back([&, t] {
@@ -126,11 +129,11 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
 
-#define VELA_TRY_ASSIGN(dst, expr)       \
-  do {                                   \
-    auto r_ = (expr);                    \
-    if (!r_) return r_.error();          \
-    dst = std::move(*r_);                \
+#define VELA_TRY_ASSIGN(dst, expr) \
+  do {                             \
+    auto r_ = (expr);              \
+    if (!r_) return r_.error();    \
+    dst = std::move(*r_);          \
   } while (0)
 
   VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
@@ -143,12 +146,15 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   }
   VELA_TRY_ASSIGN(w.rope_freq_factors, get_vector(g, "rope_freqs.weight", c.n_rot / 2, false));
   if (arch.longrope) {
-    VELA_TRY_ASSIGN(w.rope_factors_short, get_vector(g, "rope_factors_short.weight", c.n_rot / 2, false));
-    VELA_TRY_ASSIGN(w.rope_factors_long, get_vector(g, "rope_factors_long.weight", c.n_rot / 2, false));
+    VELA_TRY_ASSIGN(w.rope_factors_short,
+                    get_vector(g, "rope_factors_short.weight", c.n_rot / 2, false));
+    VELA_TRY_ASSIGN(w.rope_factors_long,
+                    get_vector(g, "rope_factors_long.weight", c.n_rot / 2, false));
   }
   if (c.rope.scaling == RopeScaling::kLongRope &&
       (w.rope_factors_short.empty() || w.rope_factors_long.empty()))
-    return make_error("rope.scaling.type is longrope but rope_factors_short/long.weight are missing");
+    return make_error(
+        "rope.scaling.type is longrope but rope_factors_short/long.weight are missing");
 
   // Fused matrices, kept whole until repacking, then split into row views.
   std::vector<WeightMatrix> fused_qkv(size_t(c.n_layer)), fused_gate_up(size_t(c.n_layer));
@@ -165,7 +171,8 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     const std::string p = "blk." + std::to_string(i) + ".";
     VELA_TRY_ASSIGN(l.attn_norm, get_vector(g, p + "attn_norm.weight", c.n_embd, true));
     if (arch.fused_qkv) {
-      VELA_TRY_ASSIGN(fused_qkv[size_t(i)], get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
+      VELA_TRY_ASSIGN(fused_qkv[size_t(i)],
+                      get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
     } else {
       VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_dim, c.n_embd));
       VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", kv_dim, c.n_embd));
@@ -183,7 +190,8 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(l.k_norm, get_vector(g, p + "attn_k_norm.weight", k_norm_len, true));
     }
     if (arch.post_norms) {
-      VELA_TRY_ASSIGN(l.post_attn_norm, get_vector(g, p + "post_attention_norm.weight", c.n_embd, true));
+      VELA_TRY_ASSIGN(l.post_attn_norm,
+                      get_vector(g, p + "post_attention_norm.weight", c.n_embd, true));
       VELA_TRY_ASSIGN(l.post_ffn_norm, get_vector(g, p + "post_ffw_norm.weight", c.n_embd, true));
     }
     VELA_TRY_ASSIGN(l.ffn_norm, get_vector(g, p + "ffn_norm.weight", c.n_embd, true));
@@ -195,7 +203,8 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(st.up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
       VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
     } else if (arch.fused_gate_up) {
-      VELA_TRY_ASSIGN(fused_gate_up[size_t(i)], get_matrix(g, p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd));
+      VELA_TRY_ASSIGN(fused_gate_up[size_t(i)],
+                      get_matrix(g, p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd));
       VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
     } else {
       VELA_TRY_ASSIGN(l.w_gate, get_matrix(g, p + "ffn_gate.weight", c.n_ff, c.n_embd));
@@ -211,10 +220,12 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         if (m->data != nullptr) matrices.push_back(m);
     // A fused matrix is repacked whole only when each of its row views is whole groups of 16.
     for (size_t i = 0; i < size_t(c.n_layer); ++i) {
-      if (fused_qkv[i].data && q_dim % 16 == 0 && kv_dim % 16 == 0) matrices.push_back(&fused_qkv[i]);
+      if (fused_qkv[i].data && q_dim % 16 == 0 && kv_dim % 16 == 0)
+        matrices.push_back(&fused_qkv[i]);
       if (fused_gate_up[i].data && c.n_ff % 16 == 0) matrices.push_back(&fused_gate_up[i]);
       if (stacks[i].gate.data && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
-        for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down}) matrices.push_back(m);
+        for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down})
+          matrices.push_back(m);
     }
     if (!w.tied_embeddings) matrices.push_back(&w.output);
     repack_matrices(w, matrices, g.memory_mapped());

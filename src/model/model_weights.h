@@ -18,7 +18,8 @@
 
 namespace vela {
 
-// A 2-D weight matrix [n_rows, n_cols] stored row-major in its GGUF type (GGUF ne = {n_cols, n_rows}).
+// A 2-D weight matrix [n_rows, n_cols] stored row-major in its GGUF type (GGUF ne = {n_cols,
+// n_rows}).
 struct WeightMatrix {
   GgmlType type = GgmlType::F32;
   const void* data = nullptr;
@@ -42,38 +43,39 @@ struct ExpertWeights {
 struct LayerWeights {
   std::vector<float> attn_norm;  // [n_embd]
   // Separate or, for a fused attn_qkv, row views of it (rows Q, K, V).
-  WeightMatrix wq;               // [n_head * head_dim, n_embd]
-  WeightMatrix wk;               // [n_head_kv * head_dim, n_embd]
-  WeightMatrix wv;               // [n_head_kv * head_dim, n_embd]
-  WeightMatrix wo;               // [n_embd, n_head * head_dim]
-  std::vector<float> bq;         // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
-  std::vector<float> bk;         // [n_head_kv * head_dim] or empty
-  std::vector<float> bv;         // [n_head_kv * head_dim] or empty
-  std::vector<float> q_norm;     // [head_dim] (per head) or [n_head * head_dim] (whole), or empty
-  std::vector<float> k_norm;     // [head_dim] or [n_head_kv * head_dim], or empty
+  WeightMatrix wq;            // [n_head * head_dim, n_embd]
+  WeightMatrix wk;            // [n_head_kv * head_dim, n_embd]
+  WeightMatrix wv;            // [n_head_kv * head_dim, n_embd]
+  WeightMatrix wo;            // [n_embd, n_head * head_dim]
+  std::vector<float> bq;      // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
+  std::vector<float> bk;      // [n_head_kv * head_dim] or empty
+  std::vector<float> bv;      // [n_head_kv * head_dim] or empty
+  std::vector<float> q_norm;  // [head_dim] (per head) or [n_head * head_dim] (whole), or empty
+  std::vector<float> k_norm;  // [head_dim] or [n_head_kv * head_dim], or empty
   std::vector<float> post_attn_norm;  // [n_embd] or empty
-  std::vector<float> ffn_norm;   // [n_embd]
+  std::vector<float> ffn_norm;        // [n_embd]
   std::vector<float> post_ffn_norm;   // [n_embd] or empty
   // Dense FFN; for a fused gate+up ffn_up, row views of it (gate rows first).
-  WeightMatrix w_gate;           // [n_ff, n_embd]
-  WeightMatrix w_up;             // [n_ff, n_embd]
-  WeightMatrix w_down;           // [n_embd, n_ff]
+  WeightMatrix w_gate;  // [n_ff, n_embd]
+  WeightMatrix w_up;    // [n_ff, n_embd]
+  WeightMatrix w_down;  // [n_embd, n_ff]
   // Mixture of experts (empty router: dense). Experts stay in the file mapping, so the pages of
   // experts no token chooses are never read.
-  WeightMatrix router;           // [n_expert, n_embd]
+  WeightMatrix router;                 // [n_expert, n_embd]
   std::vector<ExpertWeights> experts;  // [n_expert]
 
   bool moe() const { return router.data != nullptr; }
 };
 
 struct ModelWeights {
-  WeightMatrix token_embd;          // [n_vocab, n_embd]
-  std::vector<float> output_norm;   // [n_embd]
-  WeightMatrix output;              // [n_vocab, n_embd]; token_embd when the embeddings are tied
+  WeightMatrix token_embd;         // [n_vocab, n_embd]
+  std::vector<float> output_norm;  // [n_embd]
+  WeightMatrix output;             // [n_vocab, n_embd]; token_embd when the embeddings are tied
   bool tied_embeddings = false;
   std::vector<float> rope_freq_factors;  // [n_rot / 2] (Llama 3.1+ `rope_freqs.weight`) or empty
-  std::vector<float> rope_factors_short;  // [n_rot / 2] LongRoPE within the original context, or empty
-  std::vector<float> rope_factors_long;   // [n_rot / 2] LongRoPE beyond it, or empty
+  std::vector<float>
+      rope_factors_short;  // [n_rot / 2] LongRoPE within the original context, or empty
+  std::vector<float> rope_factors_long;  // [n_rot / 2] LongRoPE beyond it, or empty
   std::vector<LayerWeights> layers;      // [n_layer]
 
   // Owns the repacked matrices (empty when none was repacked).

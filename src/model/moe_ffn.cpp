@@ -10,7 +10,9 @@
 namespace vela {
 namespace {
 
-size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+size_t align64(size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 }  // namespace
 
@@ -84,7 +86,8 @@ void MoeFeedForward::convert_per_expert(const std::vector<const WeightMatrix*>& 
   size_t offset = 0;
   for (size_t i = 0; i < chosen_.size(); ++i) {
     const int32_t e = chosen_[i];
-    offset += align64(matmul_scratch_bytes(w[i]->type, n_cols, expert_count_[size_t(e)], w[i]->layout));
+    offset +=
+        align64(matmul_scratch_bytes(w[i]->type, n_cols, expert_count_[size_t(e)], w[i]->layout));
   }
   buffer.reserve(offset);  // within the bound sized at construction: no allocation
   offset = 0;
@@ -96,8 +99,8 @@ void MoeFeedForward::convert_per_expert(const std::vector<const WeightMatrix*>& 
     offset += align64(matmul_scratch_bytes(w[i]->type, n_cols, n, w[i]->layout));
   }
   // One loop over all gathered rows; each range converts its part of each expert's rows.
-  const int64_t n_rows = int64_t(expert_offset_[size_t(chosen_.back())]) +
-                         expert_count_[size_t(chosen_.back())];
+  const int64_t n_rows =
+      int64_t(expert_offset_[size_t(chosen_.back())]) + expert_count_[size_t(chosen_.back())];
   parallel_ranges(pool, n_rows, n_cols * 4, min_work, [&](int64_t r0, int64_t r1) {
     for (size_t i = 0; i < chosen_.size(); ++i) {
       const int32_t e = chosen_[i];
@@ -112,7 +115,8 @@ void MoeFeedForward::convert_per_expert(const std::vector<const WeightMatrix*>& 
 }
 
 void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float* xn,
-                         int64_t n_tokens, ThreadPool& pool, int64_t min_parallel_work, float* out) {
+                         int64_t n_tokens, ThreadPool& pool, int64_t min_parallel_work,
+                         float* out) {
   const ModelConfig& c = config_;
   const int64_t E = c.n_embd, F = c.n_ff_expert, N = c.n_expert, K = c.n_expert_used;
   const int64_t min_work = min_parallel_work < 0 ? 16 * 1024 : min_parallel_work;
@@ -153,7 +157,8 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
     }
   parallel_ranges(pool, n_tokens * K, E, min_work, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
-      std::copy(xn + i / K * E, xn + (i / K + 1) * E, gathered_.data() + int64_t(route_rows_[size_t(i)]) * E);
+      std::copy(xn + i / K * E, xn + (i / K + 1) * E,
+                gathered_.data() + int64_t(route_rows_[size_t(i)]) * E);
   });
 
   // Gate and up of every chosen expert in one loop.
@@ -166,22 +171,22 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
     ups_.push_back(&ew.up);
     downs_.push_back(&ew.down);
   }
+  // Adds y = W x for every chosen expert's rows: w[i] is chosen expert i's matrix, y the
+  // gathered output rows [T * k, n_out] (each part holds a copy of its activations).
+  const auto add_parts = [&](const std::vector<const WeightMatrix*>& w, float* y) {
+    for (size_t i = 0; i < chosen_.size(); ++i) {
+      const int64_t first = expert_offset_[size_t(chosen_[i])];
+      split_.add(w[i]->type, w[i]->data, w[i]->n_rows, w[i]->n_cols, acts_[i],
+                 expert_count_[size_t(chosen_[i])], y + first * w[i]->n_rows, w[i]->layout);
+    }
+  };
   split_.clear();
   convert_per_expert(gates_, gathered_.data(), E, act_gate_, pool, min_work);
-  for (size_t i = 0; i < chosen_.size(); ++i) {
-    const int64_t first = expert_offset_[size_t(chosen_[i])];
-    split_.add(gates_[i]->type, gates_[i]->data, F, E, acts_[i], expert_count_[size_t(chosen_[i])],
-               gate_.data() + first * F, gates_[i]->layout);
-  }
-  // Up reuses the gate's activations when the types match (the split's parts hold copies of
-  // theirs, so acts_ may be overwritten otherwise).
+  add_parts(gates_, gate_.data());
+  // Up reuses the gate's activations when the types match.
   if (gates_.front()->type != ups_.front()->type || gates_.front()->layout != ups_.front()->layout)
     convert_per_expert(ups_, gathered_.data(), E, act_up_, pool, min_work);
-  for (size_t i = 0; i < chosen_.size(); ++i) {
-    const int64_t first = expert_offset_[size_t(chosen_[i])];
-    split_.add(ups_[i]->type, ups_[i]->data, F, E, acts_[i], expert_count_[size_t(chosen_[i])],
-               up_.data() + first * F, ups_[i]->layout);
-  }
+  add_parts(ups_, up_.data());
   run_matmul_split(split_, pool, min_parallel_work);
 
   const int64_t n_rows = n_tokens * K;
@@ -192,11 +197,7 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   // Down of every chosen expert, into the gathered rows (their inputs are no longer needed).
   split_.clear();
   convert_per_expert(downs_, gate_.data(), F, act_down_, pool, min_work);
-  for (size_t i = 0; i < chosen_.size(); ++i) {
-    const int64_t first = expert_offset_[size_t(chosen_[i])];
-    split_.add(downs_[i]->type, downs_[i]->data, E, F, acts_[i], expert_count_[size_t(chosen_[i])],
-               gathered_.data() + first * E, downs_[i]->layout);
-  }
+  add_parts(downs_, gathered_.data());
   run_matmul_split(split_, pool, min_parallel_work);
 
   // Each token's weighted sum over its experts, in rank order.

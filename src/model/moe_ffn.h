@@ -52,22 +52,22 @@ class MoeFeedForward {
   FfnActivation activation_;
   MatmulSplit split_;
 
-  std::vector<float> router_logits_;  // [T, n_expert]
-  std::vector<int32_t> route_ids_;    // [T, k] chosen experts of each token, rank order
-  std::vector<float> route_weights_;  // [T, k]
-  std::vector<int32_t> route_rows_;   // [T, k] gathered row of each (token, rank)
+  std::vector<float> router_logits_;    // [T, n_expert]
+  std::vector<int32_t> route_ids_;      // [T, k] chosen experts of each token, rank order
+  std::vector<float> route_weights_;    // [T, k]
+  std::vector<int32_t> route_rows_;     // [T, k] gathered row of each (token, rank)
   std::vector<int32_t> expert_count_;   // [n_expert] tokens per expert this step
   std::vector<int32_t> expert_offset_;  // [n_expert] first gathered row of each expert
   std::vector<int32_t> expert_fill_;    // [n_expert] rows placed so far while gathering
   std::vector<int32_t> chosen_;         // [<= n_expert] experts with tokens this step, by id
-  std::vector<float> gathered_;  // [T * k, n_embd] inputs by expert; then the down outputs
-  std::vector<float> gate_;      // [T * k, n_ff_expert]
-  std::vector<float> up_;        // [T * k, n_ff_expert]
-  MatmulScratch act_gate_, act_up_, act_down_;          // per-expert activations
-  std::vector<QuantizedActivations> acts_;              // [n_expert] of the current matrix kind
+  std::vector<float> gathered_;         // [T * k, n_embd] inputs by expert; then the down outputs
+  std::vector<float> gate_;             // [T * k, n_ff_expert]
+  std::vector<float> up_;               // [T * k, n_ff_expert]
+  MatmulScratch act_gate_, act_up_, act_down_;            // per-expert activations
+  std::vector<QuantizedActivations> acts_;                // [n_expert] of the current matrix kind
   std::vector<const WeightMatrix*> gates_, ups_, downs_;  // [chosen] this step's matrices
-  std::vector<int64_t> expert_runs_;    // [n_layer * n_expert]
-  std::vector<int64_t> expert_tokens_;  // [n_layer * n_expert]
+  std::vector<int64_t> expert_runs_;                      // [n_layer * n_expert]
+  std::vector<int64_t> expert_tokens_;                    // [n_layer * n_expert]
 };
 
 }  // namespace vela

@@ -14,7 +14,8 @@ double yarn_correction_dim(int32_t n_rot, int32_t n_ctx, double n_turns, double 
 
 }  // namespace
 
-RopeFrequencies rope_frequencies(const RopeConfig& r, int32_t n_rot, std::span<const float> factors) {
+RopeFrequencies rope_frequencies(const RopeConfig& r, int32_t n_rot,
+                                 std::span<const float> factors) {
   RopeFrequencies out;
   const int32_t half = n_rot / 2;
   out.freqs.resize(size_t(half));
@@ -23,9 +24,11 @@ RopeFrequencies rope_frequencies(const RopeConfig& r, int32_t n_rot, std::span<c
   const bool yarn = r.scaling == RopeScaling::kYarn;
   if (yarn && r.yarn_ext_factor != 0.0f) {
     const double base = r.freq_base;
-    low = std::max(0.0, std::floor(yarn_correction_dim(n_rot, r.original_context, r.yarn_beta_fast, base)));
-    high = std::min(double(n_rot - 1),
-                    std::ceil(yarn_correction_dim(n_rot, r.original_context, r.yarn_beta_slow, base)));
+    low = std::max(
+        0.0, std::floor(yarn_correction_dim(n_rot, r.original_context, r.yarn_beta_fast, base)));
+    high =
+        std::min(double(n_rot - 1),
+                 std::ceil(yarn_correction_dim(n_rot, r.original_context, r.yarn_beta_slow, base)));
     out.mscale *= float(1.0 + 0.1 * std::log(1.0 / double(r.freq_scale)));
   }
   for (int32_t i = 0; i < half; ++i) {

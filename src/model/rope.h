@@ -22,7 +22,8 @@ struct RopeFrequencies {
 // (extrapolation) along a ramp between the pairs that make beta_slow and beta_fast turns over
 // the original context, and scales the magnitude by attn_factor * (1 + 0.1 ln(1 / freq_scale)).
 // factors: [n_rot / 2] or empty.
-RopeFrequencies rope_frequencies(const RopeConfig& rope, int32_t n_rot, std::span<const float> factors);
+RopeFrequencies rope_frequencies(const RopeConfig& rope, int32_t n_rot,
+                                 std::span<const float> factors);
 
 // cos/sin of position * freqs[i] for every rotated pair, times mscale.
 // positions: [n_tokens]; freqs: [n_rot / 2]; cos_sin: [n_tokens, n_rot / 2, 2]

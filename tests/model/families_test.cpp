@@ -4,8 +4,8 @@
 // families are clear errors.
 #include <gtest/gtest.h>
 
-#include <numeric>
 #include <map>
+#include <numeric>
 
 #include "kv/kv_cache.h"
 #include "model/llama_forward.h"
@@ -37,9 +37,10 @@ struct Piece {
 };
 
 // Logits of every token of the pieces, keyed by (seq, position).
-std::map<std::pair<int32_t, int32_t>, std::vector<float>> run(
-    LlamaForward& fwd, KvCache& cache, const std::vector<int32_t>& table,
-    const std::vector<Piece>& pieces, bool interleave) {
+std::map<std::pair<int32_t, int32_t>, std::vector<float>> run(LlamaForward& fwd, KvCache& cache,
+                                                              const std::vector<int32_t>& table,
+                                                              const std::vector<Piece>& pieces,
+                                                              bool interleave) {
   std::vector<int32_t> ids, pos, seq;
   std::vector<int32_t> taken(pieces.size(), 0);
   for (bool more = true; more;) {
@@ -59,11 +60,13 @@ std::map<std::pair<int32_t, int32_t>, std::vector<float>> run(
   std::iota(want.begin(), want.end(), 0);
   const size_t V = size_t(fwd.model().config().n_vocab);
   std::vector<float> logits(ids.size() * V);
-  const Status st = fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, cache, logits);
+  const Status st =
+      fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, cache, logits);
   EXPECT_TRUE(st.ok()) << st.message();
   std::map<std::pair<int32_t, int32_t>, std::vector<float>> out;
   for (size_t i = 0; i < ids.size(); ++i)
-    out[{seq[i], pos[i]}] = std::vector<float>(logits.begin() + long(i * V), logits.begin() + long((i + 1) * V));
+    out[{seq[i], pos[i]}] =
+        std::vector<float>(logits.begin() + long(i * V), logits.begin() + long((i + 1) * V));
   return out;
 }
 
@@ -134,8 +137,10 @@ TEST(MixtureOfExperts, ExpertsNoTokenChoosesAreNeverMultiplied) {
   const std::vector<int32_t> tokens = prompt(6, 3);
   const size_t n_counters = size_t(c.n_layer) * size_t(c.n_expert);
   for (int32_t t = 0; t < 6; ++t) {
-    const std::vector<int64_t> runs_before(fwd.moe()->expert_runs().begin(), fwd.moe()->expert_runs().end());
-    const std::vector<int64_t> tokens_before(fwd.moe()->expert_tokens().begin(), fwd.moe()->expert_tokens().end());
+    const std::vector<int64_t> runs_before(fwd.moe()->expert_runs().begin(),
+                                           fwd.moe()->expert_runs().end());
+    const std::vector<int64_t> tokens_before(fwd.moe()->expert_tokens().begin(),
+                                             fwd.moe()->expert_tokens().end());
     run(fwd, cache, table, {{0, &tokens, t, 1}}, false);  // one decode token
     for (int32_t l = 0; l < c.n_layer; ++l) {
       int n_run = 0, n_routed = 0;
@@ -153,14 +158,17 @@ TEST(MixtureOfExperts, ExpertsNoTokenChoosesAreNeverMultiplied) {
   }
   // A 6-token prefill runs each chosen expert once for all of its tokens.
   KvCache cache2 = make_cache(*model);
-  const std::vector<int64_t> runs_before(fwd.moe()->expert_runs().begin(), fwd.moe()->expert_runs().end());
+  const std::vector<int64_t> runs_before(fwd.moe()->expert_runs().begin(),
+                                         fwd.moe()->expert_runs().end());
   run(fwd, cache2, table, {{0, &tokens, 0, 6}}, false);
-  for (size_t i = 0; i < n_counters; ++i) EXPECT_LE(fwd.moe()->expert_runs()[i] - runs_before[i], 1);
+  for (size_t i = 0; i < n_counters; ++i)
+    EXPECT_LE(fwd.moe()->expert_runs()[i] - runs_before[i], 1);
 }
 
 TEST(ModelLoad, ClearErrorsForBadFilesOfTheNewFamilies) {
   VELA_REQUIRE_SHARED();
-  const auto load = [](const std::string& name, const std::vector<std::pair<std::string, int64_t>>& set,
+  const auto load = [](const std::string& name,
+                       const std::vector<std::pair<std::string, int64_t>>& set,
                        const std::vector<std::string>& drop = {}) -> std::string {
     auto src = GgufFile::open(test::shared_path("models/" + name + ".gguf").string());
     EXPECT_TRUE(src.ok());

@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "io/gguf_writer.h"
-#include "model_rewrite.h"
 #include "kv/kv_cache.h"
 #include "model/llama_forward.h"
+#include "model_rewrite.h"
 #include "support/shared_data.h"
 
 namespace vela {

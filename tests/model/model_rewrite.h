@@ -14,9 +14,9 @@
 namespace vela::test {
 
 // A copy of a shared model with metadata changed: the same tensors, other keys.
-inline std::vector<uint8_t> rewrite_model(const GgufFile& src,
-                                   const std::vector<std::pair<std::string, int64_t>>& set_u32,
-                                   const std::vector<std::string>& drop = {}) {
+inline std::vector<uint8_t> rewrite_model(
+    const GgufFile& src, const std::vector<std::pair<std::string, int64_t>>& set_u32,
+    const std::vector<std::string>& drop = {}) {
   GgufWriter w;
   for (const auto& [key, value] : src.metadata()) {
     bool skip = std::find(drop.begin(), drop.end(), std::string(key)) != drop.end();

@@ -64,7 +64,8 @@ TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
     for (size_t i = 0; i < rc.steps.size(); ++i) {
       const ReferenceStep& s = rc.steps[i];
       float step_worst = 0;
-      for (const auto& [id, ref] : s.top) step_worst = std::max(step_worst, std::abs(last[id] - ref));
+      for (const auto& [id, ref] : s.top)
+        step_worst = std::max(step_worst, std::abs(last[id] - ref));
       const bool rerouted = step_worst > mc.max_diff && n_rerouted < mc.routed_steps;
       n_rerouted += rerouted;
       for (const auto& [id, ref] : s.top) {
@@ -89,9 +90,10 @@ TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
   }
   EXPECT_GT(greedy_checked, 0);
   EXPECT_LE(sum_diff / n_diff, mc.mean_diff);
-  std::printf("%s: worst logit difference %.3g, mean %.3g, greedy steps checked %d, steps over "
-              "the bound (rerouted) %d\n",
-              mc.name, double(worst), sum_diff / n_diff, greedy_checked, n_rerouted);
+  std::printf(
+      "%s: worst logit difference %.3g, mean %.3g, greedy steps checked %d, steps over "
+      "the bound (rerouted) %d\n",
+      mc.name, double(worst), sum_diff / n_diff, greedy_checked, n_rerouted);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceLogits,

@@ -111,8 +111,9 @@ TEST(ToolsCli, SynthQuantizeBenchEndToEnd) {
 // `vela bench matmul`: every type x layout x token count in the JSON, the single-row case as the
 // unit of cost, and one-line errors for a shape the kernels cannot tile.
 TEST(ToolsCli, BenchMatmul) {
-  CliRun r = run("bench matmul --type Q4_0,Q6_K --rows 32 --cols 256 --tokens 1,3 -t 1 -r 1 "
-                 "--working-set-mib 1 -o json");
+  CliRun r =
+      run("bench matmul --type Q4_0,Q6_K --rows 32 --cols 256 --tokens 1,3 -t 1 -r 1 "
+          "--working-set-mib 1 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["rows"], 32);

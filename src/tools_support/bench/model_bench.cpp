@@ -80,7 +80,8 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
   };
   const double expert_share = c.moe() ? double(c.n_expert_used) / double(c.n_expert) : 0.0;
   for (const LayerWeights& l : w.layers) {
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
+    for (const WeightMatrix* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
       count(*m, 1.0);
     for (const ExpertWeights& e : l.experts)
       for (const WeightMatrix* m : {&e.gate, &e.up, &e.down}) count(*m, expert_share);

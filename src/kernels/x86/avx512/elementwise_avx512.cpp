@@ -19,9 +19,9 @@ inline __m512 silu_mul16(__m512 g, __m512 up) {
 
 // tanh(u) = sign(u) (1 - e) / (1 + e) with e = exp(-2 |u|) <= 1.
 inline __m512 gelu_tanh_mul16(__m512 x, __m512 up) {
-  const __m512 u = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), x),
-                                 _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), _mm512_mul_ps(x, x),
-                                                 _mm512_set1_ps(1.0f)));
+  const __m512 u = _mm512_mul_ps(
+      _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), x),
+      _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), _mm512_mul_ps(x, x), _mm512_set1_ps(1.0f)));
   const __m512 abs_u = _mm512_abs_ps(u);
   const __m512 e = exp_nonpositive(_mm512_mul_ps(_mm512_set1_ps(-2.0f), abs_u));
   const __m512 one = _mm512_set1_ps(1.0f);
@@ -39,11 +39,14 @@ void apply_gated(float* gate, const float* up, int64_t n) {
     _mm512_storeu_ps(gate + i, Op(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
   if (i < n) {
     const __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(gate + i, m, Op(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+    _mm512_mask_storeu_ps(gate + i, m,
+                          Op(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
   }
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) { apply_gated<silu_mul16>(gate, up, n); }
+void silu_mul(float* gate, const float* up, int64_t n) {
+  apply_gated<silu_mul16>(gate, up, n);
+}
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   apply_gated<gelu_tanh_mul16>(gate, up, n);
 }
