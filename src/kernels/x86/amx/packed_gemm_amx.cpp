@@ -149,14 +149,26 @@ void gemm(const PackedGemmArgs& p) {
   // The last partial token tile reads its rows from a zero-padded copy, so every tile is 16 rows.
   const int64_t n_full = p.n_act / kTileM * kTileM;
   const int tail = int(p.n_act - n_full);
-  thread_local std::vector<uint8_t> padded;
-  thread_local std::vector<float> padded_scale;
+  // Element types local to this function: the vectors' member functions then have no linkage,
+  // so the linker cannot hand code on CPUs without AVX-512 this file's copies of
+  // std::vector<uint8_t> / <float> functions (compiled with AVX-512 enabled).
+  struct PadByte {
+    uint8_t v;
+  };
+  struct PadScale {
+    float v;
+  };
+  thread_local std::vector<PadByte> padded_bytes;
+  thread_local std::vector<PadScale> padded_scales;
   if (tail > 0) {
-    padded.assign(kTileM * p.act_stride, 0);
-    std::memcpy(padded.data(), p.act + size_t(n_full) * p.act_stride, size_t(tail) * p.act_stride);
-    padded_scale.assign(size_t(kTileM * nb), 0.0f);
-    std::memcpy(padded_scale.data(), act_scale + n_full * nb, size_t(tail * nb) * sizeof(float));
+    padded_bytes.assign(kTileM * p.act_stride, PadByte{0});
+    std::memcpy(padded_bytes.data(), p.act + size_t(n_full) * p.act_stride,
+                size_t(tail) * p.act_stride);
+    padded_scales.assign(size_t(kTileM * nb), PadScale{0.0f});
+    std::memcpy(padded_scales.data(), act_scale + n_full * nb, size_t(tail * nb) * sizeof(float));
   }
+  const auto* padded = reinterpret_cast<const uint8_t*>(padded_bytes.data());
+  const auto* padded_scale = reinterpret_cast<const float*>(padded_scales.data());
   struct alignas(64) Line {
     uint8_t bytes[64];
   };
@@ -180,9 +192,9 @@ void gemm(const PackedGemmArgs& p) {
     run.unpacked = unpacked_bytes;
     for (int64_t t = 0; t < p.n_act; t += kTileM) {
       const bool is_tail = t >= n_full;
-      run.act = is_tail ? padded.data() : p.act + size_t(t) * p.act_stride;
+      run.act = is_tail ? padded : p.act + size_t(t) * p.act_stride;
       run.act_stride = p.act_stride;
-      run.scale = is_tail ? padded_scale.data() : act_scale + t * nb;
+      run.scale = is_tail ? padded_scale : act_scale + t * nb;
       run.m = is_tail ? tail : kTileM;
       run.run(p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
     }

@@ -25,13 +25,19 @@ inline int32_t quant_sum(const int8_t* qs) {
 // weights' bias with a tile product, so it needs no sums).
 inline const float* prepare_act_scales(const uint8_t* act, size_t act_stride, int64_t n_act,
                                        int64_t nb) {
-  thread_local std::vector<float> scale;
+  // A function-local element type: the vector's member functions then have no linkage, so the
+  // linker cannot hand code on CPUs without AVX-512 this header's copies of std::vector<float>'s
+  // (compiled with AVX-512 enabled) in place of the ordinary ones.
+  struct Scale {
+    float v;
+  };
+  thread_local std::vector<Scale> scale;
   if (scale.size() < size_t(n_act * nb)) scale.resize(size_t(n_act * nb));
   for (int64_t t = 0; t < n_act; ++t) {
     const auto* a = reinterpret_cast<const BlockQ8_0*>(act + size_t(t) * act_stride);
-    for (int64_t b = 0; b < nb; ++b) scale[size_t(t * nb + b)] = half_to_float(a[b].d);
+    for (int64_t b = 0; b < nb; ++b) scale[size_t(t * nb + b)].v = half_to_float(a[b].d);
   }
-  return scale.data();
+  return &scale.data()->v;
 }
 
 // The VNNI kernel's view of the activations: tokens in tiles of kActTileRows and, within a tile,
