@@ -93,7 +93,7 @@ int run_info(int argc, char** argv) {
                 c.window_pattern < 0    ? "per layer"
                 : c.window_pattern == 0 ? "all"
                                         : std::to_string(c.window_pattern).c_str());
-    if (c.rope_local.freq_base != c.rope.freq_base) print_rope(" (windowed layers)", c.rope_local);
+    if (c.separate_local_rope) print_rope(" (windowed layers)", c.rope_local);
   } else {
     std::printf("  attention: global on every layer\n");
   }

@@ -65,10 +65,8 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
     factors = options_.max_context > c.rope.original_context ? mw.rope_factors_long
                                                              : mw.rope_factors_short;
   rope_global_ = rope_frequencies(c.rope, c.n_rot, factors);
-  separate_local_rope_ = c.rope_local.freq_base != c.rope.freq_base ||
-                         c.rope_local.scaling != c.rope.scaling ||
-                         c.rope_local.freq_scale != c.rope.freq_scale;
-  if (separate_local_rope_) rope_local_ = rope_frequencies(c.rope_local, c.n_rot, {});
+  for (const LayerConfig& lc : c.layers) any_local_rope_ |= lc.local_rope;
+  if (any_local_rope_) rope_local_ = rope_frequencies(c.rope_local, c.n_rot, {});
 
   // Room for the largest converted activation any matmul of the pass needs, in every scratch
   // (a projection group may use up to three activation types).
@@ -242,7 +240,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
     rope_tables(b.positions.data() + t0, t1 - t0, rope_global_.freqs.data(), c.n_rot,
                 rope_global_.mscale, rope_cs_.data() + t0 * half_rot * 2);
-    if (separate_local_rope_)
+    if (any_local_rope_)
       rope_tables(b.positions.data() + t0, t1 - t0, rope_local_.freqs.data(), c.n_rot,
                   rope_local_.mscale, rope_local_cs + t0 * half_rot * 2);
   });
@@ -268,7 +266,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   for (int32_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = w.layers[size_t(il)];
     const LayerConfig& lc = c.layers[size_t(il)];
-    const float* cs_all = lc.local_rope && separate_local_rope_ ? rope_local_cs : rope_cs_.data();
+    const float* cs_all = lc.local_rope ? rope_local_cs : rope_cs_.data();
     // Attention block.
     norm(l.attn_norm);
     project(xn_.data(), T, {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
@@ -330,7 +328,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
 
 void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
-    moe_->run(l, layer, xn_.data(), T, *pool_, options_.min_parallel_work, proj_.data());
+    moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
     return;
   }
   const int64_t n_ff = model_->config().n_ff;

@@ -88,9 +88,9 @@ class LlamaForward {
   int64_t min_work_ = 0;      // element-wise and attention steps below this run inline
   MatmulScratch scratch_[3];  // converted activations, one per activation type of a projection
   MatmulSplit split_;
-  RopeFrequencies rope_global_;  // every layer's RoPE, or the global layers'
-  RopeFrequencies rope_local_;   // the windowed layers' when the model has a separate one
-  bool separate_local_rope_ = false;
+  RopeFrequencies rope_global_;          // every layer's RoPE, or the global layers'
+  RopeFrequencies rope_local_;           // the windowed layers' when the model has a separate one
+  bool any_local_rope_ = false;          // some layer uses rope_local_
   std::unique_ptr<MoeFeedForward> moe_;  // MoE models only
 
   // Work buffers, sized once for max_batch_tokens (T).

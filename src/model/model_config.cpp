@@ -71,10 +71,10 @@ Status read_rope(const GgufFile& g, const std::string& a, ModelConfig& c) {
   VELA_TRY(read_float(g, a + "rope.scaling.yarn_ext_factor", r.yarn_ext_factor, 0.0, 1e3));
   VELA_TRY(read_float(g, a + "rope.scaling.yarn_beta_fast", r.yarn_beta_fast, 1e-3, 1e6));
   VELA_TRY(read_float(g, a + "rope.scaling.yarn_beta_slow", r.yarn_beta_slow, 1e-3, 1e6));
-  c.rope_local = r;
   float base_swa = c.arch->default_rope_base_swa;
   VELA_TRY(read_float(g, a + "rope.freq_base_swa", base_swa, 1.0, 1e12));
   if (base_swa > 0.0f) {  // the windowed layers' own RoPE: unscaled, at their base
+    c.separate_local_rope = true;
     c.rope_local = RopeConfig{};
     c.rope_local.freq_base = base_swa;
   }
@@ -113,7 +113,7 @@ Status read_windows(const GgufFile& g, const std::string& a, ModelConfig& c) {
   for (int32_t i = 0; i < c.n_layer; ++i) {
     if (c.sliding_window == 0 || !windowed[size_t(i)]) continue;
     c.layers[size_t(i)].sliding_window = c.sliding_window;
-    c.layers[size_t(i)].local_rope = true;
+    c.layers[size_t(i)].local_rope = c.separate_local_rope;
   }
   return {};
 }

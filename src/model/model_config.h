@@ -34,7 +34,7 @@ struct RopeConfig {
 
 struct LayerConfig {
   int32_t sliding_window = 0;  // 0 = global attention; else the last `window` positions
-  bool local_rope = false;     // uses ModelConfig::rope_local
+  bool local_rope = false;     // windowed with ModelConfig::separate_local_rope: rope_local
 };
 
 struct ModelConfig {
@@ -53,9 +53,10 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
 
   RopeStyle rope_style = RopeStyle::kNormal;
-  int32_t n_rot = 0;      // dimensions of each head that are rotated
-  RopeConfig rope;        // global layers
-  RopeConfig rope_local;  // windowed layers of families with their own base (gemma3)
+  int32_t n_rot = 0;                 // dimensions of each head that are rotated
+  RopeConfig rope;                   // every layer's, or the global layers'
+  bool separate_local_rope = false;  // windowed layers use rope_local (their own base: gemma3)
+  RopeConfig rope_local;             // meaningful when separate_local_rope
 
   int32_t sliding_window = 0;       // as declared; which layers use it: layers[i].sliding_window
   int32_t window_pattern = 0;       // 0 = every layer windowed; n = layer i when i % n < n - 1

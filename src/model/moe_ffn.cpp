@@ -69,12 +69,16 @@ MoeFeedForward::MoeFeedForward(const Model& model, int32_t max_tokens)
            size_t(n_parts) * (64 + matmul_scratch_bytes(m.type, m.n_cols, 16, m.layout));
   };
   size_t gate_bytes = 0, up_bytes = 0, down_bytes = 0;
-  for (const LayerWeights& l : model.weights().layers)
+  for (const LayerWeights& l : model.weights().layers) {
+    // The router's activations use the gate's buffer before the experts'.
+    gate_bytes = std::max(gate_bytes, matmul_scratch_bytes(l.router.type, l.router.n_cols,
+                                                           max_tokens, l.router.layout));
     for (const ExpertWeights& e : l.experts) {
       gate_bytes = std::max(gate_bytes, bound(e.gate));
       up_bytes = std::max(up_bytes, bound(e.up));
       down_bytes = std::max(down_bytes, bound(e.down));
     }
+  }
   act_gate_.reserve(gate_bytes);
   act_up_.reserve(up_bytes);
   act_down_.reserve(down_bytes);
@@ -86,18 +90,12 @@ void MoeFeedForward::convert_per_expert(const std::vector<const WeightMatrix*>& 
   size_t offset = 0;
   for (size_t i = 0; i < chosen_.size(); ++i) {
     const int32_t e = chosen_[i];
-    offset +=
-        align64(matmul_scratch_bytes(w[i]->type, n_cols, expert_count_[size_t(e)], w[i]->layout));
-  }
-  buffer.reserve(offset);  // within the bound sized at construction: no allocation
-  offset = 0;
-  for (size_t i = 0; i < chosen_.size(); ++i) {
-    const int32_t e = chosen_[i];
     const int64_t n = expert_count_[size_t(e)];
     acts_[i] = prepare_activations_in(w[i]->type, x + int64_t(expert_offset_[size_t(e)]) * n_cols,
                                       n_cols, n, buffer.data() + offset, w[i]->layout);
     offset += align64(matmul_scratch_bytes(w[i]->type, n_cols, n, w[i]->layout));
   }
+  assert(offset <= buffer.capacity());  // the bound sized at construction
   // One loop over all gathered rows; each range converts its part of each expert's rows.
   const int64_t n_rows =
       int64_t(expert_offset_[size_t(chosen_.back())]) + expert_count_[size_t(chosen_.back())];
@@ -115,11 +113,10 @@ void MoeFeedForward::convert_per_expert(const std::vector<const WeightMatrix*>& 
 }
 
 void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float* xn,
-                         int64_t n_tokens, ThreadPool& pool, int64_t min_parallel_work,
-                         float* out) {
+                         int64_t n_tokens, ThreadPool& pool, int64_t min_work,
+                         int64_t min_parallel_work, float* out) {
   const ModelConfig& c = config_;
   const int64_t E = c.n_embd, F = c.n_ff_expert, N = c.n_expert, K = c.n_expert_used;
-  const int64_t min_work = min_parallel_work < 0 ? 16 * 1024 : min_parallel_work;
 
   // Router logits, f32 (the router is an f32 matrix in every common file; any type works).
   {

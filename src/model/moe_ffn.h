@@ -34,9 +34,10 @@ class MoeFeedForward {
   MoeFeedForward(const Model& model, int32_t max_tokens);
 
   // out[t] = sum over token t's experts e (rank order) of weight(t, e) * FFN_e(xn[t]).
-  // xn, out: [n_tokens, n_embd]
+  // xn, out: [n_tokens, n_embd]. Element-wise loops below min_work and products below
+  // min_parallel_work (< 0: MatmulSplit's default) stay on the calling thread.
   void run(const LayerWeights& layer, int32_t layer_index, const float* xn, int64_t n_tokens,
-           ThreadPool& pool, int64_t min_parallel_work, float* out);
+           ThreadPool& pool, int64_t min_work, int64_t min_parallel_work, float* out);
 
   // Since construction, per [layer, expert]: how many runs multiplied the expert's matrices, and
   // how many tokens were routed to it. [n_layer * n_expert]
