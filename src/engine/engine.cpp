@@ -54,6 +54,7 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
       kv_(pool_, config.block_size),
       scheduler_(config.scheduler, kv_) {
+  scheduler_.set_cost_estimator(&step_cost_);
   config_.n_blocks = cache_.config().n_blocks;
   const auto& sc = config.scheduler;
   max_blocks_per_seq_ = (config.max_context + config.block_size - 1) / config.block_size;
@@ -288,6 +289,18 @@ Status Engine::step() {
         std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)));
     on_token(live, token);  // may finish and destroy the request
   }
+
+  // The whole step, as the streams see it: scheduling, the pass, sampling and callbacks.
+  last_step_.shape = sched_out_.shape;
+  last_step_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  last_step_.predicted_seconds =
+      step_cost_.ready() ? step_cost_.predict_seconds(sched_out_.shape) : -1;
+  last_step_.prefill_capped = sched_out_.prefill_capped;
+  step_cost_.observe(sched_out_.shape, last_step_.seconds);
+  counters_.step_seconds.observe(kStepSecondsBounds, last_step_.seconds);
+  counters_.step_prefill_tokens.observe(kStepPrefillTokensBounds,
+                                        double(sched_out_.shape.prefill_tokens));
+  counters_.steps_prefill_capped += sched_out_.prefill_capped;
   return {};
 }
 

@@ -5,6 +5,7 @@
 // stop conditions, report to the request's callback.
 // Thread-safety: not synchronised — one thread calls add_request/abort/step (AsyncEngine wraps
 // it for multi-threaded callers). Callbacks run on that thread, inside step().
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -21,7 +22,9 @@
 #include "sampling/sampler.h"
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
+#include "sched/step_cost_model.h"
 #include "tokenizer/tokenizer.h"
+#include "util/bucket_counts.h"
 #include "vela/llm.h"
 
 namespace vela {
@@ -49,6 +52,21 @@ struct RequestEvent {
 };
 using RequestCallback = std::function<void(const RequestEvent&)>;
 
+// Bucket bounds of the per-step histograms.
+inline constexpr std::array<double, 16> kStepSecondsBounds = {
+    0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0};
+inline constexpr std::array<double, 13> kStepPrefillTokensBounds = {
+    0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
+
+// One engine step as measured: what it computed, how long it took (scheduling to the last
+// sampled token), and what the cost model had predicted (negative when it could not yet).
+struct StepRecord {
+  StepShape shape;
+  double seconds = 0;
+  double predicted_seconds = -1;
+  bool prefill_capped = false;  // the latency target held prefill tokens back
+};
+
 // Running totals, for metrics.
 struct EngineCounters {
   uint64_t prompt_tokens = 0;  // prompt tokens of finished or running requests (admission)
@@ -57,6 +75,9 @@ struct EngineCounters {
   uint64_t steps = 0;
   uint64_t peak_slot_capacity = 0;  // at the step with the most KV blocks in use: their slots
   uint64_t peak_slots_used = 0;     //   and how many of those slots held a token
+  BucketCounts<kStepSecondsBounds.size()> step_seconds;
+  BucketCounts<kStepPrefillTokensBounds.size()> step_prefill_tokens;
+  uint64_t steps_prefill_capped = 0;  // steps whose prefill the latency target limited
 };
 
 class Engine {
@@ -89,6 +110,9 @@ class Engine {
   const Model& model() const { return forward_->model(); }
   const EngineConfig& config() const { return config_; }
   const EngineCounters& counters() const { return counters_; }
+  // The step-time model the latency target uses, and the last step it learned from.
+  const StepCostModel& step_cost() const { return step_cost_; }
+  const StepRecord& last_step() const { return last_step_; }
   BlockPoolUsage kv_usage() const { return pool_.usage(); }
   size_t n_waiting() const { return scheduler_.n_waiting(); }
   size_t n_running() const { return scheduler_.n_running(); }
@@ -110,6 +134,8 @@ class Engine {
   BlockPool pool_;
   KvCacheManager kv_;
   Scheduler scheduler_;
+  StepCostModel step_cost_;
+  StepRecord last_step_;
   std::unordered_map<uint64_t, std::unique_ptr<Live>> requests_;
   std::vector<uint64_t> aborted_;
   std::atomic<uint64_t> next_id_{1};

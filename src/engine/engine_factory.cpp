@@ -77,6 +77,14 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.scheduler.max_num_batched_tokens =
       std::min(o.max_num_batched_tokens, std::max(c.max_context, 1));
   c.scheduler.priority_aging_per_second = o.priority_aging_per_second;
+  if (!(o.target_itl_ms >= 0) || o.target_itl_ms > 1e7)
+    return make_error("the ITL target must be in [0, 1e7] ms, got " +
+                      std::to_string(o.target_itl_ms));
+  if (o.min_prefill_tokens < 1)
+    return make_error("the minimum prefill tokens per step must be at least 1, got " +
+                      std::to_string(o.min_prefill_tokens));
+  c.scheduler.target_step_seconds = o.target_itl_ms / 1000.0;
+  c.scheduler.min_prefill_tokens = o.min_prefill_tokens;
 
   KvBudgetInput budget;
   budget.bytes_per_block = KvCache::bytes_per_block(

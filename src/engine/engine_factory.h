@@ -26,6 +26,10 @@ struct EngineOptions {
   std::optional<double> kv_cache_fraction;  // of MemAvailable, in (0, 1]
   bool enable_prefix_caching = true;
   double priority_aging_per_second = 0.1;
+  // Step time to keep under while decodes run, by holding prefill tokens back (0 = no target:
+  // prefill takes the whole token budget, best for offline throughput).
+  double target_itl_ms = 0;
+  int32_t min_prefill_tokens = 32;  // per step under the target
 };
 
 // Share of MemAvailable the KV cache takes by default when max_num_seqs full contexts would

@@ -52,17 +52,63 @@ void Scheduler::preempt(Request* r, SchedulerOutput& out) {
   out.preempted.push_back(r);
 }
 
+int32_t Scheduler::prefill_allowance(const Request& r, int32_t wanted) const {
+  if (!cap_prefill_ || wanted <= 0) return wanted;
+  const auto predicted = [&](int32_t n) {
+    StepShape s = planned_;
+    s.add(r.num_computed, n, false);
+    return cost_->predict_seconds(s);
+  };
+  // Largest n whose predicted step fits (the prediction grows with n).
+  int32_t lo = 0, hi = wanted;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (predicted(mid) <= config_.target_step_seconds)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const int32_t floor = std::max(0, config_.min_prefill_tokens - planned_.prefill_tokens);
+  return std::max(lo, std::min(wanted, floor));
+}
+
 void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
   out.scheduled.clear();
   out.preempted.clear();
   out.total_tokens = 0;
+  out.shape = {};
+  out.prefill_capped = false;
   int32_t budget = config_.max_num_batched_tokens;
+
+  // The latency target applies when decodes run and the estimator can predict; the plan starts
+  // from every running decode, wherever it sits in the priority order.
+  planned_ = {};
+  if (config_.target_step_seconds > 0 && config_.enable_chunked_prefill && cost_ && cost_->ready())
+    for (const Request* r : running_)
+      if (r->n_pending() == 1) planned_.add(r->num_computed, 1, true);
+  cap_prefill_ = planned_.decode_tokens > 0;
+
+  // Tokens the request computes this step, as much of `wanted` as the target lets through.
+  const auto allowance = [&](const Request& r, int32_t wanted) {
+    if (r.n_pending() == 1) return wanted;  // a decode: already in the plan
+    const int32_t n = prefill_allowance(r, wanted);
+    out.prefill_capped |= n < wanted;
+    return n;
+  };
+  // `from_waiting`: a decode admitted now was not in the plan yet.
+  const auto take = [&](Request* r, int32_t n, bool from_waiting) {
+    const bool decode = r->n_pending() == 1;
+    if (!decode || from_waiting) planned_.add(r->num_computed, n, decode);
+    out.shape.add(r->num_computed, n, decode);
+    out.scheduled.push_back({r, n});
+    budget -= n;
+  };
 
   // 1. Running requests, most important first; victims come from the back.
   sort_by_priority(running_, now);
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int32_t n = std::min(r->n_pending(), budget);
+    const int32_t n = allowance(*r, std::min(r->n_pending(), budget));
     if (n <= 0) {
       ++i;
       continue;
@@ -77,8 +123,7 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
       }
     }
     if (self_preempted) break;  // everything after it was lower priority and is gone too
-    out.scheduled.push_back({r, n});
-    budget -= n;
+    take(r, n, false);
     ++i;
   }
 
@@ -95,8 +140,8 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
         if (r->n_preemptions == 0) r->cached_prompt_tokens = std::min(r->num_computed, r->n_prompt);
       }
       const int32_t pending = r->n_pending();
-      const int32_t n = std::min(pending, budget);
-      if ((!config_.enable_chunked_prefill && n < pending) ||
+      const int32_t n = allowance(*r, std::min(pending, budget));
+      if (n <= 0 || (!config_.enable_chunked_prefill && n < pending) ||
           !kv_.allocate(r->kv, r->num_computed + n)) {
         kv_.release(r->kv);  // give back prefix-cache references while it waits
         r->num_computed = 0;
@@ -105,8 +150,7 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
       r->status = RequestStatus::kRunning;
       if (r->timeline.first_scheduled == Clock::time_point{}) r->timeline.first_scheduled = now;
       running_.push_back(r);
-      out.scheduled.push_back({r, n});
-      budget -= n;
+      take(r, n, true);
     }
     waiting_.erase(waiting_.begin(), waiting_.begin() + long(admitted));
   }

@@ -9,12 +9,20 @@
 // Effective priority = priority + aging_per_second x seconds since arrival
 //                      + preemption_boost x times preempted,
 // so nothing starves and a preempted request is not thrashed.
+//
+// Latency target: with target_step_seconds > 0 and a ready cost estimator, a step that carries
+// running decodes admits only as many prefill tokens as keep its predicted time under the
+// target, so every stream's inter-token latency stays near it while long prompts are split
+// over several steps. At least min_prefill_tokens per step still go to prefill, so prompts
+// finish in a bounded number of steps whatever the decode load. Steps without decodes use the
+// whole token budget.
 // Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
 #include "sched/request.h"
+#include "sched/step_cost_model.h"
 
 namespace vela {
 
@@ -24,6 +32,8 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;    // split prompts longer than the remaining budget
   double priority_aging_per_second = 0.1;
   double preemption_boost = 1.0;
+  double target_step_seconds = 0;   // predicted step time to stay under with decodes; 0 = off
+  int32_t min_prefill_tokens = 32;  // per step under the target, so prompts keep progressing
 };
 
 struct ScheduledRequest {
@@ -35,12 +45,17 @@ struct SchedulerOutput {
   std::vector<ScheduledRequest> scheduled;
   std::vector<Request*> preempted;
   int32_t total_tokens = 0;
+  StepShape shape;              // what the scheduled tokens compute
+  bool prefill_capped = false;  // the latency target limited this step's prefill tokens
   bool empty() const { return scheduled.empty(); }
 };
 
 class Scheduler {
  public:
   Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+  // The step-time predictions the latency target uses (null = none: the target is ignored).
+  // Must outlive the scheduler.
+  void set_cost_estimator(const StepCostEstimator* estimator) { cost_ = estimator; }
 
   const SchedulerConfig& config() const { return config_; }
   void add(Request* request);  // joins the waiting queue
@@ -59,9 +74,15 @@ class Scheduler {
   double effective_priority(const Request& r, Clock::time_point now) const;
   void sort_by_priority(std::vector<Request*>& queue, Clock::time_point now) const;
   void preempt(Request* r, SchedulerOutput& out);
+  // Prefill tokens request `r` may compute this step, out of `wanted`, under the latency target.
+  int32_t prefill_allowance(const Request& r, int32_t wanted) const;
 
   SchedulerConfig config_;
   KvCacheManager& kv_;
+  const StepCostEstimator* cost_ = nullptr;
+  // The step being planned: every running decode plus the prefill tokens granted so far.
+  StepShape planned_;
+  bool cap_prefill_ = false;  // the target applies this step (decodes run, estimator ready)
   std::vector<Request*> waiting_;
   std::vector<Request*> running_;
   uint64_t n_preemptions_ = 0;

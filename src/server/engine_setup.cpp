@@ -83,8 +83,11 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
     << actual.n_blocks << " blocks x " << actual.block_size << " tokens ("
     << (double(bytes_per_block) * actual.n_blocks / (1 << 20)) << " MiB "
     << kv_type_name(actual.kv_type) << "), max " << o.engine.max_num_seqs << " sequences, "
-    << o.engine.max_num_batched_tokens << " tokens per step, prefix caching "
-    << (actual.enable_prefix_caching ? "on" : "off") << ", kernels " << describe_cpu() << "\n";
+    << o.engine.max_num_batched_tokens << " tokens per step, ITL target "
+    << (o.engine.target_itl_ms > 0 ? std::to_string(int64_t(o.engine.target_itl_ms)) + " ms"
+                                   : std::string("off"))
+    << ", prefix caching " << (actual.enable_prefix_caching ? "on" : "off") << ", kernels "
+    << describe_cpu() << "\n";
   if (loaded->chat)
     s << "vela serve: chat template from " << (template_file ? o.chat_template_path : "the model")
       << " (" << ChatFormatter::engine_name() << ")\n";

@@ -63,6 +63,36 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
+void append_histogram(std::string& out, std::string_view name, std::string_view labels,
+                      std::span<const double> bounds, std::span<const uint64_t> counts,
+                      double sum) {
+  // Buckets are cumulative; the +Inf bucket and _count come from the same running total so a
+  // scrape that races an observe() still has them agree.
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += counts[i];
+    out += name;
+    out += "_bucket{le=\"";
+    if (i < bounds.size())
+      append_number(out, bounds[i]);
+    else
+      out += "+Inf";
+    out += "\",";
+    out += labels;
+    out += "} ";
+    out += std::to_string(cumulative);
+    out += '\n';
+  }
+  std::string sum_name = std::string(name) + "_sum";
+  append_sample(out, sum_name, labels, sum);
+  out += name;
+  out += "_count{";
+  out += labels;
+  out += "} ";
+  out += std::to_string(cumulative);
+  out += '\n';
+}
+
 std::string escape_label_value(std::string_view value) {
   std::string out;
   for (char c : value) {
@@ -91,31 +121,9 @@ void Histogram::observe(double value) {
 }
 
 void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
-  // Buckets are cumulative; the +Inf bucket and _count come from the same running total so a
-  // scrape that races an observe() still has them agree.
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += counts_[i].load(std::memory_order_relaxed);
-    out += name;
-    out += "_bucket{le=\"";
-    if (i < bounds_.size())
-      append_number(out, bounds_[i]);
-    else
-      out += "+Inf";
-    out += "\",";
-    out += labels;
-    out += "} ";
-    out += std::to_string(cumulative);
-    out += '\n';
-  }
-  std::string sum_name = std::string(name) + "_sum";
-  append_sample(out, sum_name, labels, sum_.load(std::memory_order_relaxed));
-  out += name;
-  out += "_count{";
-  out += labels;
-  out += "} ";
-  out += std::to_string(cumulative);
-  out += '\n';
+  std::vector<uint64_t> counts(bounds_.size() + 1);
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] = counts_[i].load(std::memory_order_relaxed);
+  append_histogram(out, name, labels, bounds_, counts, sum_.load(std::memory_order_relaxed));
 }
 
 RequestRecord make_request_record(const RequestTimeline& t, Clock::time_point received,
@@ -252,6 +260,20 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
     append_header(out, series.name, "histogram", series.help);
     series.h->render(out, series.name, l);
   }
+
+  // Engine steps, counted on the engine thread and read from the snapshot.
+  append_header(out, "vela:engine_step_duration_seconds", "histogram",
+                "Histogram of engine step wall time (schedule, forward pass, sampling), seconds.");
+  append_histogram(out, "vela:engine_step_duration_seconds", l, kStepSecondsBounds,
+                   s.counters.step_seconds.counts, s.counters.step_seconds.sum);
+  append_header(out, "vela:engine_step_prefill_tokens", "histogram",
+                "Histogram of prompt (prefill) tokens computed per engine step.");
+  append_histogram(out, "vela:engine_step_prefill_tokens", l, kStepPrefillTokensBounds,
+                   s.counters.step_prefill_tokens.counts, s.counters.step_prefill_tokens.sum);
+  append_header(out, "vela:engine_steps_prefill_capped_total", "counter",
+                "Engine steps whose prefill tokens the ITL target held back.");
+  append_sample(out, "vela:engine_steps_prefill_capped_total", l,
+                double(s.counters.steps_prefill_capped));
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,11 @@ class ServerMetrics {
   Histogram prompt_tokens_, generation_tokens_;
   std::array<std::atomic<uint64_t>, size_t(Rejection::kCount)> rejected_{};
 };
+
+// Appends `<name>_bucket{le=…,<labels>}`, `<name>_sum{…}`, `<name>_count{…}` lines from
+// per-bucket (not cumulative) counts: [bounds + 1], the last one past every bound.
+void append_histogram(std::string& out, std::string_view name, std::string_view labels,
+                      std::span<const double> bounds, std::span<const uint64_t> counts, double sum);
 
 // Prometheus label-value escaping: backslash, double quote and newline.
 std::string escape_label_value(std::string_view value);
