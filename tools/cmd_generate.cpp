@@ -118,13 +118,13 @@ int run_generate(int argc, char** argv) {
   }
   const RequestOutput& r = outputs->front();
   const double n_prompt = double(r.prompt_token_ids.size());
-  const double n_gen = double(r.output.token_ids.size());
+  const double n_gen = double(r.outputs[0].token_ids.size());
   std::fprintf(stderr,
                "vela: prompt %.0f tokens in %.3f s (%.1f tokens/s); generated %.0f tokens in %.3f s (%.1f tokens/s); "
                "finish: %s\n",
                n_prompt, r.metrics.prefill_seconds, n_prompt / std::max(r.metrics.prefill_seconds, 1e-9), n_gen,
                r.metrics.decode_seconds, n_gen / std::max(r.metrics.decode_seconds, 1e-9),
-               finish_reason_name(r.output.finish_reason));
+               finish_reason_name(r.outputs[0].finish_reason));
   return 0;
 }
 

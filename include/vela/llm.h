@@ -5,14 +5,19 @@
 //   auto llm = vela::LLM::load({.model_path = "model.gguf"});
 //   vela::SamplingParams params; params.temperature = 0; params.max_tokens = 32;
 //   auto outputs = (*llm)->generate({"Once upon a time"}, params);
+//   // (*outputs)[0].outputs[0].text
 //
-// generate() runs every prompt through the continuous-batching engine at once.
+// generate() runs every prompt (n completions each) through the continuous-batching engine at
+// once. The Python module (python/) is a layer over this API.
 // Thread-safety: an LLM may be shared between threads; generate() calls are serialised (one runs
-// at a time, the others wait). Callbacks run on the calling thread.
+// at a time, the others wait). Callbacks run on the calling thread. tokenize, detokenize,
+// apply_chat_template and info are const and safe to call concurrently with generate().
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vela/result.h"
@@ -30,6 +35,9 @@ struct LLMConfig {
   int64_t kv_cache_bytes = 0;         // KV budget; 0 = enough for max_num_seqs full contexts,
                                       // at most half the available memory
   bool enable_prefix_caching = true;  // reuse the KV of shared prompt prefixes
+  // Requests without SamplingParams::seed take seeds drawn from this one, in submission order,
+  // so a script reruns the same (vLLM's `seed`); unset: random.
+  std::optional<uint64_t> seed;
 };
 
 // kStop: a stop token or string; kLength: max_tokens or the context; kAbort: cancelled.
@@ -50,11 +58,13 @@ struct TokenLogprobs {
 };
 
 struct CompletionOutput {
+  int32_t index = 0;               // which of the prompt's n completions
   std::string text;                // generated text, stop string excluded
   std::vector<int32_t> token_ids;  // generated tokens
   FinishReason finish_reason = FinishReason::kLength;
-  std::string stop_reason;              // the stop string that matched, if any
-  std::vector<TokenLogprobs> logprobs;  // one per generated token when params.logprobs is set
+  std::string stop_reason;                   // the stop string that matched, if any
+  std::vector<TokenLogprobs> logprobs;       // one per generated token when params.logprobs is set
+  std::optional<double> cumulative_logprob;  // sum of the tokens' logprobs, with params.logprobs
 };
 
 // Where a request's time went (wall clock, seconds).
@@ -64,24 +74,58 @@ struct RequestMetrics {
 };
 
 struct RequestOutput {
-  std::string prompt;
+  std::string prompt;  // the prompt's text; empty when it was given as token ids
   std::vector<int32_t> prompt_token_ids;
-  CompletionOutput output;
-  RequestMetrics metrics;
+  std::vector<CompletionOutput> outputs;  // params.n of them, by index
+  RequestMetrics metrics;                 // of the slowest completion
+};
+
+// A prompt: text (tokenized with the model's BOS rule, special tokens parsed), or token ids
+// used as they are.
+struct Prompt {
+  Prompt(std::string text) : text(std::move(text)) {}  // NOLINT: implicit by design
+  Prompt(const char* text) : text(text) {}             // NOLINT: implicit by design
+  Prompt(std::vector<int32_t> ids) : token_ids(std::move(ids)), pretokenized(true) {}  // NOLINT
+  std::string text;
+  std::vector<int32_t> token_ids;
+  bool pretokenized = false;
+};
+
+// One prompt with its own parameters (vLLM's per-prompt SamplingParams list).
+struct GenerateRequest {
+  Prompt prompt;
+  SamplingParams params;
+};
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant" | ...
+  std::string content;
 };
 
 // One streamed step of one request: the text that became safe to emit (may be empty while a
 // UTF-8 character or a possible stop string is incomplete) and the token that produced it.
 struct StreamDelta {
-  size_t request_index = 0;
-  int32_t token = -1;  // -1 on the final delta that only flushes text
+  size_t request_index = 0;      // the prompt's position
+  int32_t completion_index = 0;  // which of its n completions
+  int32_t token = -1;            // -1 on the final delta that only flushes text
   std::string text;
   const TokenLogprobs* logprobs = nullptr;  // when requested
   bool finished = false;
   FinishReason finish_reason = FinishReason::kLength;
 };
 // Return false to cancel the request (it finishes with what it has, reason kAbort).
+// Deltas carry the text without control tokens, whatever skip_special_tokens says.
 using StreamCallback = std::function<bool(const StreamDelta&)>;
+
+// Called between engine steps with the number of prompts whose completions have all finished;
+// return false to cancel every request of the call (they finish with reason kAbort and
+// generate() returns what they have). For progress bars and interrupts.
+using StepCallback = std::function<bool(size_t finished, size_t total)>;
+
+struct GenerateHooks {
+  StreamCallback on_delta;
+  StepCallback on_step;
+};
 
 class LLM {
  public:
@@ -93,15 +137,27 @@ class LLM {
   Result<std::vector<RequestOutput>> generate(const std::vector<std::string>& prompts,
                                               const SamplingParams& params,
                                               const StreamCallback& on_delta);
+  // The general form: per-prompt parameters, text or token-id prompts, hooks. Every request is
+  // checked before any is queued; an error names the prompt ("prompt 3: ...").
+  Result<std::vector<RequestOutput>> generate(const std::vector<GenerateRequest>& requests,
+                                              const GenerateHooks& hooks = {});
 
   // Tokenizer access (BOS per the model's rule when add_special; special tokens parsed).
   std::vector<int32_t> tokenize(const std::string& text, bool add_special = true) const;
-  std::string detokenize(const std::vector<int32_t>& tokens) const;
+  std::string detokenize(const std::vector<int32_t>& tokens, bool skip_special = true) const;
+
+  // Renders a conversation into prompt text with the model's chat template (GGUF
+  // tokenizer.chat_template) or `chat_template` (Jinja source) when given. The text holds any
+  // BOS the template writes: tokenize it with add_special = false.
+  Result<std::string> apply_chat_template(
+      const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
+      const std::optional<std::string>& chat_template = std::nullopt) const;
 
   struct Info {
     std::string architecture;
     std::string name;
     int32_t n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv;
+    int32_t bos_token_id = -1, eos_token_id = -1;  // -1 when the model has none
   };
   Info info() const;
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "vela/result.h"
+
 namespace vela {
 
 struct SamplingParams {
@@ -27,10 +29,22 @@ struct SamplingParams {
   std::vector<std::string> stop;           // stop strings; the matched string is not emitted
   std::vector<int32_t> stop_token_ids;     // extra token ids that end generation
   bool ignore_eos = false;                 // keep going past the model's end-of-generation tokens
+  // The tokens of stop_token_ids cannot be drawn before this many tokens were generated (the
+  // LLM API adds the model's end-of-generation tokens to stop_token_ids for this). Stop strings
+  // still apply from the first token.
+  int32_t min_tokens = 0;
 
   // Log-probabilities: when set, report the chosen token's logprob and the top-n alternatives
   // (n = *logprobs, 0 = only the chosen token).
   std::optional<int32_t> logprobs;
+
+  // Used by the LLM API (the engine sees one completion per request):
+  int32_t n = 1;                    // completions per prompt; completion j > 0 uses seed + j
+  bool skip_special_tokens = true;  // false: the final text shows control tokens' text
 };
+
+// The checks generate() and the server make: every range, with a message naming the parameter
+// ("invalid sampling parameter top_p: must be in (0, 1] (got 1.5)").
+Status validate_sampling_params(const SamplingParams& params);
 
 }  // namespace vela

@@ -64,6 +64,11 @@ Status Sampler::validate(const SamplingParams& params) {
     return invalid("frequency_penalty", "in [-2, 2]", shown(params.frequency_penalty));
   }
   if (params.max_tokens < 0) return invalid("max_tokens", ">= 0", shown(params.max_tokens));
+  if (params.min_tokens < 0 || params.min_tokens > params.max_tokens) {
+    return invalid("min_tokens", "in [0, max_tokens = " + shown(params.max_tokens) + "]",
+                   shown(params.min_tokens));
+  }
+  if (params.n < 1) return invalid("n", ">= 1", shown(params.n));
   if (params.logprobs && (*params.logprobs < 0 || *params.logprobs > kMaxLogprobs)) {
     return invalid("logprobs", "in [0, " + std::to_string(kMaxLogprobs) + "]",
                    shown(*params.logprobs));
@@ -84,6 +89,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
       top_p_(params.top_p),
       min_p_(params.min_p),
       n_logprobs_(params.logprobs ? *params.logprobs : -1),
+      min_tokens_(params.min_tokens),
+      min_tokens_banned_(params.min_tokens > 0 ? params.stop_token_ids : std::vector<int32_t>{}),
       penalties_(params.repetition_penalty, params.presence_penalty, params.frequency_penalty),
       rng_(params.seed ? *params.seed : random_seed()),
       logits_(static_cast<size_t>(std::max(n_vocab, 1))),
@@ -101,6 +108,7 @@ void Sampler::set_prompt(std::span<const int32_t> prompt_tokens) {
 void Sampler::accept(int32_t token) {
   assert(token >= 0 && token < n_vocab_);
   penalties_.add_output(token);
+  ++n_accepted_;
 }
 
 SampledToken Sampler::sample(std::span<const float> logits) {
@@ -119,6 +127,10 @@ SampledToken Sampler::sample(std::span<const float> logits) {
   if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
 
   penalties_.apply(logits_);
+  // min_tokens (vLLM's rule): stop tokens are impossible until enough tokens were generated.
+  if (n_accepted_ < min_tokens_)
+    for (const int32_t token : min_tokens_banned_)
+      if (token < n_vocab_) logits_[static_cast<size_t>(token)] = kNegInf;
   out.token = is_greedy() ? sampling::argmax(logits_) : pick_random();
 
   const float raw_logit =

@@ -1,6 +1,7 @@
 #pragma once
 // Picks the next token from a model's logits, following vLLM's sampler:
 //   penalties (repetition on prompt + output, presence/frequency on output)
+//   -> stop_token_ids masked while fewer than min_tokens were generated
 //   -> temperature -> top-k -> top-p -> min-p -> draw from the renormalised distribution.
 // temperature < kGreedyTemperature means greedy argmax of the penalised logits (ties go to the
 // lowest token id); the truncation filters are then ignored.
@@ -70,6 +71,9 @@ class Sampler {
   float top_p_;
   float min_p_;
   int32_t n_logprobs_;  // -1 = not requested
+  int32_t min_tokens_;
+  std::vector<int32_t> min_tokens_banned_;  // stop_token_ids, masked while n_accepted_ < min_tokens_
+  int32_t n_accepted_ = 0;
 
   sampling::PenaltyTracker penalties_;
   std::mt19937_64 rng_;

@@ -14,7 +14,8 @@ namespace {
 
 std::string unhex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -59,11 +60,13 @@ TEST(LLM, GreedyGenerationMatchesReference) {
       auto out = llm->generate({prompt}, greedy(int32_t(ref_tokens.size())));
       ASSERT_TRUE(out.ok()) << out.message();
       const RequestOutput& r = out->front();
-      EXPECT_EQ(r.prompt_token_ids, ref["prompt_tokens"].get<std::vector<int32_t>>()) << model << ": " << prompt;
-      ASSERT_GE(r.output.token_ids.size(), clear_steps);
-      for (size_t i = 0; i < clear_steps; ++i) EXPECT_EQ(r.output.token_ids[i], ref_tokens[i]) << model << " step " << i;
-      if (r.output.token_ids == ref_tokens) {
-        EXPECT_EQ(r.output.text, ref_text) << model << ": " << prompt;
+      EXPECT_EQ(r.prompt_token_ids, ref["prompt_tokens"].get<std::vector<int32_t>>())
+          << model << ": " << prompt;
+      ASSERT_GE(r.outputs[0].token_ids.size(), clear_steps);
+      for (size_t i = 0; i < clear_steps; ++i)
+        EXPECT_EQ(r.outputs[0].token_ids[i], ref_tokens[i]) << model << " step " << i;
+      if (r.outputs[0].token_ids == ref_tokens) {
+        EXPECT_EQ(r.outputs[0].text, ref_text) << model << ": " << prompt;
       }
     }
   }
@@ -81,10 +84,10 @@ TEST(LLM, StreamingDeltasConcatenateToTheText) {
     return true;
   });
   ASSERT_TRUE(out.ok());
-  EXPECT_EQ(streamed, out->front().output.text);
+  EXPECT_EQ(streamed, out->front().outputs[0].text);
   EXPECT_EQ(finished, 1);
-  EXPECT_EQ(out->front().output.finish_reason, FinishReason::kLength);
-  EXPECT_EQ(out->front().output.token_ids.size(), 40u);
+  EXPECT_EQ(out->front().outputs[0].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(out->front().outputs[0].token_ids.size(), 40u);
 }
 
 TEST(LLM, StopStringEndsGenerationAndIsNotEmitted) {
@@ -93,7 +96,7 @@ TEST(LLM, StopStringEndsGenerationAndIsNotEmitted) {
   ASSERT_TRUE(llm);
   auto full = llm->generate({"Once upon a time"}, greedy(48));
   ASSERT_TRUE(full.ok());
-  const std::string text = full->front().output.text;
+  const std::string text = full->front().outputs[0].text;
   ASSERT_GT(text.size(), 20u);
   // A stop string from the middle of the greedy text (spanning a token boundary most likely).
   const std::string stop = text.substr(10, 5);
@@ -105,7 +108,7 @@ TEST(LLM, StopStringEndsGenerationAndIsNotEmitted) {
     return true;
   });
   ASSERT_TRUE(out.ok());
-  const CompletionOutput& o = out->front().output;
+  const CompletionOutput& o = out->front().outputs[0];
   EXPECT_EQ(o.finish_reason, FinishReason::kStop);
   EXPECT_EQ(o.stop_reason, stop);
   EXPECT_EQ(o.text, text.substr(0, text.find(stop)));
@@ -126,9 +129,9 @@ TEST(LLM, SeedReproducibleAndLogprobsConsistent) {
   auto b = llm->generate({"Once upon a time", "The quick brown fox"}, p);
   ASSERT_TRUE(a.ok() && b.ok());
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ((*a)[i].output.token_ids, (*b)[i].output.token_ids);
-    const auto& lps = (*a)[i].output.logprobs;
-    ASSERT_EQ(lps.size(), (*a)[i].output.token_ids.size());
+    EXPECT_EQ((*a)[i].outputs[0].token_ids, (*b)[i].outputs[0].token_ids);
+    const auto& lps = (*a)[i].outputs[0].logprobs;
+    ASSERT_EQ(lps.size(), (*a)[i].outputs[0].token_ids.size());
     for (const TokenLogprobs& lp : lps) {
       EXPECT_LE(lp.logprob, 0.0f);
       ASSERT_EQ(lp.top.size(), 3u);
@@ -139,7 +142,7 @@ TEST(LLM, SeedReproducibleAndLogprobsConsistent) {
   p.seed = 99;
   auto c = llm->generate({"Once upon a time"}, p);
   ASSERT_TRUE(c.ok());
-  EXPECT_NE(c->front().output.token_ids, a->front().output.token_ids);
+  EXPECT_NE(c->front().outputs[0].token_ids, a->front().outputs[0].token_ids);
 }
 
 TEST(LLM, ContextFullFinishesWithLength) {
@@ -151,8 +154,8 @@ TEST(LLM, ContextFullFinishesWithLength) {
   auto out = llm->generate({"Once upon a time"}, p);
   ASSERT_TRUE(out.ok()) << out.message();
   const auto& r = out->front();
-  EXPECT_EQ(r.output.finish_reason, FinishReason::kLength);
-  EXPECT_EQ(r.prompt_token_ids.size() + r.output.token_ids.size(), 128u);
+  EXPECT_EQ(r.outputs[0].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(r.prompt_token_ids.size() + r.outputs[0].token_ids.size(), 128u);
 }
 
 TEST(LLM, BadRequestsAreErrors) {
@@ -179,6 +182,101 @@ TEST(LLM, BadRequestsAreErrors) {
   bad_kv.model_path = test::shared_path("models/aidreams260K.gguf").string();
   bad_kv.kv_cache_type = "q3";
   EXPECT_FALSE(LLM::load(bad_kv).ok());
+}
+
+// The general generate(): per-prompt parameters, token-id prompts, n completions (seed + j),
+// cumulative logprobs, in prompt order.
+TEST(LLM, RequestsWithTheirOwnParameters) {
+  VELA_REQUIRE_SHARED();
+  auto llm = load("aidreams260K.gguf");
+  ASSERT_TRUE(llm);
+  const std::vector<int32_t> ids = llm->tokenize("Once upon a time");
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.max_tokens = 12;
+  sampled.seed = 5;
+  sampled.n = 3;
+  sampled.logprobs = 0;
+  auto out = llm->generate({GenerateRequest{Prompt(ids), greedy(6)},
+                            GenerateRequest{Prompt("The little robot"), sampled}});
+  ASSERT_TRUE(out.ok()) << out.message();
+  ASSERT_EQ(out->size(), 2u);
+  auto text = llm->generate({"Once upon a time"}, greedy(6));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ((*out)[0].prompt, "");
+  EXPECT_EQ((*out)[0].prompt_token_ids, ids);
+  EXPECT_EQ((*out)[0].outputs[0].token_ids, text->front().outputs[0].token_ids);
+  EXPECT_FALSE((*out)[0].outputs[0].cumulative_logprob.has_value());
+  const auto& completions = (*out)[1].outputs;
+  ASSERT_EQ(completions.size(), 3u);
+  for (int32_t j = 0; j < 3; ++j) {
+    const CompletionOutput& c = completions[size_t(j)];
+    EXPECT_EQ(c.index, j);
+    ASSERT_TRUE(c.cumulative_logprob.has_value());
+    double sum = 0;
+    for (const TokenLogprobs& lp : c.logprobs) sum += lp.logprob;
+    EXPECT_NEAR(*c.cumulative_logprob, sum, 1e-9);
+    SamplingParams alone = sampled;
+    alone.n = 1;
+    alone.seed = 5 + uint64_t(j);
+    auto one = llm->generate({"The little robot"}, alone);
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(one->front().outputs[0].token_ids, c.token_ids) << "completion " << j;
+  }
+}
+
+TEST(LLM, StepCallbackCancelsEverything) {
+  VELA_REQUIRE_SHARED();
+  auto llm = load("aidreams260K.gguf");
+  ASSERT_TRUE(llm);
+  SamplingParams p = greedy(100);
+  p.ignore_eos = true;
+  int steps = 0;
+  GenerateHooks hooks;
+  hooks.on_step = [&](size_t finished, size_t total) {
+    EXPECT_EQ(total, 2u);
+    EXPECT_EQ(finished, 0u);
+    return ++steps < 5;
+  };
+  auto out = llm->generate(
+      {GenerateRequest{Prompt("Once upon a time"), p}, GenerateRequest{Prompt("She said"), p}},
+      hooks);
+  ASSERT_TRUE(out.ok()) << out.message();
+  EXPECT_EQ(steps, 5);
+  for (const RequestOutput& r : *out) {
+    EXPECT_EQ(r.outputs[0].finish_reason, FinishReason::kAbort);
+    EXPECT_LT(r.outputs[0].token_ids.size(), 10u);
+  }
+  EXPECT_TRUE(llm->generate({"Once upon a time"}, greedy(4)).ok());  // usable afterwards
+}
+
+TEST(LLM, ChatTemplateAndParameterErrors) {
+  VELA_REQUIRE_SHARED();
+  auto llm = load("aidreams260K.gguf");
+  ASSERT_TRUE(llm);
+  const std::vector<ChatMessage> chat = {{"user", "Hello"}};
+  auto none = llm->apply_chat_template(chat);
+  ASSERT_FALSE(none.ok());  // the file has no template
+  EXPECT_NE(none.message().find("no tokenizer.chat_template"), std::string::npos);
+  auto text = llm->apply_chat_template(
+      chat, true,
+      std::string("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}{% endfor %}"
+                  "{% if add_generation_prompt %}>{% endif %}{{ bos_token }}"));
+  ASSERT_TRUE(text.ok()) << text.message();
+  EXPECT_EQ(*text, "[user] Hello><s>");
+
+  SamplingParams bad = greedy(4);
+  bad.n = 0;
+  EXPECT_EQ(validate_sampling_params(bad).message(),
+            "invalid sampling parameter n: must be >= 1 (got 0)");
+  bad = greedy(4);
+  bad.min_tokens = 5;
+  auto refused = llm->generate(
+      {GenerateRequest{Prompt("hi"), greedy(4)}, GenerateRequest{Prompt("there"), bad}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(),
+            "prompt 1: invalid sampling parameter min_tokens: must be in [0, max_tokens = 4] "
+            "(got 5)");
 }
 
 }  // namespace

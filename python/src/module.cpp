@@ -1,0 +1,208 @@
+// vela._vela: the C++ engine for the `vela` Python package. The package's Python code
+// (python/vela/) gives the vLLM-shaped API; this module is the thin layer below it: an Engine
+// that owns one vela::LLM, generate() with the GIL released, tokenizer access, and the sampling
+// parameter checks (the same function the server uses, so the messages match).
+//
+// Thread-safety: an Engine may be used from several Python threads; generate() calls are
+// serialised by vela::LLM. close() while another thread generates is safe: the running call
+// keeps the model alive until it returns.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+
+#include "convert.h"
+#include "vela/llm.h"
+
+namespace vela::python {
+namespace {
+
+// How often a running generate() looks at Python: pending signals (Ctrl-C) and the progress
+// callback. Each look takes the GIL, which another busy Python thread may hold for its switch
+// interval, so it is not done at every engine step.
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+
+class Engine {
+ public:
+  explicit Engine(const LLMConfig& config) {
+    Result<std::unique_ptr<LLM>> loaded = [&] {
+      py::gil_scoped_release release;
+      return LLM::load(config);
+    }();
+    if (!loaded) throw std::runtime_error(loaded.message());
+    llm_ = std::shared_ptr<LLM>(std::move(*loaded));
+  }
+
+  void close() { llm_.reset(); }
+  bool closed() const { return !llm_; }
+
+  // requests: [(prompt: str | list[int], params: SamplingParams)].
+  // on_delta(prompt_index, completion_index, token, text, finished, finish_reason) -> bool:
+  //   called for every streamed step; False cancels that completion.
+  // on_step(finished_prompts, total) -> bool: called every kPollInterval; False cancels all.
+  // Exceptions from either callback, and KeyboardInterrupt, cancel the call and are re-raised
+  // once the engine has stopped.
+  py::list generate(const py::list& requests, const py::object& on_delta,
+                    const py::object& on_step) {
+    std::shared_ptr<LLM> llm = get();
+    std::vector<GenerateRequest> reqs;
+    reqs.reserve(requests.size());
+    for (const py::handle item : requests) {
+      py::tuple t = item.cast<py::tuple>();
+      py::object prompt = t[0];
+      SamplingParams params = sampling_params_from(t[1]);
+      if (py::isinstance<py::str>(prompt))
+        reqs.push_back(GenerateRequest{Prompt(prompt.cast<std::string>()), std::move(params)});
+      else
+        reqs.push_back(
+            GenerateRequest{Prompt(prompt.cast<std::vector<int32_t>>()), std::move(params)});
+    }
+
+    std::exception_ptr pending;
+    std::atomic<bool> cancel_all{false};
+    auto last_poll = std::chrono::steady_clock::now();
+    GenerateHooks hooks;
+    if (!on_delta.is_none()) {
+      hooks.on_delta = [&](const StreamDelta& d) {
+        if (cancel_all) return false;
+        py::gil_scoped_acquire gil;
+        try {
+          py::object keep =
+              on_delta(d.request_index, d.completion_index, d.token, text_to_py(d.text), d.finished,
+                       finish_reason_name(d.finish_reason));
+          return keep.is_none() || keep.cast<bool>();
+        } catch (...) {
+          if (!pending) pending = std::current_exception();
+          cancel_all = true;
+          return false;
+        }
+      };
+    }
+    hooks.on_step = [&](size_t finished, size_t total) {
+      if (cancel_all) return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_poll < kPollInterval && finished < total) return true;
+      last_poll = now;
+      py::gil_scoped_acquire gil;
+      try {
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (!on_step.is_none()) {
+          py::object keep = on_step(finished, total);
+          if (!keep.is_none() && !keep.cast<bool>()) cancel_all = true;
+        }
+      } catch (...) {
+        if (!pending) pending = std::current_exception();
+        cancel_all = true;
+      }
+      return !cancel_all;
+    };
+
+    Result<std::vector<RequestOutput>> result = [&] {
+      py::gil_scoped_release release;
+      return llm->generate(reqs, hooks);
+    }();
+    if (pending) std::rethrow_exception(pending);
+    // Request errors (a prompt too long, a token id out of range) name the prompt; anything
+    // else is the engine failing.
+    if (!result) {
+      if (result.message().rfind("prompt ", 0) == 0) throw py::value_error(result.message());
+      throw std::runtime_error(result.message());
+    }
+    py::list out(result->size());
+    for (size_t i = 0; i < result->size(); ++i) out[i] = request_output_to_py((*result)[i]);
+    return out;
+  }
+
+  py::list encode(const std::string& text, bool add_special) const {
+    return py::cast(get()->tokenize(text, add_special));
+  }
+
+  py::str decode(const std::vector<int32_t>& ids, bool skip_special) const {
+    return text_to_py(get()->detokenize(ids, skip_special));
+  }
+
+  std::string apply_chat_template(const std::vector<std::pair<std::string, std::string>>& messages,
+                                  bool add_generation_prompt,
+                                  const std::optional<std::string>& chat_template) const {
+    std::vector<ChatMessage> chat;
+    for (const auto& [role, content] : messages) chat.push_back(ChatMessage{role, content});
+    auto text = get()->apply_chat_template(chat, add_generation_prompt, chat_template);
+    if (!text) throw py::value_error(text.message());
+    return *text;
+  }
+
+  py::dict info() const {
+    const LLM::Info i = get()->info();
+    py::dict d;
+    d["architecture"] = i.architecture;
+    d["name"] = i.name;
+    d["n_vocab"] = i.n_vocab;
+    d["n_ctx"] = i.n_ctx;
+    d["n_embd"] = i.n_embd;
+    d["n_layer"] = i.n_layer;
+    d["n_head"] = i.n_head;
+    d["n_head_kv"] = i.n_head_kv;
+    d["bos_token_id"] = i.bos_token_id >= 0 ? py::object(py::int_(i.bos_token_id)) : py::none();
+    d["eos_token_id"] = i.eos_token_id >= 0 ? py::object(py::int_(i.eos_token_id)) : py::none();
+    return d;
+  }
+
+ private:
+  std::shared_ptr<LLM> get() const {
+    std::shared_ptr<LLM> llm = llm_;
+    if (!llm) throw py::value_error("this LLM is closed");
+    return llm;
+  }
+
+  std::shared_ptr<LLM> llm_;
+};
+
+void check_sampling_params(const py::handle& params) {
+  if (Status st = validate_sampling_params(sampling_params_from(params)); !st)
+    throw py::value_error(st.message());
+}
+
+}  // namespace
+}  // namespace vela::python
+
+PYBIND11_MODULE(_vela, m) {
+  namespace py = pybind11;
+  using vela::python::Engine;
+  m.doc() = "vela's C++ engine; use the `vela` package (vela.LLM, vela.SamplingParams).";
+  m.def("check_sampling_params", &vela::python::check_sampling_params, py::arg("params"),
+        "Raises ValueError (the server's message) if a SamplingParams value is out of range.");
+  py::class_<Engine>(m, "Engine")
+      .def(py::init([](const std::string& model, int32_t n_threads, int32_t max_context,
+                       int32_t max_batch_tokens, int32_t max_num_seqs,
+                       const std::string& kv_cache_type, int64_t kv_cache_bytes,
+                       bool enable_prefix_caching, std::optional<uint64_t> seed) {
+             vela::LLMConfig c;
+             c.model_path = model;
+             c.n_threads = n_threads;
+             c.max_context = max_context;
+             c.max_batch_tokens = max_batch_tokens;
+             c.max_num_seqs = max_num_seqs;
+             c.kv_cache_type = kv_cache_type;
+             c.kv_cache_bytes = kv_cache_bytes;
+             c.enable_prefix_caching = enable_prefix_caching;
+             c.seed = seed;
+             return std::make_unique<Engine>(c);
+           }),
+           py::arg("model"), py::arg("n_threads") = 0, py::arg("max_context") = 0,
+           py::arg("max_batch_tokens") = 512, py::arg("max_num_seqs") = 64,
+           py::arg("kv_cache_type") = "f16", py::arg("kv_cache_bytes") = 0,
+           py::arg("enable_prefix_caching") = true, py::arg("seed") = py::none())
+      .def("generate", &Engine::generate, py::arg("requests"), py::arg("on_delta") = py::none(),
+           py::arg("on_step") = py::none())
+      .def("encode", &Engine::encode, py::arg("text"), py::arg("add_special") = true)
+      .def("decode", &Engine::decode, py::arg("ids"), py::arg("skip_special") = true)
+      .def("apply_chat_template", &Engine::apply_chat_template, py::arg("messages"),
+           py::arg("add_generation_prompt") = true, py::arg("chat_template") = py::none())
+      .def("info", &Engine::info)
+      .def("close", &Engine::close)
+      .def_property_readonly("closed", &Engine::closed);
+}

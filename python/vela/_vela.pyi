@@ -1,0 +1,41 @@
+"""Type stubs of vela._vela, the C++ extension under the vela package."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+# (token, text, logprob, [(token, text, logprob), ...]) per generated token.
+_StepLogprobs = Tuple[int, str, float, List[Tuple[int, str, float]]]
+
+def check_sampling_params(params: Any) -> None:
+    """Raises ValueError (the server's message) if a SamplingParams value is out of range."""
+
+class Engine:
+    def __init__(
+        self,
+        model: str,
+        n_threads: int = 0,
+        max_context: int = 0,
+        max_batch_tokens: int = 512,
+        max_num_seqs: int = 64,
+        kv_cache_type: str = "f16",
+        kv_cache_bytes: int = 0,
+        enable_prefix_caching: bool = True,
+        seed: Optional[int] = None,
+    ) -> None: ...
+    def generate(
+        self,
+        requests: List[Tuple[Union[str, List[int]], Any]],
+        on_delta: Optional[Callable[[int, int, int, str, bool, str], Optional[bool]]] = None,
+        on_step: Optional[Callable[[int, int], Optional[bool]]] = None,
+    ) -> List[Dict[str, Any]]: ...
+    def encode(self, text: str, add_special: bool = True) -> List[int]: ...
+    def decode(self, ids: Sequence[int], skip_special: bool = True) -> str: ...
+    def apply_chat_template(
+        self,
+        messages: List[Tuple[str, str]],
+        add_generation_prompt: bool = True,
+        chat_template: Optional[str] = None,
+    ) -> str: ...
+    def info(self) -> Dict[str, Any]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...

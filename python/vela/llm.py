@@ -1,0 +1,407 @@
+"""LLM: vLLM's offline entry point, over vela's C++ engine."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union)
+
+from . import _vela
+from .outputs import CompletionOutput, Logprob, RequestOutput
+from .sampling_params import SamplingParams
+from .tokenizer import Tokenizer, conversation_pairs
+
+PromptType = Union[str, List[int], Dict[str, Any]]
+Conversation = List[Dict[str, Any]]
+
+_KV_TYPES = {"auto": "f16", "f16": "f16", "fp16": "f16", "float16": "f16", "half": "f16",
+             "bf16": "bf16", "bfloat16": "bf16", "q8_0": "q8_0", "f32": "f32",
+             "fp32": "f32", "float32": "f32"}
+
+
+def _positive_int(name: str, value: Any, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"LLM: {name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"LLM: {name} must be at least 1 (got {value})")
+
+
+class LLM:
+    """A GGUF model loaded into vela's continuous-batching engine, with vLLM's ``LLM`` API.
+
+    Args:
+        model: path of a GGUF file.
+        tokenizer: must be ``None`` or the model path: the tokenizer is read from the file.
+        tensor_parallel_size: 1; more needs multi-process parallelism, which vela does not
+            have yet (``NotImplementedError``).
+        max_model_len: longest prompt + output; ``None``: the model's, at most 4096.
+        max_num_seqs: sequences decoded together at most.
+        max_num_batched_tokens: tokens computed per engine step.
+        kv_cache_dtype: ``"auto"`` (f16), ``"f16"``, ``"bf16"``, ``"q8_0"`` or ``"f32"``.
+        enable_prefix_caching: reuse the KV cache of shared prompt prefixes.
+        seed: seeds of the requests without ``SamplingParams.seed`` are drawn from it, so a
+            script reruns the same; ``None``: random.
+        num_threads: forward-pass threads; ``None``: the physical cores.
+        kv_cache_memory_bytes: KV cache budget; ``None``: enough for ``max_num_seqs`` full
+            contexts, at most a quarter of the available memory.
+        dtype, trust_remote_code, enforce_eager, gpu_memory_utilization, disable_log_stats:
+            vLLM options with no effect here (GGUF sets the weights' types; there is no
+            remote code, graph capture or GPU); ``dtype`` must be ``"auto"``.
+
+    Unknown keywords raise ``TypeError``. An ``LLM`` frees the model on ``close()``, on
+    ``del`` and at the end of a ``with`` block.
+
+    Thread-safety: methods may be called from several threads; generation calls run one at a
+    time. The GIL is released while the engine runs, and Ctrl-C (``KeyboardInterrupt``) stops
+    a running ``generate``/``chat`` within about 50 ms, leaving the ``LLM`` usable.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        tokenizer: Optional[str] = None,
+        tensor_parallel_size: int = 1,
+        max_model_len: Optional[int] = None,
+        max_num_seqs: int = 64,
+        max_num_batched_tokens: int = 512,
+        kv_cache_dtype: str = "auto",
+        enable_prefix_caching: bool = True,
+        seed: Optional[int] = 0,
+        *,
+        num_threads: Optional[int] = None,
+        kv_cache_memory_bytes: Optional[int] = None,
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+        enforce_eager: bool = False,
+        gpu_memory_utilization: Optional[float] = None,
+        disable_log_stats: bool = True,
+    ) -> None:
+        self._engine: Optional[_vela.Engine] = None
+        if not isinstance(model, (str, os.PathLike)):
+            raise TypeError(f"LLM: model must be a path, got {type(model).__name__}")
+        model = os.fspath(model)
+        _positive_int("tensor_parallel_size", tensor_parallel_size)
+        if tensor_parallel_size > 1:
+            raise NotImplementedError(
+                f"LLM: tensor_parallel_size={tensor_parallel_size} needs multi-process tensor "
+                "parallelism, which vela does not have yet (it comes with the scale-out "
+                "work); use tensor_parallel_size=1")
+        if tokenizer is not None and os.fspath(tokenizer) != model:
+            raise ValueError("LLM: vela reads the tokenizer from the GGUF file; "
+                             "a separate tokenizer is not supported")
+        _positive_int("max_model_len", max_model_len, allow_none=True)
+        _positive_int("max_num_seqs", max_num_seqs)
+        _positive_int("max_num_batched_tokens", max_num_batched_tokens)
+        _positive_int("num_threads", num_threads, allow_none=True)
+        _positive_int("kv_cache_memory_bytes", kv_cache_memory_bytes, allow_none=True)
+        if not isinstance(kv_cache_dtype, str):
+            raise TypeError("LLM: kv_cache_dtype must be a string")
+        if kv_cache_dtype.lower() not in _KV_TYPES:
+            raise ValueError(f"LLM: kv_cache_dtype {kv_cache_dtype!r} is not one of "
+                             "auto, f16, bf16, q8_0, f32")
+        if dtype != "auto":
+            raise ValueError(f"LLM: dtype={dtype!r}: the GGUF file sets the weights' types; "
+                             "use dtype='auto'")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError("LLM: seed must be an int or None")
+        if not os.path.isfile(model):
+            raise FileNotFoundError(f"LLM: model file not found: {model!r}")
+        self.model = model
+        self._engine = _vela.Engine(
+            model,
+            n_threads=num_threads or 0,
+            max_context=max_model_len or 0,
+            max_batch_tokens=max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+            kv_cache_type=_KV_TYPES[kv_cache_dtype.lower()],
+            kv_cache_bytes=kv_cache_memory_bytes or 0,
+            enable_prefix_caching=bool(enable_prefix_caching),
+            seed=None if seed is None else seed % 2**64)
+        self._request_ids = itertools.count()
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Frees the model and its KV cache; a running generation finishes first."""
+        engine = getattr(self, "_engine", None)  # absent when __init__ raised early
+        if engine is not None:
+            engine.close()
+
+    def __enter__(self) -> "LLM":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _live_engine(self) -> _vela.Engine:
+        if self._engine is None or self._engine.closed:
+            raise ValueError("this LLM is closed")
+        return self._engine
+
+    # -- generation -----------------------------------------------------------------------
+
+    def get_tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (``encode``, ``decode``, ``apply_chat_template``)."""
+        return Tokenizer(self._live_engine())
+
+    def generate(
+        self,
+        prompts: Union[PromptType, Sequence[PromptType], None] = None,
+        sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None,
+        use_tqdm: Union[bool, Callable[..., Any]] = True,
+        *,
+        prompt_token_ids: Optional[List[List[int]]] = None,
+    ) -> List[RequestOutput]:
+        """Generates completions for every prompt, batched continuously; results come back in
+        prompt order.
+
+        ``prompts``: a string, a list of strings, a list of token-id lists, or vLLM's prompt
+        dicts (``{"prompt": str}`` / ``{"prompt_token_ids": [int, ...]}``); or
+        ``prompt_token_ids=`` (vLLM's older form). ``sampling_params``: one for all, or one per
+        prompt; ``None`` means ``SamplingParams()``. ``use_tqdm``: a progress bar on stderr
+        (when tqdm is installed), or a tqdm-like class to use instead.
+        """
+        items = self._prompts(prompts, prompt_token_ids)
+        params = self._params(sampling_params, len(items))
+        return self._run(items, params, use_tqdm)
+
+    def chat(
+        self,
+        messages: Union[Conversation, Sequence[Conversation]],
+        sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None,
+        use_tqdm: Union[bool, Callable[..., Any]] = True,
+        chat_template: Optional[str] = None,
+        add_generation_prompt: bool = True,
+    ) -> List[RequestOutput]:
+        """Generates replies to one conversation (a list of ``{"role", "content"}`` dicts) or
+        to a list of them, rendered by the model's chat template or by ``chat_template``
+        (Jinja source). Each ``RequestOutput.prompt`` is the rendered text."""
+        items = self._conversations(messages, chat_template, add_generation_prompt)
+        params = self._params(sampling_params, len(items))
+        return self._run(items, params, use_tqdm)
+
+    def generate_stream(
+        self,
+        prompts: Union[PromptType, Sequence[PromptType]],
+        sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None,
+    ) -> Iterator[RequestOutput]:
+        """Yields the generation as it happens: each item is a ``RequestOutput`` for one prompt
+        holding one ``CompletionOutput`` with only the new text and token (vLLM's "delta"
+        outputs); the pieces of a completion concatenate to its final text. The last piece of
+        a completion has its ``finish_reason``; ``finished`` is true on the last piece of a
+        prompt. Leaving the loop early (``break``, an exception, Ctrl-C) cancels the rest.
+        """
+        items = self._prompts(prompts, None)
+        params = self._params(sampling_params, len(items))
+        for p in params:
+            if not p.skip_special_tokens:
+                raise ValueError("generate_stream: skip_special_tokens=False is not supported "
+                                 "(streamed pieces never show control tokens)")
+        return self._stream(items, params)
+
+    def chat_stream(
+        self,
+        messages: Union[Conversation, Sequence[Conversation]],
+        sampling_params: Union[SamplingParams, Sequence[SamplingParams], None] = None,
+        chat_template: Optional[str] = None,
+        add_generation_prompt: bool = True,
+    ) -> Iterator[RequestOutput]:
+        """``chat`` streamed the way ``generate_stream`` streams."""
+        items = self._conversations(messages, chat_template, add_generation_prompt)
+        params = self._params(sampling_params, len(items))
+        return self._stream(items, params)
+
+    # -- internals ------------------------------------------------------------------------
+
+    @staticmethod
+    def _prompts(prompts: Any, prompt_token_ids: Any) -> List[Tuple[Optional[str], Any]]:
+        """(text shown in the output, what the engine gets) per prompt."""
+        if prompts is None and prompt_token_ids is None:
+            raise TypeError("generate: give prompts (or prompt_token_ids)")
+        if prompts is not None and prompt_token_ids is not None:
+            raise TypeError("generate: give prompts or prompt_token_ids, not both")
+        if prompt_token_ids is not None:
+            prompts = [{"prompt_token_ids": ids} for ids in prompt_token_ids]
+        if isinstance(prompts, (str, dict)):
+            prompts = [prompts]
+        if not isinstance(prompts, (list, tuple)):
+            raise TypeError("generate: prompts must be a string, a list of strings, a list of "
+                            f"token-id lists or prompt dicts, got {type(prompts).__name__}")
+        items: List[Tuple[Optional[str], Any]] = []
+        for i, p in enumerate(prompts):
+            if isinstance(p, dict):
+                if "prompt_token_ids" in p:
+                    p = list(p["prompt_token_ids"])
+                elif "prompt" in p:
+                    p = p["prompt"]
+                else:
+                    raise TypeError(f"generate: prompt {i}: a prompt dict needs 'prompt' or "
+                                    "'prompt_token_ids'")
+            if isinstance(p, str):
+                items.append((p, p))
+            elif isinstance(p, (list, tuple)) and all(
+                    isinstance(t, int) and not isinstance(t, bool) for t in p):
+                ids = list(p)
+                if any(t < 0 or t > 2**31 - 1 for t in ids):
+                    raise ValueError(f"prompt {i}: token ids must be non-negative")
+                items.append((None, ids))
+            else:
+                raise TypeError(f"generate: prompt {i} must be a string or a list of token ids, "
+                                f"got {type(p).__name__}")
+        return items
+
+    @staticmethod
+    def _params(sampling_params: Any, n_prompts: int) -> List[SamplingParams]:
+        if sampling_params is None:
+            sampling_params = SamplingParams()
+        if isinstance(sampling_params, SamplingParams):
+            sampling_params.verify()
+            return [sampling_params] * n_prompts
+        if not isinstance(sampling_params, (list, tuple)) or not all(
+                isinstance(p, SamplingParams) for p in sampling_params):
+            raise TypeError("sampling_params must be a SamplingParams or a list of them")
+        if len(sampling_params) != n_prompts:
+            raise ValueError("The lengths of prompts and sampling_params must be the same "
+                             f"({n_prompts} prompts, {len(sampling_params)} sampling_params)")
+        for p in sampling_params:
+            p.verify()
+        return list(sampling_params)
+
+    def _conversations(self, messages: Any, chat_template: Optional[str],
+                       add_generation_prompt: bool) -> List[Tuple[Optional[str], Any]]:
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise TypeError("chat: messages must be a conversation (a list of message dicts) "
+                            "or a list of conversations")
+        conversations = [messages] if isinstance(messages[0], dict) else list(messages)
+        engine = self._live_engine()
+        items: List[Tuple[Optional[str], Any]] = []
+        for conversation in conversations:
+            text = engine.apply_chat_template(conversation_pairs(conversation),
+                                              add_generation_prompt, chat_template)
+            # The template writes any BOS itself (as vLLM and the server tokenize chat).
+            items.append((text, engine.encode(text, False)))
+        return items
+
+    def _next_request_id(self) -> str:
+        return str(next(self._request_ids))
+
+    def _run(self, items: List[Tuple[Optional[str], Any]], params: List[SamplingParams],
+             use_tqdm: Union[bool, Callable[..., Any]]) -> List[RequestOutput]:
+        engine = self._live_engine()
+        bar = _progress_bar(use_tqdm, len(items))
+        on_step = None
+        if bar is not None:
+            def on_step(finished: int, total: int) -> bool:
+                bar.update(finished - bar.n)
+                return True
+        try:
+            raw = engine.generate([(prompt, p) for (_, prompt), p in zip(items, params)],
+                                  None, on_step)
+        finally:
+            if bar is not None:
+                bar.close()
+        return [_request_output(self._next_request_id(), text, r, p)
+                for (text, _), r, p in zip(items, raw, params)]
+
+    def _stream(self, items: List[Tuple[Optional[str], Any]],
+                params: List[SamplingParams]) -> Iterator[RequestOutput]:
+        engine = self._live_engine()
+        ids = [self._next_request_id() for _ in items]
+        pieces: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        cancel = threading.Event()
+
+        def on_delta(i: int, j: int, token: int, text: str, finished: bool,
+                     reason: str) -> bool:
+            pieces.put(("piece", (i, j, token, text, finished, reason)))
+            return not cancel.is_set()
+
+        def run() -> None:
+            try:
+                raw = engine.generate([(prompt, p) for (_, prompt), p in zip(items, params)],
+                                      on_delta, lambda done, total: not cancel.is_set())
+                pieces.put(("done", raw))
+            except BaseException as e:  # re-raised in the consumer's thread
+                pieces.put(("error", e))
+
+        worker = threading.Thread(target=run, name="vela-generate", daemon=True)
+        prompt_ids = [engine.encode(prompt, True) if isinstance(prompt, str) else prompt
+                      for _, prompt in items]
+        return _stream_pieces(pieces, cancel, worker, items, prompt_ids, ids, params)
+
+
+def _stream_pieces(pieces: "queue.Queue[Tuple[str, Any]]", cancel: threading.Event,
+                   worker: threading.Thread, items: List[Tuple[Optional[str], Any]],
+                   prompt_ids: List[List[int]], ids: List[str],
+                   params: List[SamplingParams]) -> Iterator[RequestOutput]:
+    worker.start()
+    left = [p.n for p in params]
+    try:
+        while True:
+            kind, value = pieces.get()
+            if kind == "error":
+                raise value
+            if kind == "done":
+                return
+            i, j, token, text, finished, reason = value
+            if finished:
+                left[i] -= 1
+            out = CompletionOutput(index=j, text=text, token_ids=[token] if token >= 0 else [],
+                                   finish_reason=reason if finished else None)
+            yield RequestOutput(request_id=ids[i], prompt=items[i][0],
+                                prompt_token_ids=prompt_ids[i], outputs=[out],
+                                finished=left[i] == 0)
+    finally:
+        cancel.set()
+        worker.join()
+
+
+def _progress_bar(use_tqdm: Union[bool, Callable[..., Any]], total: int) -> Any:
+    if use_tqdm is False or use_tqdm is None:
+        return None
+    if callable(use_tqdm) and use_tqdm is not True:
+        return use_tqdm(total=total, desc="Processed prompts", dynamic_ncols=True)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="Processed prompts", dynamic_ncols=True)
+
+
+def _request_output(request_id: str, prompt: Optional[str], raw: Dict[str, Any],
+                    params: SamplingParams) -> RequestOutput:
+    outputs = []
+    for o in raw["outputs"]:
+        stop_reason: Union[int, str, None] = o["stop_reason"]
+        token_ids = o["token_ids"]
+        if (stop_reason is None and o["finish_reason"] == "stop" and token_ids
+                and token_ids[-1] in params.stop_token_ids):
+            stop_reason = token_ids[-1]
+        logprobs = None
+        if o["logprobs"] is not None:
+            logprobs = [_step_logprobs(step) for step in o["logprobs"]]
+        outputs.append(CompletionOutput(
+            index=o["index"], text=o["text"], token_ids=token_ids,
+            cumulative_logprob=o["cumulative_logprob"], logprobs=logprobs,
+            finish_reason=o["finish_reason"], stop_reason=stop_reason))
+    return RequestOutput(request_id=request_id, prompt=prompt,
+                         prompt_token_ids=raw["prompt_token_ids"], outputs=outputs,
+                         finished=True)
+
+
+def _step_logprobs(step: Tuple[int, str, float, List[Tuple[int, str, float]]]
+                   ) -> Dict[int, Logprob]:
+    """vLLM's per-token dict: the chosen token and the alternatives, most likely first."""
+    token, text, logprob, top = step
+    ranks = {t: rank for rank, (t, _, _) in enumerate(top, start=1)}
+    entry = {token: Logprob(logprob=logprob, rank=ranks.get(token), decoded_token=text)}
+    for rank, (t, t_text, t_logprob) in enumerate(top, start=1):
+        if t not in entry:
+            entry[t] = Logprob(logprob=t_logprob, rank=rank, decoded_token=t_text)
+    return entry
