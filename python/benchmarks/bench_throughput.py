@@ -1,6 +1,6 @@
 """llm.generate throughput against `vela bench throughput` for the same work.
 
-    PYTHONPATH=build/py/python python3 python/bench_throughput.py -m MODEL.gguf \\
+    PYTHONPATH=build/py/python python3 python/benchmarks/bench_throughput.py -m MODEL.gguf \\
         --cli build/py/tools/vela [--num-prompts 32 --input-len 128 --output-len 128]
 
 Both runs: N prompts of random token ids from the middle of the vocabulary, greedy,
