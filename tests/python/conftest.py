@@ -14,10 +14,11 @@ import pytest
 
 
 def shared_dir() -> Path:
-    for candidate in (os.environ.get("VELA_SHARED_DIR"), os.environ.get("VELA_SHARED_DIR_DEFAULT"),
-                      str(Path(__file__).resolve().parents[2].parent / "shared")):
-        if candidate and (Path(candidate) / "models").is_dir():
-            return Path(candidate)
+    # As the C++ tests: $VELA_SHARED_DIR, else the default ctest passes (../shared).
+    candidate = (os.environ.get("VELA_SHARED_DIR") or os.environ.get("VELA_SHARED_DIR_DEFAULT")
+                 or str(Path(__file__).resolve().parents[2].parent / "shared"))
+    if (Path(candidate) / "models").is_dir():
+        return Path(candidate)
     pytest.skip("shared test data not found (set VELA_SHARED_DIR or place ../shared)")
 
 
