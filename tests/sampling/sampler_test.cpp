@@ -83,6 +83,27 @@ TEST(SamplerValidate, RejectsEachBadParameterByName) {
   expect_invalid(with([](auto& p) { p.logprobs = 21; }), "logprobs");
   expect_invalid(with([](auto& p) { p.stop = {"ok", ""}; }), "stop");
   expect_invalid(with([](auto& p) { p.stop_token_ids = {3, -2}; }), "stop_token_ids");
+  expect_invalid(with([](auto& p) { p.n = 0; }), "n");
+  expect_invalid(with([](auto& p) { p.min_tokens = -1; }), "min_tokens");
+  expect_invalid(with([](auto& p) { p.min_tokens = p.max_tokens + 1; }), "min_tokens");
+}
+
+// vLLM's min_tokens: stop_token_ids cannot be drawn until min_tokens tokens were accepted.
+TEST(SamplerMinTokens, MasksStopTokensUntilEnoughWereGenerated) {
+  SamplingParams p = params_with(0.0f);
+  p.max_tokens = 10;
+  p.min_tokens = 2;
+  p.stop_token_ids = {3};
+  Sampler sampler(p, 5);
+  const std::vector<float> logits = {0.0f, 1.0f, 0.5f, 9.0f, 0.2f};  // token 3 is the argmax
+  for (int i = 0; i < 2; ++i) {
+    const SampledToken t = sampler.sample(logits);
+    EXPECT_EQ(t.token, 1) << "step " << i;
+    // Logprobs stay those of the raw logits.
+    EXPECT_NEAR(t.logprob, log_softmax(logits)[1], 1e-5);
+    sampler.accept(t.token);
+  }
+  EXPECT_EQ(sampler.sample(logits).token, 3);
 }
 
 TEST(SamplerValidate, MessageShowsRequirementAndValue) {
