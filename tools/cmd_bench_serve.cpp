@@ -2,8 +2,9 @@
 // (synthetic lengths or lines of a prompt file) arrive as a Poisson process at a given rate, or
 // at a fixed concurrency; each streams its completion, and the run reports completed/failed,
 // request and token throughput, and mean/median/P90/P99 of time to first token, time per output
-// token, inter-token latency and end-to-end latency, as a table and as JSON. The request count
-// and the duration are both bounded.
+// token, inter-token latency and end-to-end latency, as a table and as JSON, with the ITL
+// distribution's P99/median ratio and, given service-level objectives, the goodput. The
+// request count and the duration are both bounded.
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -22,6 +23,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "tools_support/bench/serve_slo.h"
 
 namespace vela::cli {
 namespace {
@@ -213,6 +215,11 @@ int run_bench_serve(int argc, char** argv) {
        {"timeout", 0, "S", "per-request timeout in seconds (default 300)"},
        {"api-key", 0, "KEY", "sent as Authorization: Bearer KEY"},
        {"seed", 's', "N", "arrival and prompt seed (default 0)"},
+       {"slo-ttft-ms", 0, "MS", "goodput objective: time to first token at most MS"},
+       {"slo-itl-ms", 0, "MS", "goodput objective: every inter-token gap at most MS"},
+       {"goodput", 0, "KEY:MS",
+        "goodput objectives as vLLM's bench names them: ttft, tpot, e2el, and itl (every gap); "
+        "repeatable or comma-separated"},
        {"output", 'o', "md|json", "output format (default md)"}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto n = args.get_int("num-requests", 100, 1, 1000000);
@@ -229,6 +236,18 @@ int run_bench_serve(int argc, char** argv) {
                          timeout ? nullptr : &timeout.error(), seed ? nullptr : &seed.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
+      return 2;
+    }
+  }
+  ServeSlo slo;
+  {
+    std::vector<std::string> specs = args.get_all("goodput");
+    for (const char* flag : {"slo-ttft-ms", "slo-itl-ms"})
+      if (args.has(flag))
+        specs.push_back(std::string(flag == std::string("slo-ttft-ms") ? "ttft:" : "itl:") +
+                        args.get(flag));
+    if (auto st = add_goodput_objectives(specs, slo); !st) {
+      std::fprintf(stderr, "vela bench serve: %s\n", st.message().c_str());
       return 2;
     }
   }
@@ -312,9 +331,10 @@ int run_bench_serve(int argc, char** argv) {
   const double wall = elapsed();
 
   std::vector<double> ttft, tpot, itl, e2e;
-  int64_t completed = 0, failed = 0, rejected = 0, out_tokens = 0, in_tokens = 0;
+  int64_t completed = 0, failed = 0, rejected = 0, out_tokens = 0, in_tokens = 0, good = 0;
   std::string first_error;
   for (const Sample& s : samples) {
+    good += meets_slo(slo, ServedRequest{s.ok, s.ttft, s.e2e, s.itl, (long long)s.output_tokens});
     if (!s.ok) {
       ++failed;
       rejected += s.http_status == 429;
@@ -354,6 +374,14 @@ int run_bench_serve(int argc, char** argv) {
                         {"tpot", stats_json(st_tpot)},
                         {"itl", stats_json(st_itl)},
                         {"e2e_latency", stats_json(st_e2e)}};
+  // How far the slowest gaps stand above the typical one: stalls behind prefill show here.
+  const double itl_tail_ratio = st_itl.median > 0 ? st_itl.p99 / st_itl.median : 0;
+  out["itl_p99_over_median"] = itl_tail_ratio;
+  if (slo.any())
+    out["goodput"] = {{"objectives", slo.describe()},
+                      {"good_requests", good},
+                      {"share", double(good) / double(samples.size())},
+                      {"requests_per_s", double(good) / wall}};
   if (!first_error.empty()) out["first_error"] = first_error;
   if (format == "json") {
     std::printf("%s\n", out.dump(2).c_str());
@@ -375,6 +403,11 @@ int run_bench_serve(int argc, char** argv) {
     row("time per output token", st_tpot);
     row("inter-token latency", st_itl);
     row("end-to-end latency", st_e2e);
+    std::printf("\ninter-token latency P99 / median: %.2f\n", itl_tail_ratio);
+    if (slo.any())
+      std::printf("goodput (%s): %lld of %zu requests (%.1f%%), %.3f req/s\n",
+                  slo.describe().c_str(), (long long)good, samples.size(),
+                  100.0 * double(good) / double(samples.size()), double(good) / wall);
   }
   return failed > 0 && completed == 0 ? 1 : 0;
 }

@@ -116,8 +116,13 @@ TEST_P(EngineAgreement, BatchedEqualsOneAtATimeWithChunksPrefixHitsAndPreemption
     const char* what;
     EngineConfig config;
   };
+  // A latency target no step can meet: every step beside decodes carries the minimum prefill.
+  EngineConfig latency_target = small_config(256, 16);
+  latency_target.scheduler.target_step_seconds = 1e-9;
+  latency_target.scheduler.min_prefill_tokens = 3;
   const std::vector<Variant> variants = {
       {"batched", small_config(256, 16)},
+      {"latency target (3-token prefill chunks beside decodes)", latency_target},
       {"chunked prefill (budget 5)", small_config(5, 16)},
       {"max 2 sequences", small_config(64, 2, 64)},
       {"tiny KV budget (preemption)", small_config(64, 16, 12)},
@@ -131,6 +136,7 @@ TEST_P(EngineAgreement, BatchedEqualsOneAtATimeWithChunksPrefixHitsAndPreemption
     if (std::string(v.what).find("preemption") != std::string::npos) {
       EXPECT_GT(engine.n_preemptions(), 0u);
     }
+
     // Run everything again in the same engine: whole prompts now come from the prefix cache
     // (in the first pass requests admitted in the same step could not share anything yet).
     const uint64_t hits_before = engine.kv_usage().prefix_hits;

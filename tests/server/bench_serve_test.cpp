@@ -27,7 +27,8 @@ TEST(BenchServe, DrivesTheServerAndReportsPercentiles) {
   int code = -1;
   const std::string out =
       run_capture(std::string(VELA_BINARY) + " bench serve --url " + server->url("") +
-                      " -n 24 -c 8 --input-len 8 --output-len 12 --rate 200 -o json",
+                      " -n 24 -c 8 --input-len 8 --output-len 12 --rate 200 -o json"
+                      " --goodput ttft:60000 --slo-itl-ms 30000",
                   code);
   ASSERT_EQ(code, 0) << out;
   const auto j = nlohmann::json::parse(out);
@@ -38,6 +39,32 @@ TEST(BenchServe, DrivesTheServerAndReportsPercentiles) {
     for (const char* stat : {"mean_ms", "median_ms", "p90_ms", "p99_ms"})
       EXPECT_TRUE(j[metric].contains(stat));
   EXPECT_LE(j["ttft"]["median_ms"].get<double>(), j["e2e_latency"]["median_ms"].get<double>());
+  EXPECT_GE(j["itl_p99_over_median"].get<double>(), 1.0);
+  // Objectives nobody misses on this tiny model: every request is good.
+  EXPECT_EQ(j["goodput"]["objectives"], "ttft <= 60000 ms, itl <= 30000 ms");
+  EXPECT_EQ(j["goodput"]["good_requests"], 24);
+  EXPECT_DOUBLE_EQ(j["goodput"]["share"].get<double>(), 1.0);
+  EXPECT_GT(j["goodput"]["requests_per_s"].get<double>(), 0.0);
+}
+
+TEST(BenchServe, ImpossibleObjectivesGiveZeroGoodputAndBadOnesAnError) {
+  VELA_REQUIRE_SHARED();
+  auto server = ServerProcess::start({"-m", shared_path("models/aidreams260K.gguf").string()});
+  ASSERT_TRUE(server);
+  int code = -1;
+  const std::string out =
+      run_capture(std::string(VELA_BINARY) + " bench serve --url " + server->url("") +
+                      " -n 4 -c 2 --input-len 8 --output-len 8 "
+                      "--slo-ttft-ms 0.000001 -o json",
+                  code);
+  ASSERT_EQ(code, 0) << out;
+  const auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["completed"], 4);
+  EXPECT_EQ(j["goodput"]["good_requests"], 0);
+  run_capture(std::string(VELA_BINARY) + " bench serve --url " + server->url("") +
+                  " -n 1 --goodput latency:5",
+              code);
+  EXPECT_EQ(code, 2);
 }
 
 TEST(BenchServe, UnreachableServerIsAnError) {

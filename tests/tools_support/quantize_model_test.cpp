@@ -104,7 +104,7 @@ TEST(QuantizeModel, MatchesTheCommonQuantizer) {
     p.ignore_eos = true;
     auto out = (*llm)->generate({"Once upon a time"}, p);
     ASSERT_TRUE(out.ok()) << out.message();
-    EXPECT_EQ(out->front().output.token_ids.size(), 6u);
+    EXPECT_EQ(out->front().outputs.at(0).token_ids.size(), 6u);
     std::filesystem::remove(ours_path);
   }
 }

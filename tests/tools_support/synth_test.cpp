@@ -301,7 +301,7 @@ TEST(Synth, GeneratesWithTheLlmApi) {
     p.ignore_eos = true;
     auto out = (*llm)->generate({"Once upon a time"}, p);
     ASSERT_TRUE(out.ok()) << out.message();
-    EXPECT_EQ(out->front().output.token_ids.size(), 8u);
+    EXPECT_EQ(out->front().outputs.at(0).token_ids.size(), 8u);
   }
 }
 
