@@ -200,10 +200,6 @@ class LLM:
         """
         items = self._prompts(prompts, None)
         params = self._params(sampling_params, len(items))
-        for p in params:
-            if not p.skip_special_tokens:
-                raise ValueError("generate_stream: skip_special_tokens=False is not supported "
-                                 "(streamed pieces never show control tokens)")
         return self._stream(items, params)
 
     def chat_stream(
@@ -312,6 +308,10 @@ class LLM:
 
     def _stream(self, items: List[Tuple[Optional[str], Any]],
                 params: List[SamplingParams]) -> Iterator[RequestOutput]:
+        for p in params:
+            if not p.skip_special_tokens:
+                raise ValueError("streaming: skip_special_tokens=False is not supported "
+                                 "(streamed pieces never show control tokens)")
         engine = self._live_engine()
         ids = [self._next_request_id() for _ in items]
         pieces: "queue.Queue[Tuple[str, Any]]" = queue.Queue()

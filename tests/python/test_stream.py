@@ -1,6 +1,8 @@
 """generate_stream yields pieces that concatenate to generate()'s text; leaving the loop
 cancels the rest."""
 
+import pytest
+
 from vela import SamplingParams
 
 PROMPTS = ["Once upon a time", "The little robot", "She said"]
@@ -57,3 +59,9 @@ def test_chat_stream(aidreams):
     text = "".join(p.outputs[0].text
                    for p in aidreams.chat_stream(conversation, params, chat_template=template))
     assert text == final.outputs[0].text
+
+
+def test_streaming_refuses_skip_special_tokens_false(aidreams):
+    params = SamplingParams(max_tokens=4, skip_special_tokens=False)
+    with pytest.raises(ValueError, match="skip_special_tokens=False"):
+        aidreams.generate_stream("hi", params)
