@@ -80,10 +80,14 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   if (!(o.target_itl_ms >= 0) || o.target_itl_ms > 1e7)
     return make_error("the ITL target must be in [0, 1e7] ms, got " +
                       std::to_string(o.target_itl_ms));
+  if (!(o.target_itl_ratio >= 0) || o.target_itl_ratio > 1e6)
+    return make_error("the ITL target ratio must be in [0, 1e6], got " +
+                      std::to_string(o.target_itl_ratio));
   if (o.min_prefill_tokens < 1)
     return make_error("the minimum prefill tokens per step must be at least 1, got " +
                       std::to_string(o.min_prefill_tokens));
   c.scheduler.target_step_seconds = o.target_itl_ms / 1000.0;
+  c.scheduler.target_decode_ratio = o.target_itl_ratio;
   c.scheduler.min_prefill_tokens = o.min_prefill_tokens;
 
   KvBudgetInput budget;

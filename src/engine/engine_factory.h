@@ -27,8 +27,10 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   double priority_aging_per_second = 0.1;
   // Step time to keep under while decodes run, by holding prefill tokens back (0 = no target:
-  // prefill takes the whole token budget, best for offline throughput).
+  // prefill takes the whole token budget, best for offline throughput); raised to
+  // target_itl_ratio x the decodes' own step time when that is longer (0 = a fixed target).
   double target_itl_ms = 0;
+  double target_itl_ratio = 0;
   int32_t min_prefill_tokens = 32;  // per step under the target
 };
 

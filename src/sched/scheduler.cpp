@@ -63,7 +63,7 @@ int32_t Scheduler::prefill_allowance(const Request& r, int32_t wanted) const {
   int32_t lo = 0, hi = wanted;
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (predicted(mid) <= config_.target_step_seconds)
+    if (predicted(mid) <= step_target_)
       lo = mid;
     else
       hi = mid - 1;
@@ -87,6 +87,9 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
     for (const Request* r : running_)
       if (r->n_pending() == 1) planned_.add(r->num_computed, 1, true);
   cap_prefill_ = planned_.decode_tokens > 0;
+  if (cap_prefill_)
+    step_target_ = std::max(config_.target_step_seconds,
+                            config_.target_decode_ratio * cost_->predict_seconds(planned_));
 
   // Tokens the request computes this step, as much of `wanted` as the target lets through.
   const auto allowance = [&](const Request& r, int32_t wanted) {

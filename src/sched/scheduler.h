@@ -10,13 +10,16 @@
 //                      + preemption_boost x times preempted,
 // so nothing starves and a preempted request is not thrashed.
 //
-// Latency target: with target_step_seconds > 0 and a ready cost estimator, a step that carries
-// running decodes admits only as many prefill tokens as keep its predicted time under the
-// target, so every stream's inter-token latency stays near it while long prompts are split
-// over several steps. At least min_prefill_tokens per step still go to prefill, so prompts
-// finish in a bounded number of steps whatever the decode load. Steps without decodes use the
-// whole token budget.
-// Thread-safety: not synchronised; the engine thread owns it.
+// Latency target: with a ready cost estimator, a step that carries running decodes admits only
+// as many prefill tokens as keep its predicted time under the target, so every stream's
+// inter-token latency stays near it while long prompts are split over several steps. The
+// target is target_step_seconds, raised to target_decode_ratio x the predicted time of the
+// decodes alone: a fixed ITL cannot fit every model and machine (a batch of decodes may by
+// itself take longer), while a ratio keeps the slowest gaps a bounded multiple of the typical
+// one and leaves prefill a fixed share of each step. At least min_prefill_tokens per step still go
+// to prefill, so prompts finish in a bounded number of steps whatever the decode load. Steps
+// without decodes use the whole token budget. Thread-safety: not synchronised; the engine thread
+// owns it.
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +36,7 @@ struct SchedulerConfig {
   double priority_aging_per_second = 0.1;
   double preemption_boost = 1.0;
   double target_step_seconds = 0;   // predicted step time to stay under with decodes; 0 = off
+  double target_decode_ratio = 0;   // ... or this multiple of the decodes' own time, if longer
   int32_t min_prefill_tokens = 32;  // per step under the target, so prompts keep progressing
 };
 
@@ -83,6 +87,7 @@ class Scheduler {
   // The step being planned: every running decode plus the prefill tokens granted so far.
   StepShape planned_;
   bool cap_prefill_ = false;  // the target applies this step (decodes run, estimator ready)
+  double step_target_ = 0;    // seconds, this step
   std::vector<Request*> waiting_;
   std::vector<Request*> running_;
   uint64_t n_preemptions_ = 0;

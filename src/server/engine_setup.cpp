@@ -77,15 +77,21 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   ac.max_queued_requests = o.max_queued_requests;
   loaded->engine = std::make_shared<AsyncEngine>(std::move(*engine), ac);
 
+  std::ostringstream itl_target;
+  if (o.engine.target_itl_ms <= 0)
+    itl_target << "off";
+  else if (o.engine.target_itl_ratio > 0)
+    itl_target << o.engine.target_itl_ms << " ms or " << o.engine.target_itl_ratio
+               << "x the decodes' step";
+  else
+    itl_target << o.engine.target_itl_ms << " ms";
   std::ostringstream s;
   s << "vela serve: model " << o.engine.model_path << " (" << mc.arch_name << ", " << mc.n_layer
     << " layers, vocab " << mc.n_vocab << "), context " << actual.max_context << ", KV cache "
     << actual.n_blocks << " blocks x " << actual.block_size << " tokens ("
     << (double(bytes_per_block) * actual.n_blocks / (1 << 20)) << " MiB "
     << kv_type_name(actual.kv_type) << "), max " << o.engine.max_num_seqs << " sequences, "
-    << o.engine.max_num_batched_tokens << " tokens per step, ITL target "
-    << (o.engine.target_itl_ms > 0 ? std::to_string(int64_t(o.engine.target_itl_ms)) + " ms"
-                                   : std::string("off"))
+    << o.engine.max_num_batched_tokens << " tokens per step, ITL target " << itl_target.str()
     << ", prefix caching " << (actual.enable_prefix_caching ? "on" : "off") << ", kernels "
     << describe_cpu() << "\n";
   if (loaded->chat)

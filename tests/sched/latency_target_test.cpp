@@ -65,6 +65,21 @@ TEST(LatencyTarget, ChunkFitsBesideDecodesAndEveryStepStaysUnderTheTarget) {
   EXPECT_LE(steps, 300 / 20 + 1);
 }
 
+TEST(LatencyTarget, RatioRaisesTheTargetToAMultipleOfTheDecodes) {
+  // 8 decodes alone predict 50 ms: a 20 ms target with ratio 2 becomes 100 ms, so ~50 prefill
+  // tokens fit beside them.
+  SchedulerConfig c = target_config(512, 16, 0.020);
+  c.target_decode_ratio = 2.0;
+  TargetFixture f(4096, c);
+  f.start_decodes(8);
+  f.add(300);
+  const SchedulerOutput out = f.step();
+  EXPECT_TRUE(out.prefill_capped);
+  EXPECT_LE(f.cost.predict_seconds(out.shape), 0.100);
+  EXPECT_GE(out.shape.prefill_tokens, 45);
+  EXPECT_LE(out.shape.prefill_tokens, 50);
+}
+
 TEST(LatencyTarget, WithoutDecodesPrefillTakesTheWholeBudget) {
   TargetFixture f(4096, target_config(128, 16, 0.020));
   Request* r = f.add(300);
