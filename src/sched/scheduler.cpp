@@ -54,6 +54,8 @@ void Scheduler::preempt(Request* r, SchedulerOutput& out) {
 
 int32_t Scheduler::prefill_allowance(const Request& r, int32_t wanted) const {
   if (!cap_prefill_ || wanted <= 0) return wanted;
+  const int32_t floor = std::max(0, config_.min_prefill_tokens - planned_.prefill_tokens);
+  if (!cost_->ready()) return std::min(wanted, floor);
   const auto predicted = [&](int32_t n) {
     StepShape s = planned_;
     s.add(r.num_computed, n, false);
@@ -68,7 +70,6 @@ int32_t Scheduler::prefill_allowance(const Request& r, int32_t wanted) const {
     else
       hi = mid - 1;
   }
-  const int32_t floor = std::max(0, config_.min_prefill_tokens - planned_.prefill_tokens);
   return std::max(lo, std::min(wanted, floor));
 }
 
@@ -80,14 +81,16 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
   out.prefill_capped = false;
   int32_t budget = config_.max_num_batched_tokens;
 
-  // The latency target applies when decodes run and the estimator can predict; the plan starts
-  // from every running decode, wherever it sits in the priority order.
+  // The latency target applies when decodes run; the plan starts from every running decode,
+  // wherever it sits in the priority order. Until the estimator can predict (the first steps
+  // of a server), only the minimum chunk goes in beside decodes: an unknown step is not
+  // allowed to stall every stream.
   planned_ = {};
-  if (config_.target_step_seconds > 0 && config_.enable_chunked_prefill && cost_ && cost_->ready())
+  if (config_.target_step_seconds > 0 && config_.enable_chunked_prefill && cost_)
     for (const Request* r : running_)
       if (r->n_pending() == 1) planned_.add(r->num_computed, 1, true);
   cap_prefill_ = planned_.decode_tokens > 0;
-  if (cap_prefill_)
+  if (cap_prefill_ && cost_->ready())
     step_target_ = std::max(config_.target_step_seconds,
                             config_.target_decode_ratio * cost_->predict_seconds(planned_));
 

@@ -10,16 +10,17 @@
 //                      + preemption_boost x times preempted,
 // so nothing starves and a preempted request is not thrashed.
 //
-// Latency target: with a ready cost estimator, a step that carries running decodes admits only
-// as many prefill tokens as keep its predicted time under the target, so every stream's
+// Latency target: a step that carries running decodes admits only as many prefill tokens as
+// keep its time, as the cost estimator predicts it, under the target, so every stream's
 // inter-token latency stays near it while long prompts are split over several steps. The
 // target is target_step_seconds, raised to target_decode_ratio x the predicted time of the
 // decodes alone: a fixed ITL cannot fit every model and machine (a batch of decodes may by
 // itself take longer), while a ratio keeps the slowest gaps a bounded multiple of the typical
-// one and leaves prefill a fixed share of each step. At least min_prefill_tokens per step still go
-// to prefill, so prompts finish in a bounded number of steps whatever the decode load. Steps
-// without decodes use the whole token budget. Thread-safety: not synchronised; the engine thread
-// owns it.
+// one and leaves prefill a fixed share of each step. While the estimator is not ready yet,
+// only min_prefill_tokens go in beside decodes; and at least that many always do, so prompts
+// finish in a bounded number of steps whatever the decode load. Steps without decodes use the
+// whole token budget.
+// Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
 #include <vector>
 

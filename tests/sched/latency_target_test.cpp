@@ -90,18 +90,31 @@ TEST(LatencyTarget, WithoutDecodesPrefillTakesTheWholeBudget) {
   EXPECT_FALSE(out.prefill_capped);
 }
 
-TEST(LatencyTarget, OffOrNotReadyBehavesAsWithoutTarget) {
-  for (const bool ready : {false, true}) {
-    TargetFixture f(4096, target_config(128, 16, ready ? 0.0 : 0.020));
-    f.cost.is_ready = ready;
-    f.start_decodes(4);
-    f.add(300);
-    const SchedulerOutput out = f.step();
-    EXPECT_EQ(out.total_tokens, 128);
-    EXPECT_EQ(out.shape.decode_tokens, 4);
-    EXPECT_EQ(out.shape.prefill_tokens, 124);
-    EXPECT_FALSE(out.prefill_capped);
-  }
+TEST(LatencyTarget, OffBehavesAsWithoutTarget) {
+  TargetFixture f(4096, target_config(128, 16, 0.0));
+  f.start_decodes(4);
+  f.add(300);
+  const SchedulerOutput out = f.step();
+  EXPECT_EQ(out.total_tokens, 128);
+  EXPECT_EQ(out.shape.decode_tokens, 4);
+  EXPECT_EQ(out.shape.prefill_tokens, 124);
+  EXPECT_FALSE(out.prefill_capped);
+}
+
+TEST(LatencyTarget, BeforeTheEstimatorIsReadyOnlyTheMinimumJoinsDecodes) {
+  TargetFixture f(4096, target_config(128, 16, 10.0));  // a target everything would meet
+  f.cost.is_ready = false;
+  f.start_decodes(2);  // nothing decoded before: their prompts took what they needed
+  Request* long_prompt = f.add(300);
+  SchedulerOutput out = f.step();
+  EXPECT_EQ(out.shape.decode_tokens, 2);
+  EXPECT_EQ(out.shape.prefill_tokens, 4);
+  EXPECT_TRUE(out.prefill_capped);
+  f.cost.is_ready = true;  // now the prediction says everything fits
+  out = f.step();
+  EXPECT_EQ(out.shape.prefill_tokens, 126);
+  EXPECT_FALSE(out.prefill_capped);
+  EXPECT_EQ(long_prompt->num_computed, 130);
 }
 
 TEST(LatencyTarget, PromptsKeepProgressingWhenDecodesAloneExceedTheTarget) {
