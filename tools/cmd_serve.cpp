@@ -64,7 +64,7 @@ int run_serve(int argc, char** argv) {
         "raise that target to R x the time of the running decodes alone, when longer "
         "(default 2; 0 = the fixed target only)"},
        {"min-prefill-tokens", 0, "N",
-        "prefill tokens per step at least, under the ITL target (default 32)"},
+        "prefill tokens per step at least, under the ITL target (default 8)"},
        {"kv-cache-bytes", 0, "N", "KV-cache budget in bytes (512M, 2G, ...)"},
        {"kv-cache-fraction", 0, "F",
         "KV-cache budget as a fraction of MemAvailable, in (0, 1] (default: what max-num-seqs full "
@@ -111,7 +111,7 @@ int run_serve(int argc, char** argv) {
   VELA_INT(seqs, "max-num-seqs", 64, 1, 65536)
   VELA_INT(batched, "max-num-batched-tokens", 512, 1, 1 << 20)
   VELA_INT(queued, "max-queued-requests", 256, 0, 1 << 24)
-  VELA_INT(min_prefill, "min-prefill-tokens", 32, 1, 1 << 20)
+  VELA_INT(min_prefill, "min-prefill-tokens", kDefaultMinPrefillTokens, 1, 1 << 20)
 #undef VELA_INT
   auto wait_ms = args.get_float("max-wait-ms", 0, 0, 10000);
   if (!wait_ms) return fail(wait_ms.message());

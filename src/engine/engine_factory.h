@@ -31,7 +31,7 @@ struct EngineOptions {
   // target_itl_ratio x the decodes' own step time when that is longer (0 = a fixed target).
   double target_itl_ms = 0;
   double target_itl_ratio = 0;
-  int32_t min_prefill_tokens = 32;  // per step under the target
+  int32_t min_prefill_tokens = kDefaultMinPrefillTokens;  // per step under the target
 };
 
 // Share of MemAvailable the KV cache takes by default when max_num_seqs full contexts would

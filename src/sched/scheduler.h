@@ -30,6 +30,10 @@
 
 namespace vela {
 
+// Prefill tokens that join running decodes in every step at least, under a latency target. Small:
+// on a slow machine a 32-token chunk alone can take several decode steps' time.
+inline constexpr int32_t kDefaultMinPrefillTokens = 8;
+
 struct SchedulerConfig {
   int32_t max_num_batched_tokens = 512;  // token budget of one step
   int32_t max_num_seqs = 64;             // running requests at most
@@ -38,7 +42,8 @@ struct SchedulerConfig {
   double preemption_boost = 1.0;
   double target_step_seconds = 0;   // predicted step time to stay under with decodes; 0 = off
   double target_decode_ratio = 0;   // ... or this multiple of the decodes' own time, if longer
-  int32_t min_prefill_tokens = 32;  // per step under the target, so prompts keep progressing
+  // Per step under the target, so prompts keep progressing.
+  int32_t min_prefill_tokens = kDefaultMinPrefillTokens;
 };
 
 struct ScheduledRequest {
