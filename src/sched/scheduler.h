@@ -19,7 +19,9 @@
 // one and leaves prefill a fixed share of each step. While the estimator is not ready yet,
 // only min_prefill_tokens go in beside decodes; and at least that many always do, so prompts
 // finish in a bounded number of steps whatever the decode load. Steps without decodes use the
-// whole token budget.
+// whole token budget. Waiting prompts age: once the oldest unfinished prefill has waited longer
+// than prefill_patience x the target, the target grows in proportion, so a backlog of prompts
+// (a burst of arrivals) is cleared at close to full speed and their TTFT stays bounded.
 // Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
 #include <vector>
@@ -40,8 +42,9 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;    // split prompts longer than the remaining budget
   double priority_aging_per_second = 0.1;
   double preemption_boost = 1.0;
-  double target_step_seconds = 0;   // predicted step time to stay under with decodes; 0 = off
-  double target_decode_ratio = 0;   // ... or this multiple of the decodes' own time, if longer
+  double target_step_seconds = 0;  // predicted step time to stay under with decodes; 0 = off
+  double target_decode_ratio = 0;  // ... or this multiple of the decodes' own time, if longer
+  double prefill_patience = 20;    // in targets: longer waits raise the target (aging)
   // Per step under the target, so prompts keep progressing.
   int32_t min_prefill_tokens = kDefaultMinPrefillTokens;
 };

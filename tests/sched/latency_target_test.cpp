@@ -80,6 +80,20 @@ TEST(LatencyTarget, RatioRaisesTheTargetToAMultipleOfTheDecodes) {
   EXPECT_LE(out.shape.prefill_tokens, 50);
 }
 
+TEST(LatencyTarget, APromptThatWaitedLongRaisesTheTarget) {
+  // 4 decodes (30 ms) + the prompt must fit 60 ms; patience 10 x 60 ms = 0.6 s.
+  SchedulerConfig c = target_config(512, 16, 0.060);
+  c.prefill_patience = 10;
+  TargetFixture f(4096, c);
+  f.start_decodes(4);
+  f.add(300, 0, 0.0);
+  const int32_t fresh = f.step(0.3).shape.prefill_tokens;  // waited 0.3 s: plain target
+  const int32_t aged = f.step(1.8).shape.prefill_tokens;   // 1.8 s: 3x the patience
+  EXPECT_LE(fresh, 30);
+  // The target tripled to 180 ms: ~150 ms of prefill tokens beside the decodes.
+  EXPECT_GE(aged, 4 * fresh);
+}
+
 TEST(LatencyTarget, WithoutDecodesPrefillTakesTheWholeBudget) {
   TargetFixture f(4096, target_config(128, 16, 0.020));
   Request* r = f.add(300);
