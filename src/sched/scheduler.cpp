@@ -52,6 +52,19 @@ void Scheduler::preempt(Request* r, SchedulerOutput& out) {
   out.preempted.push_back(r);
 }
 
+double Scheduler::latency_target(Clock::time_point now) const {
+  double target = std::max(config_.target_step_seconds,
+                           config_.target_decode_ratio * cost_->predict_seconds(planned_));
+  Clock::time_point oldest = now;
+  for (const auto* queue : {&waiting_, &running_})
+    for (const Request* r : *queue)
+      if (r->num_computed < r->n_prompt) oldest = std::min(oldest, r->timeline.arrival);
+  const double waited = std::chrono::duration<double>(now - oldest).count();
+  const double patience = config_.prefill_patience * target;
+  if (patience > 0 && waited > patience) target *= waited / patience;
+  return target;
+}
+
 int32_t Scheduler::prefill_allowance(const Request& r, int32_t wanted) const {
   if (!cap_prefill_ || wanted <= 0) return wanted;
   const int32_t floor = std::max(0, config_.min_prefill_tokens - planned_.prefill_tokens);
@@ -90,17 +103,7 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
     for (const Request* r : running_)
       if (r->n_pending() == 1) planned_.add(r->num_computed, 1, true);
   cap_prefill_ = planned_.decode_tokens > 0;
-  if (cap_prefill_ && cost_->ready()) {
-    step_target_ = std::max(config_.target_step_seconds,
-                            config_.target_decode_ratio * cost_->predict_seconds(planned_));
-    Clock::time_point oldest = now;
-    for (const auto* queue : {&waiting_, &running_})
-      for (const Request* r : *queue)
-        if (r->num_computed < r->n_prompt) oldest = std::min(oldest, r->timeline.arrival);
-    const double waited = std::chrono::duration<double>(now - oldest).count();
-    const double patience = config_.prefill_patience * step_target_;
-    if (patience > 0 && waited > patience) step_target_ *= waited / patience;
-  }
+  if (cap_prefill_ && cost_->ready()) step_target_ = latency_target(now);
 
   // Tokens the request computes this step, as much of `wanted` as the target lets through.
   const auto allowance = [&](const Request& r, int32_t wanted) {

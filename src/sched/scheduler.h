@@ -33,7 +33,7 @@
 namespace vela {
 
 // Prefill tokens that join running decodes in every step at least, under a latency target. Small:
-// on a slow machine a 32-token chunk alone can take several decode steps' time.
+// on a slow CPU one 32-token chunk can take as long as several decode steps.
 inline constexpr int32_t kDefaultMinPrefillTokens = 8;
 
 struct SchedulerConfig {
@@ -87,6 +87,8 @@ class Scheduler {
   double effective_priority(const Request& r, Clock::time_point now) const;
   void sort_by_priority(std::vector<Request*>& queue, Clock::time_point now) const;
   void preempt(Request* r, SchedulerOutput& out);
+  // This step's target, seconds: fixed or a multiple of planned_'s decodes, raised by aging.
+  double latency_target(Clock::time_point now) const;
   // Prefill tokens request `r` may compute this step, out of `wanted`, under the latency target.
   int32_t prefill_allowance(const Request& r, int32_t wanted) const;
 
@@ -95,7 +97,7 @@ class Scheduler {
   const StepCostEstimator* cost_ = nullptr;
   // The step being planned: every running decode plus the prefill tokens granted so far.
   StepShape planned_;
-  bool cap_prefill_ = false;  // the target applies this step (decodes run, estimator ready)
+  bool cap_prefill_ = false;  // the target applies this step: decodes run beside prefill
   double step_target_ = 0;    // seconds, this step
   std::vector<Request*> waiting_;
   std::vector<Request*> running_;

@@ -1,6 +1,6 @@
 #pragma once
 // A histogram with fixed bucket bounds, as plain counters: cheap to update on a hot path and to
-// copy into a snapshot (metrics render it later). Upper bounds are inclusive, as Prometheus'
+// copy into a snapshot that metrics render. Upper bounds are inclusive, as Prometheus'
 // `le`; one more bucket past the last bound holds the rest.
 // Thread-safety: a value type; not synchronised.
 #include <algorithm>
