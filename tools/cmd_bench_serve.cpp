@@ -242,10 +242,8 @@ int run_bench_serve(int argc, char** argv) {
   ServeSlo slo;
   {
     std::vector<std::string> specs = args.get_all("goodput");
-    for (const char* flag : {"slo-ttft-ms", "slo-itl-ms"})
-      if (args.has(flag))
-        specs.push_back(std::string(flag == std::string("slo-ttft-ms") ? "ttft:" : "itl:") +
-                        args.get(flag));
+    for (const auto& [flag, key] : {std::pair{"slo-ttft-ms", "ttft:"}, {"slo-itl-ms", "itl:"}})
+      if (args.has(flag)) specs.push_back(key + args.get(flag));
     if (auto st = add_goodput_objectives(specs, slo); !st) {
       std::fprintf(stderr, "vela bench serve: %s\n", st.message().c_str());
       return 2;
@@ -334,7 +332,8 @@ int run_bench_serve(int argc, char** argv) {
   int64_t completed = 0, failed = 0, rejected = 0, out_tokens = 0, in_tokens = 0, good = 0;
   std::string first_error;
   for (const Sample& s : samples) {
-    good += meets_slo(slo, ServedRequest{s.ok, s.ttft, s.e2e, s.itl, (long long)s.output_tokens});
+    const ServedRequest served{s.ok, s.ttft, s.e2e, s.itl, (long long)s.output_tokens};
+    good += meets_slo(slo, served);
     if (!s.ok) {
       ++failed;
       rejected += s.http_status == 429;
@@ -346,7 +345,7 @@ int run_bench_serve(int argc, char** argv) {
     in_tokens += s.prompt_tokens;
     ttft.push_back(s.ttft);
     e2e.push_back(s.e2e);
-    if (s.output_tokens > 1) tpot.push_back((s.e2e - s.ttft) / double(s.output_tokens - 1));
+    if (auto t = served.tpot()) tpot.push_back(*t);
     itl.insert(itl.end(), s.itl.begin(), s.itl.end());
   }
   const Stats st_ttft = summarize(ttft), st_tpot = summarize(tpot), st_itl = summarize(itl),

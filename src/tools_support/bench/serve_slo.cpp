@@ -62,9 +62,7 @@ bool meets_slo(const ServeSlo& slo, const ServedRequest& r) {
   if (slo.itl_s &&
       std::any_of(r.itl.begin(), r.itl.end(), [&](double g) { return g > *slo.itl_s; }))
     return false;
-  if (slo.tpot_s && r.output_tokens > 1 &&
-      (r.e2e - r.ttft) / double(r.output_tokens - 1) > *slo.tpot_s)
-    return false;
+  if (slo.tpot_s && r.tpot() && *r.tpot() > *slo.tpot_s) return false;
   return true;
 }
 

@@ -33,6 +33,11 @@ struct ServedRequest {
   double ttft = 0, e2e = 0;  // seconds
   std::span<const double> itl;
   long long output_tokens = 0;
+  // Mean seconds per output token after the first; none with fewer than two tokens.
+  std::optional<double> tpot() const {
+    if (output_tokens < 2) return std::nullopt;
+    return (e2e - ttft) / double(output_tokens - 1);
+  }
 };
 
 bool meets_slo(const ServeSlo& slo, const ServedRequest& r);
