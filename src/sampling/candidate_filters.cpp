@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 
 #include "sampling/vector_math.h"
 
@@ -37,24 +38,12 @@ void select_most_likely(std::span<Candidate> candidates, size_t count, bool sort
   if (sorted) std::sort(candidates.begin(), middle, kMoreLikely);
 }
 
-// sum_i exp(logit_i - shift) over candidates, in float lanes per block then double (see
-// vector_math.h): vectorises and stays accurate over 150k terms.
-VELA_VECTOR_CLONES double sum_exp(std::span<const Candidate> candidates, float shift) {
-  constexpr size_t kLanes = 16;
-  double total = 0.0;
-  for (size_t begin = 0; begin < candidates.size(); begin += kSumBlock) {
-    const size_t end = std::min(candidates.size(), begin + kSumBlock);
-    const size_t full_end = end - (end - begin) % kLanes;
-    float lanes[kLanes] = {};
-    for (size_t i = begin; i < full_end; i += kLanes) {
-      for (size_t j = 0; j < kLanes; ++j) lanes[j] += exp_approx(candidates[i + j].logit - shift);
-    }
-    for (size_t i = full_end; i < end; ++i) lanes[0] += exp_approx(candidates[i].logit - shift);
-    double block_total = 0.0;
-    for (const float lane : lanes) block_total += lane;
-    total += block_total;
-  }
-  return total;
+// sum_i exp(logit_i - shift) over candidates, read in place as floats two apart (the logit
+// field of each {logit, token} pair).
+double sum_exp(std::span<const Candidate> candidates, float shift) {
+  static_assert(sizeof(Candidate) == 2 * sizeof(float) && offsetof(Candidate, logit) == 0);
+  const float* logits = reinterpret_cast<const float*>(candidates.data());
+  return kernels::sampling_kernels().sum_exp(logits, candidates.size(), 2, shift);
 }
 
 // The nucleus of a flat distribution can hold thousands of candidates; rather than sorting
