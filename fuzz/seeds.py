@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Writes the fuzzers' seed corpora into OUT/<fuzzer>/: small valid inputs of the shapes the
+tests use (a complete tiny GGUF model, OpenAI request bodies, chat templates, tokenizer text),
+plus the chat templates of the shared test cases when ../shared is present."""
+import json
+import os
+import struct
+import sys
+
+GGUF_INT32, GGUF_UINT32, GGUF_FLOAT32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY = 5, 4, 6, 7, 8, 9
+
+
+def gguf_string(text):
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def gguf_value(kind, value):
+    if kind == GGUF_STRING:
+        return gguf_string(value)
+    if kind == GGUF_UINT32:
+        return struct.pack("<I", value)
+    if kind == GGUF_INT32:
+        return struct.pack("<i", value)
+    if kind == GGUF_FLOAT32:
+        return struct.pack("<f", value)
+    if kind == GGUF_BOOL:
+        return struct.pack("<B", 1 if value else 0)
+    elem_kind, items = value
+    return struct.pack("<IQ", elem_kind, len(items)) + b"".join(gguf_value(elem_kind, v) for v in items)
+
+
+def tiny_gguf(arch, n_vocab=8, dim=8, layers=1, ff=16):
+    """A complete F32 Llama-shaped GGUF: metadata, a SentencePiece vocabulary, all tensors."""
+    tokens = ["<unk>", "<s>", "</s>"] + ["\u2581" + chr(ord("a") + i) for i in range(n_vocab - 3)]
+    metadata = [
+        ("general.architecture", GGUF_STRING, arch),
+        (f"{arch}.context_length", GGUF_UINT32, 64),
+        (f"{arch}.embedding_length", GGUF_UINT32, dim),
+        (f"{arch}.block_count", GGUF_UINT32, layers),
+        (f"{arch}.feed_forward_length", GGUF_UINT32, ff),
+        (f"{arch}.attention.head_count", GGUF_UINT32, 2),
+        (f"{arch}.attention.head_count_kv", GGUF_UINT32, 1),
+        (f"{arch}.attention.layer_norm_rms_epsilon", GGUF_FLOAT32, 1e-5),
+        ("tokenizer.ggml.model", GGUF_STRING, "llama"),
+        ("tokenizer.ggml.tokens", GGUF_ARRAY, (GGUF_STRING, tokens)),
+        ("tokenizer.ggml.scores", GGUF_ARRAY, (GGUF_FLOAT32, [-float(i) for i in range(n_vocab)])),
+        ("tokenizer.ggml.token_type", GGUF_ARRAY, (GGUF_INT32, [2, 3, 3] + [1] * (n_vocab - 3))),
+        ("tokenizer.ggml.bos_token_id", GGUF_UINT32, 1),
+        ("tokenizer.ggml.eos_token_id", GGUF_UINT32, 2),
+        ("tokenizer.ggml.add_bos_token", GGUF_BOOL, True),
+    ]
+    kv_dim = dim // 2
+    shapes = [("token_embd.weight", [dim, n_vocab]), ("output_norm.weight", [dim])]
+    for layer in range(layers):
+        p = f"blk.{layer}."
+        shapes += [(p + "attn_norm.weight", [dim]), (p + "attn_q.weight", [dim, dim]),
+                   (p + "attn_k.weight", [dim, kv_dim]), (p + "attn_v.weight", [dim, kv_dim]),
+                   (p + "attn_output.weight", [dim, dim]), (p + "ffn_norm.weight", [dim]),
+                   (p + "ffn_gate.weight", [dim, ff]), (p + "ffn_up.weight", [dim, ff]),
+                   (p + "ffn_down.weight", [ff, dim])]
+    header = b"GGUF" + struct.pack("<IQQ", 3, len(shapes), len(metadata))
+    for key, kind, value in metadata:
+        header += gguf_string(key) + struct.pack("<I", kind) + gguf_value(kind, value)
+    offset, infos, data = 0, b"", b""
+    for name, dims in shapes:
+        count = 1
+        for d in dims:
+            count *= d
+        infos += gguf_string(name) + struct.pack("<I", len(dims))
+        infos += b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, offset)
+        tensor = struct.pack(f"<{count}f", *[((i * 7) % 11 - 5) / 10 for i in range(count)])
+        tensor += b"\0" * (-len(tensor) % 32)
+        data += tensor
+        offset += len(tensor)
+    blob = header + infos
+    blob += b"\0" * (-len(blob) % 32)
+    return blob + data
+
+
+REQUESTS = [
+    {"prompt": "Hello", "max_tokens": 4},
+    {"prompt": ["a", "b"], "n": 2, "temperature": 0.7, "top_p": 0.9, "stop": ["\n"], "seed": 3},
+    {"prompt": [1, 2, 3], "logprobs": 2, "stream": True, "stream_options": {"include_usage": True}},
+    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+     "max_tokens": 8, "top_k": 20, "min_p": 0.05, "presence_penalty": 0.5, "frequency_penalty": 0.1,
+     "repetition_penalty": 1.1, "logprobs": True, "top_logprobs": 3, "user": "u", "priority": 1},
+    {"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+     "max_completion_tokens": 5, "stop": "x", "stop_token_ids": [2], "ignore_eos": True},
+]
+
+TEMPLATES = [
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+    "{{ bos_token }}{% for m in messages %}{% if m.role == 'user' %}[INST] {{ m.content | trim }}"
+    " [/INST]{% else %}{{ m.content }}{{ eos_token }}{% endif %}{% endfor %}",
+    "{% set ns = namespace(n=0) %}{% for m in messages|selectattr('role','equalto','user') %}"
+    "{% set ns.n = ns.n + 1 %}{{ loop.index }}:{{ m.content|upper }}{% endfor %}{{ ns.n }}"
+    "{% if tools %}{{ tools|tojson(indent=2) }}{% endif %}{{ raise_exception('x') if ns.n > 9 }}",
+    "{% macro f(x, y=2) %}{{ x * y }}{% endmacro %}{{ f(3) }}{{ 'a,b'.split(',')|join('-') }}"
+    "{{ messages[-1]['content'][:3] }}{{ range(3)|list }}{{ {'k': 1}.items()|list }}\0hello",
+]
+
+TEXTS = ["Hello world", " leading space", "日本語のテキスト", "emoji 🦙 and \u00e9",
+         "<s> special </s> <|im_start|>", "code:\n\tdef f(x):\n\t\treturn x*2\n", "12345 67.89",
+         "\xff\xfe invalid"]
+
+
+def main():
+    out = sys.argv[1]
+    seeds = {name: [] for name in ("gguf_fuzzer", "request_fuzzer", "chat_template_fuzzer",
+                                    "tokenizer_fuzzer")}
+    seeds["gguf_fuzzer"] += [tiny_gguf("llama"), tiny_gguf("qwen2", n_vocab=12, layers=2)]
+    seeds["request_fuzzer"] += [json.dumps(r).encode() for r in REQUESTS]
+    seeds["chat_template_fuzzer"] += [t.encode() for t in TEMPLATES]
+    seeds["tokenizer_fuzzer"] += [bytes([selector]) + t.encode("utf-8", "surrogateescape")
+                                  for selector in (0, 1, 0xC2, 0x43) for t in TEXTS]
+    shared = os.environ.get("VELA_SHARED_DIR",
+                            os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+    cases = os.path.join(shared, "chat-templates", "cases.jsonl")
+    if os.path.exists(cases):
+        templates = {json.loads(line)["template"] for line in open(cases, encoding="utf-8")}
+        seeds["chat_template_fuzzer"] += [t.encode() for t in sorted(templates)]
+    for name, inputs in seeds.items():
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        for i, data in enumerate(inputs):
+            with open(os.path.join(out, name, f"seed-{i:03d}"), "wb") as f:
+                f.write(data)
+
+
+if __name__ == "__main__":
+    main()
