@@ -163,8 +163,8 @@ void LlamaForward::attention(const ForwardBatch& b, const KvCache& cache, int32_
   }
 }
 
-Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache,
-                              size_t logits_size) const {
+Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_t logits_size,
+                              size_t hidden_size) const {
   const ModelConfig& c = model_->config();
   const int32_t T = b.n_tokens();
   if (T == 0) return make_error("empty batch");
@@ -204,11 +204,16 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache,
     if (i < 0 || i >= T) return make_error("logits index out of range");
   if (logits_size < b.logits_indices.size() * size_t(c.n_vocab))
     return make_error("logits buffer too small");
+  for (int32_t i : b.hidden_indices)
+    if (i < 0 || i >= T) return make_error("hidden-state index out of range");
+  if (hidden_size < b.hidden_indices.size() * size_t(c.n_embd))
+    return make_error("hidden-state buffer too small");
   return {};
 }
 
-Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits) {
-  if (auto st = validate(b, cache, logits.size()); !st) return st;
+Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+                             std::span<float> hidden) {
+  if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
   const ModelConfig& c = model_->config();
   const ModelWeights& w = model_->weights();
   const int64_t T = b.n_tokens();
@@ -308,6 +313,14 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
     feed_forward(l, il, T);
     add_residual(l.post_ffn_norm);
   }
+
+  // Final hidden states (embeddings) for the rows that want them.
+  const int64_t n_hidden = int64_t(b.hidden_indices.size());
+  for_ranges(n_hidden, E, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      rms_norm(x_.data() + int64_t(b.hidden_indices[size_t(i)]) * E, w.output_norm.data(), 1, E,
+               c.rms_eps, hidden.data() + i * E);
+  });
 
   // Output head only for the rows that want logits.
   const int64_t n_logits = int64_t(b.logits_indices.size());
