@@ -13,6 +13,7 @@
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
+#include "trace_option.h"
 
 namespace vela::cli {
 namespace {
@@ -100,6 +101,9 @@ int run_serve(int argc, char** argv) {
        {"request-timeout", 0, "S",
         "answer a generation request within S seconds of its arrival: past it the request is "
         "aborted (504, or a stream ended with finish_reason \"abort\") (default 0 = no limit)"},
+       {"trace", 0, "FILE",
+        "record a Chrome/Perfetto trace (engine steps, forward-pass layers and operations, "
+        "sampling, detokenizing, HTTP requests) and write it to FILE at shutdown"},
        {"embedding-pooling", 0, "HOW",
         "/v1/embeddings: mean (of the final hidden states, default) or last (token's)"},
        {"request-threads", 0, "N",
@@ -208,6 +212,7 @@ int run_serve(int argc, char** argv) {
   for (const std::string& key : so.api_keys)
     if (key.empty()) return fail("vela serve: an API key is empty");
 
+  TraceOption trace_file(args.get("trace"), "serve");
   server::HttpServer server(so, eo.engine.max_context > 0 ? eo.engine.max_context : 4096);
   if (auto st = server.listen(); !st) {
     std::fprintf(stderr, "vela serve: %s\n", st.message().c_str());
@@ -228,6 +233,7 @@ int run_serve(int argc, char** argv) {
   });
   const int rc = server.run();
   loader.join();
+  if (!trace_file.finish()) return rc == 0 ? 1 : rc;
   return rc;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/async_engine.h"
 
+#include "util/trace.h"
+
 namespace vela {
 
 AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine, const AsyncEngineConfig& config)
@@ -67,6 +69,7 @@ void AsyncEngine::shutdown(double grace_seconds) {
 }
 
 void AsyncEngine::run() {
+  trace::name_this_thread("engine");
   std::vector<Submission> submissions;
   std::vector<uint64_t> aborts;
   bool idle = true;

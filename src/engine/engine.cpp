@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "util/trace.h"
+
 namespace vela {
 
 struct Engine::Live {
@@ -303,10 +305,23 @@ Status Engine::step() {
   }
   aborted_.clear();
 
+  // Trace (when on): the step with its batch composition, partitioned into scheduling,
+  // building the batch, the forward pass, pooling, and per request sampling and detokenizing.
+  trace::Span step_span("engine_step", "engine");
+  trace::Phases phases("engine");
+  phases.next("schedule");
   const Clock::time_point start = Clock::now();
   scheduler_.schedule(start, sched_out_);
-  if (sched_out_.empty()) return {};
+  if (sched_out_.empty()) {
+    step_span.cancel();
+    phases.cancel();
+    return {};
+  }
   ++counters_.steps;
+  step_span.arg("prefill_tokens", sched_out_.shape.prefill_tokens);
+  step_span.arg("decode_tokens", sched_out_.shape.decode_tokens);
+  step_span.arg("requests", int64_t(sched_out_.scheduled.size()));
+  phases.next("build_batch");
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
   // row for each request whose tokens will all be computed after this step.
@@ -342,6 +357,7 @@ Status Engine::step() {
   batch.max_blocks_per_seq = max_blocks_per_seq_;
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
   batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
+  phases.done();  // the forward pass has its own span
   if (auto st = forward_->forward(batch, cache_, logits_, hidden_); !st) {
     embeddings_done_.clear();
     for (const ScheduledRequest& s : sched_out_.scheduled)
@@ -349,6 +365,7 @@ Status Engine::step() {
     return st;
   }
 
+  phases.next("bookkeeping");
   for (const ScheduledRequest& s : sched_out_.scheduled) {
     Request& r = *s.request;
     r.num_computed += s.num_new_tokens;
@@ -369,10 +386,13 @@ Status Engine::step() {
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t i = 0; i < n_logits; ++i) {
     Live& live = *sampling_[size_t(i)];
+    phases.next("sample");
     const SampledToken token = live.sampler.sample(
         std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)));
+    phases.next("detokenize");
     on_token(live, token);  // may finish and destroy the request
   }
+  phases.next("account");
 
   // The whole step, as the streams see it: scheduling, the pass, sampling and callbacks.
   last_step_.shape = sched_out_.shape;

@@ -9,6 +9,7 @@
 
 #include "model/model.h"
 #include "server/request_workers.h"
+#include "util/trace.h"
 
 namespace vela::server {
 
@@ -82,6 +83,8 @@ void GenerationHandler::start(Endpoint endpoint, std::string body) {
 
 std::optional<ApiError> GenerationHandler::prepare(std::string_view body,
                                                    std::vector<std::vector<int32_t>>& prompts) {
+  trace::Span span("prepare_request", "http");  // parse, template, tokenize
+  span.arg("body_bytes", int64_t(body.size()));
   RequestLimits limits = ctx_.options.limits;
   limits.default_chat_max_tokens = model_->max_model_len;
   if (auto error = parse_generation_request(body, meta_.endpoint, limits, request_)) return error;

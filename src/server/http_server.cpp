@@ -14,6 +14,7 @@
 #include "server/access_log.h"
 #include "server/http_session.h"
 #include "server/request_workers.h"
+#include "util/trace.h"
 
 namespace vela::server {
 
@@ -233,6 +234,7 @@ void HttpServer::model_failed(std::string message) {
 }
 
 int HttpServer::run() {
+  trace::name_this_thread("http_io");
   impl_->io.run();
   // Break the references that keep sessions with unfinished exchanges alive (only after the
   // hard deadline), so everything is released with the io_context.

@@ -12,6 +12,7 @@
 #include "server/openai_response.h"
 #include "server/request_workers.h"
 #include "server/tokenize_handler.h"
+#include "util/trace.h"
 
 namespace vela::server {
 
@@ -26,6 +27,9 @@ constexpr size_t kHeaderLimit = 32 * 1024;
 constexpr size_t kWatchBytes = 4096;
 constexpr size_t kDiscardBytes = 16384;
 constexpr size_t kMaxLingerBytes = 64u << 20;
+// Trace tracks of HTTP requests: one per connection, reused modulo kHttpTracks.
+constexpr uint32_t kHttpTrackBase = 1u << 20;
+constexpr uint64_t kHttpTracks = 4096;
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -65,7 +69,7 @@ bool iequals(std::string_view a, std::string_view b) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx)
-    : stream_(std::move(socket)), ctx_(ctx) {
+    : stream_(std::move(socket)), ctx_(ctx), serial_(++ctx.connection_serial) {
   error_code ec;
   const auto ep = stream_.socket().remote_endpoint(ec);
   if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -494,6 +498,13 @@ void HttpSession::finish_exchange() {
   else
     write_access_log(log_);
   if (embeddings_) log_.prompt_tokens = embeddings_->prompt_tokens();
+  if (trace::Recorder* recorder = trace::Recorder::active()) {
+    // Requests of one I/O thread overlap: each connection gets a track of its own.
+    const uint32_t track = kHttpTrackBase + uint32_t(serial_ % kHttpTracks);
+    recorder->name_thread(track, "http connection " + std::to_string(serial_ % kHttpTracks));
+    trace::record("http_request", "http", received_, Clock::now(), log_.method + " " + log_.path,
+                  {trace::Arg{"status", log_.status}}, track);
+  }
   handler_.reset();
   embeddings_.reset();
   streaming_ = header_sent_ = stream_ending_ = false;

@@ -71,6 +71,7 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   ServerContext& ctx_;
   std::string remote_;
+  uint64_t serial_;  // this connection's number (trace track)
 
   // The current exchange.
   bool in_exchange_ = false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/trace.h"
+
 namespace vela::server {
 
 RequestWorkers::RequestWorkers(int32_t n_threads) {
@@ -29,6 +31,7 @@ void RequestWorkers::post(size_t input_bytes, std::function<void()> job) {
 }
 
 void RequestWorkers::run() {
+  trace::name_this_thread("request_worker");
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     // Small jobs first; a large one only while another worker stays free for small ones.

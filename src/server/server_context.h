@@ -75,7 +75,8 @@ struct ServerContext {
   RequestWorkers* workers = nullptr;         // null: requests are prepared on this thread
   AccessLogWriter* access_log = nullptr;     // null: lines are written synchronously
   uint64_t id_counter = 0;
-  uint64_t id_salt = 0;  // random per process so ids differ between runs
+  uint64_t connection_serial = 0;  // connections accepted so far
+  uint64_t id_salt = 0;            // random per process so ids differ between runs
 
   // "cmpl-…" style ids: unique within the process, unpredictable across runs.
   std::string make_id(const char* prefix);
