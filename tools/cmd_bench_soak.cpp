@@ -48,16 +48,16 @@ const char* kKindNames[] = {"stream", "whole", "cancel", "bad_request"};
 enum class Outcome { kCompleted, kCancelled, kBadRequest, kBusy, kFailed, kCount };
 const char* kOutcomeNames[] = {"completed", "cancelled", "bad_request_400", "busy_429", "failed"};
 
-struct Result1 {
+struct Exchange {
   Outcome outcome = Outcome::kFailed;
   std::string error;
 };
 
 // A plain HTTP exchange on a fresh connection; for streams, reads until `stop_after_first`
 // (then closes) or the end.
-Result1 exchange(const Target& t, const std::string& api_key, Kind kind, const std::string& model,
+Exchange exchange(const Target& t, const std::string& api_key, Kind kind, const std::string& model,
                  int max_tokens, std::mt19937_64& rng) {
-  Result1 r;
+  Exchange r;
   try {
     asio::io_context io;
     asio::ip::tcp::resolver resolver(io);
@@ -272,10 +272,15 @@ int run_bench_soak(int argc, char** argv) {
                                       : Kind::kBad;
         const int tokens = 2 + int(rng() % uint64_t(*max_tokens - 1));
         ++issued;
-        const Result1 r = exchange(*target, api_key, kind, model, tokens, rng);
-        std::lock_guard<std::mutex> lock(mutex);
-        ++counts[size_t(kind)][size_t(r.outcome)];
-        if (r.outcome == Outcome::kFailed && errors.size() < 5) errors.push_back(r.error);
+        const Exchange r = exchange(*target, api_key, kind, model, tokens, rng);
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          ++counts[size_t(kind)][size_t(r.outcome)];
+          if (r.outcome == Outcome::kFailed && errors.size() < 5) errors.push_back(r.error);
+        }
+        // Busy: back off a little, as a client honouring Retry-After would (less eagerly).
+        if (r.outcome == Outcome::kBusy)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20 + int(rng() % 80)));
       }
     });
 

@@ -63,6 +63,7 @@ void EmbeddingsHandler::start(std::string body) {
     return fail(ApiError{503, "the model is still loading", "service_unavailable", "", ""});
   if (ctx_.draining)
     return fail(ApiError{503, "the server is shutting down", "service_unavailable", "", ""});
+  const size_t bytes = body.size();
   auto work = [self = shared_from_this(), body = std::move(body)] {
     auto error = self->prepare(body);
     boost::asio::post(self->ctx_.io, [self, error = std::move(error)] {
@@ -72,7 +73,6 @@ void EmbeddingsHandler::start(std::string body) {
     });
   };
   if (!ctx_.workers) return work();
-  const size_t bytes = body.size();
   ctx_.workers->post(bytes, std::move(work));
 }
 

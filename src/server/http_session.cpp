@@ -493,10 +493,6 @@ void HttpSession::finish_exchange() {
     log_.ttft_ms = s.ttft_ms;
     log_.e2e_ms = std::chrono::duration<double, std::milli>(Clock::now() - received_).count();
   }
-  if (ctx_.access_log)
-    ctx_.access_log->write(std::move(log_));
-  else
-    write_access_log(log_);
   if (embeddings_) log_.prompt_tokens = embeddings_->prompt_tokens();
   if (trace::Recorder* recorder = trace::Recorder::active()) {
     // Requests of one I/O thread overlap: each connection gets a track of its own.
@@ -505,6 +501,10 @@ void HttpSession::finish_exchange() {
     trace::record("http_request", "http", received_, Clock::now(), log_.method + " " + log_.path,
                   {trace::Arg{"status", log_.status}}, track);
   }
+  if (ctx_.access_log)
+    ctx_.access_log->write(std::move(log_));
+  else
+    write_access_log(log_);
   handler_.reset();
   embeddings_.reset();
   streaming_ = header_sent_ = stream_ending_ = false;

@@ -54,7 +54,7 @@ std::string long_text() {
 
 TEST(Embeddings, ShapeNormAndInvariance) {
   VELA_REQUIRE_SHARED();
-  auto s = ServerProcess::start({"-m", model_path()});
+  auto s = ServerProcess::start({"-m", model_path(), "--ctx-size", "1024"});
   const std::vector<std::string> texts = {"Once upon a time", "A big red ball", long_text()};
   const auto batch = embed(*s, texts);
   ASSERT_EQ(batch.size(), 3u);
@@ -79,18 +79,21 @@ TEST(Embeddings, ShapeNormAndInvariance) {
   EXPECT_LT(max_abs_diff(by_ids[0], batch[0]), 1e-5);
 
   // Prefill in chunks of 16 tokens: the mean over several steps is the same vector.
-  auto chunked = ServerProcess::start({"-m", model_path(), "--max-num-batched-tokens", "16"});
+  auto chunked = ServerProcess::start(
+      {"-m", model_path(), "--ctx-size", "1024", "--max-num-batched-tokens", "16"});
   const auto in_chunks = embed(*chunked, texts[2]);
   ASSERT_EQ(in_chunks.size(), 1u);
   EXPECT_LT(max_abs_diff(in_chunks[0], batch[2]), 1e-4);
 
   // Last-token pooling is another vector, and also unit length.
-  auto last = ServerProcess::start({"-m", model_path(), "--embedding-pooling", "last"});
+  auto last = ServerProcess::start(
+      {"-m", model_path(), "--ctx-size", "1024", "--embedding-pooling", "last"});
   const auto by_last = embed(*last, texts[2]);
   ASSERT_EQ(by_last.size(), 1u);
   EXPECT_GT(max_abs_diff(by_last[0], batch[2]), 1e-3);
-  const auto last_chunked_server = ServerProcess::start(
-      {"-m", model_path(), "--embedding-pooling", "last", "--max-num-batched-tokens", "16"});
+  const auto last_chunked_server =
+      ServerProcess::start({"-m", model_path(), "--ctx-size", "1024", "--embedding-pooling", "last",
+                            "--max-num-batched-tokens", "16"});
   const auto last_chunked = embed(*last_chunked_server, texts[2]);
   ASSERT_EQ(last_chunked.size(), 1u);
   EXPECT_LT(max_abs_diff(last_chunked[0], by_last[0]), 1e-4);

@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include "engine/memory_guard.h"
 #include "server/access_log.h"
 #include "server/connection_limits.h"
 #include "server/request_workers.h"
@@ -145,6 +146,24 @@ TEST(AccessLogWriter, WritesEveryLineInOrderWhenKeepingUp) {
   }
   EXPECT_EQ(n, 100);
   std::fclose(out);
+}
+
+TEST(MemoryGuard, RefusesKvPlusWeightsBeyondAvailableOrCgroupMemory) {
+  const uint64_t gib = uint64_t(1) << 30;
+  MemoryLimits limits;
+  limits.mem_available = 8 * gib;
+  EXPECT_TRUE(check_memory_budget(2 * gib, 3 * gib, limits).ok());
+  const Status over = check_memory_budget(6 * gib, 3 * gib, limits);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.message().find("6.00 GiB"), std::string::npos) << over.message();
+  EXPECT_NE(over.message().find("3.00 GiB"), std::string::npos) << over.message();
+  EXPECT_NE(over.message().find("9.00 GiB"), std::string::npos) << over.message();
+  EXPECT_NE(over.message().find("MemAvailable"), std::string::npos) << over.message();
+  limits.cgroup_limit = 4 * gib;  // a container's limit is tighter than the machine
+  const Status cgroup = check_memory_budget(2 * gib, 3 * gib, limits);
+  ASSERT_FALSE(cgroup.ok());
+  EXPECT_NE(cgroup.message().find("cgroup"), std::string::npos) << cgroup.message();
+  EXPECT_TRUE(check_memory_budget(1, 1, MemoryLimits{}).ok());  // nothing known: no refusal
 }
 
 }  // namespace

@@ -29,13 +29,13 @@ struct Span {
 };
 
 // Checks the trace-event format (JSON object format, complete "X" and metadata "M" events);
-// returns the complete events. Failures are reported through gtest.
-std::vector<Span> check_schema(const json& doc, std::map<int64_t, std::string>& thread_names) {
-  std::vector<Span> spans;
+// appends the complete events to `spans`. Failures are reported through gtest.
+void check_schema(const json& doc, std::map<int64_t, std::string>& thread_names,
+                  std::vector<Span>& spans) {
   EXPECT_TRUE(doc.is_object());
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
     ADD_FAILURE() << "no traceEvents array";
-    return spans;
+    return;
   }
   if (doc.contains("displayTimeUnit"))
     EXPECT_TRUE(doc["displayTimeUnit"] == "ms" || doc["displayTimeUnit"] == "ns");
@@ -60,7 +60,6 @@ std::vector<Span> check_schema(const json& doc, std::map<int64_t, std::string>& 
     spans.push_back(Span{e["name"], e["cat"], e["ts"], e["dur"], e["tid"],
                          e.value("args", json::object()), nullptr});
   }
-  return spans;
 }
 
 // Links each span to its innermost enclosing span on the same thread; fails on spans that
@@ -112,7 +111,8 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
   const json doc = json::parse(read_file(trace_path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << "the trace is not JSON";
   std::map<int64_t, std::string> threads;
-  std::vector<Span> spans = check_schema(doc, threads);
+  std::vector<Span> spans;
+  check_schema(doc, threads, spans);
   ASSERT_FALSE(spans.empty());
   check_nesting(spans);
   std::set<std::string> thread_set;
@@ -146,15 +146,16 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
       layer_ops += sp.dur;
     }
     if (sp.name == "sample" || sp.name == "detokenize") EXPECT_EQ(parent, "engine_step");
-    if (sp.name == "http_request")
-      EXPECT_NE(sp.args.value("detail", std::string()).find("/v1/completions"), std::string::npos);
+    if (sp.name == "http_request" &&
+        sp.args.value("detail", std::string()) == "POST /v1/completions")
+      ++count["http_completion"];
   }
   EXPECT_TRUE(composition) << "engine steps carry their batch composition";
   for (const char* name : {"engine_step", "schedule", "forward", "prepare", "layer", "attention",
                            "qkv_matmul", "ffn_matmul", "attn_norm", "output", "sample",
                            "detokenize", "prepare_request", "http_request"})
     EXPECT_GT(count[name], 0) << "no " << name << " span";
-  EXPECT_GE(count["http_request"], 4);  // two completions, the readiness polls, ...
+  EXPECT_EQ(count["http_completion"], 2);  // the two completions, named by method and path
   // The parts (prepare, layers, output head) account for the passes, the operations for the
   // layers: within 5%.
   ASSERT_GT(forward_total, 0);
