@@ -385,9 +385,12 @@ std::vector<size_t> GenerationHandler::returned_choices() const {
     std::vector<size_t> group(per_prompt);
     for (size_t j = 0; j < per_prompt; ++j) group[j] = first + j;
     if (request_.best_of > request_.n) {
-      auto score = [&](size_t i) { return choices_[i].output.cumulative_logprob.value_or(-1e300); };
+      // The candidates were asked for their tokens' logprobs (submit_all): sum them.
+      std::vector<double> score(choices_.size(), 0.0);
+      for (size_t j : group)
+        for (const TokenLogprobs& t : choices_[j].output.logprobs) score[j] += t.logprob;
       std::stable_sort(group.begin(), group.end(),
-                       [&](size_t a, size_t b) { return score(a) > score(b); });
+                       [&](size_t a, size_t b) { return score[a] > score[b]; });
       group.resize(size_t(request_.n));
     }
     out.insert(out.end(), group.begin(), group.end());
