@@ -1,6 +1,10 @@
 #pragma once
 // One client connection: reads HTTP/1.1 requests (keep-alive, 100-continue, body limit), routes
-// them, and writes whole responses or chunked server-sent-event streams. While a generation
+// them, and writes whole responses or chunked server-sent-event streams. A new connection must
+// deliver its first request's header within --header-timeout-seconds; a kept-alive one may wait
+// --idle-timeout-seconds for the next request's first byte, and then has the header timeout
+// again. Waiting for a request, the connection is idle in the server's ConnectionTable (the cap
+// may shed it); while a request is answered it is busy. While a generation
 // runs, one outstanding read watches the socket so a client that disconnects is noticed at
 // once (its engine requests are aborted), and streamed output waits in a bounded buffer: a
 // client that falls further behind than --max-stream-buffer bytes is dropped.
