@@ -14,17 +14,18 @@
 #include "tools_support/bench/bench_report.h"
 #include "tools_support/bench/model_bench.h"
 #include "tools_support/bench/roofline.h"
+#include "trace_option.h"
+#include "util/trace_profile.h"
 
 namespace vela::cli {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 int run_bench(int argc, char** argv) {
   // Sub-benchmarks: `vela bench throughput ...` (serving engine, offline).
   if (argc > 0 && std::string_view(argv[0]) == "throughput")
     return run_bench_throughput(argc - 1, argv + 1);
-  if (argc > 0 && std::string_view(argv[0]) == "matmul") return run_bench_matmul(argc - 1, argv + 1);
+  if (argc > 0 && std::string_view(argv[0]) == "matmul")
+    return run_bench_matmul(argc - 1, argv + 1);
   if (argc > 0 && std::string_view(argv[0]) == "serve") return run_bench_serve(argc - 1, argv + 1);
   Args args("bench", "-m MODEL.gguf [options]   (also: vela bench throughput|serve|matmul --help)",
             {{"model", 'm', "FILE", "GGUF model file"},
@@ -36,7 +37,11 @@ int run_bench(int argc, char** argv) {
              {"output", 'o', "FORMAT", "md (default) or json"},
              {"bw-mib", 0, "N",
               "bandwidth test buffer in MiB (default: 4x the last-level cache, >= 256)"},
-             {"no-roofline", 0, "", "skip the bandwidth and peak measurements"}});
+             {"no-roofline", 0, "", "skip the bandwidth and peak measurements"},
+             {"profile", 0, "",
+              "time each forward-pass part, layer and operation; print a table with their share "
+              "of the pass"},
+             {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the runs to FILE"}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela bench: expected -m MODEL (see --help)\n");
@@ -75,6 +80,14 @@ int run_bench(int argc, char** argv) {
   if (!model) {
     std::fprintf(stderr, "vela bench: %s\n", model.message().c_str());
     return 1;
+  }
+  // --profile records the same spans as --trace, in memory.
+  const bool profile = args.has("profile");
+  TraceOption trace_file(args.get("trace"), "bench");
+  std::unique_ptr<trace::Recorder> profiler;
+  if (profile && !trace_file.on()) {
+    profiler = std::make_unique<trace::Recorder>();
+    trace::Recorder::install(profiler.get());
   }
   bench::BenchReport report;
   report.model_path = path;
@@ -141,7 +154,13 @@ int run_bench(int argc, char** argv) {
   const std::string out =
       format == "json" ? bench::format_json(report) : bench::format_markdown(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  if (profile) {
+    trace::Recorder::uninstall();
+    const trace::Recorder* source = trace_file.on() ? trace_file.recorder() : profiler.get();
+    const std::string table = trace::format_profile(trace::profile_forward(source->events()));
+    std::fwrite(table.data(), 1, table.size(), stdout);
+  }
+  return trace_file.finish() ? 0 : 1;
 }
 
 }  // namespace vela::cli

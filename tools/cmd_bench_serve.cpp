@@ -18,11 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "cli_args.h"
 #include "commands.h"
+#include "serve_target.h"
 #include "tools_support/bench/serve_slo.h"
 
 namespace vela::cli {
@@ -32,28 +34,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
-
-struct Target {
-  std::string host, port, path_prefix;
-};
-
-// http://host[:port][/prefix]
-Result<Target> parse_url(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0)
-    return make_error("--url must start with http:// (got '" + url + "')");
-  std::string rest = url.substr(scheme.size());
-  Target t;
-  const size_t slash = rest.find('/');
-  std::string hostport = rest.substr(0, slash);
-  t.path_prefix = slash == std::string::npos ? "" : rest.substr(slash);
-  while (!t.path_prefix.empty() && t.path_prefix.back() == '/') t.path_prefix.pop_back();
-  const size_t colon = hostport.rfind(':');
-  t.host = hostport.substr(0, colon);
-  t.port = colon == std::string::npos ? "80" : hostport.substr(colon + 1);
-  if (t.host.empty()) return make_error("--url has no host");
-  return t;
-}
 
 struct Sample {
   bool ok = false;
@@ -199,6 +179,9 @@ Stats summarize(std::vector<double> v) {
 }  // namespace
 
 int run_bench_serve(int argc, char** argv) {
+  // --duration: the soak mode (mixed traffic for a bounded time, memory sampled).
+  for (int i = 0; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--duration") return run_bench_soak(argc, argv);
   Args args(
       "bench serve", "--url http://HOST:PORT [options]",
       {{"url", 0, "URL", "server base URL (the /v1 endpoints are under it)"},

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "trace_option.h"
 #include "vela/llm.h"
 
 namespace vela::cli {
@@ -64,7 +65,8 @@ int run_generate(int argc, char** argv) {
              {"logprobs", 0, "N", "print each token's logprob and N alternatives to stderr"},
              {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
-             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}});
+             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"},
+             {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE"}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
     std::fprintf(stderr, "vela generate: expected -m MODEL and -p PROMPT (see --help)\n");
@@ -90,6 +92,7 @@ int run_generate(int argc, char** argv) {
   config.max_batch_tokens = static_cast<int32_t>(*batch);
   config.max_num_seqs = 1;  // one prompt: KV for one sequence
 
+  TraceOption trace_file(args.get("trace"), "generate");
   auto llm = LLM::load(config);
   if (!llm) {
     std::fprintf(stderr, "vela generate: %s\n", llm.message().c_str());
@@ -125,7 +128,7 @@ int run_generate(int argc, char** argv) {
                n_prompt, r.metrics.prefill_seconds, n_prompt / std::max(r.metrics.prefill_seconds, 1e-9), n_gen,
                r.metrics.decode_seconds, n_gen / std::max(r.metrics.decode_seconds, 1e-9),
                finish_reason_name(r.outputs[0].finish_reason));
-  return 0;
+  return trace_file.finish() ? 0 : 1;
 }
 
 }  // namespace vela::cli

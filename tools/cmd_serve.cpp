@@ -13,6 +13,7 @@
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
+#include "trace_option.h"
 
 namespace vela::cli {
 namespace {
@@ -88,7 +89,25 @@ int run_serve(int argc, char** argv) {
        {"max-stream-buffer-bytes", 0, "N",
         "unsent streamed bytes before a slow client is dropped (default 1M)"},
        {"shutdown-grace-seconds", 0, "S",
-        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}});
+        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"},
+       {"max-connections", 0, "N",
+        "open client connections at most; beyond it the longest-idle one is closed (default: "
+        "the open-file limit, raised to its hard limit, less 64)"},
+       {"header-timeout-seconds", 0, "S",
+        "a request's header (and then its body) must arrive within S seconds of its first byte "
+        "(default 30)"},
+       {"idle-timeout-seconds", 0, "S",
+        "a kept-alive connection may wait S seconds for its next request (default 120)"},
+       {"request-timeout", 0, "S",
+        "answer a generation request within S seconds of its arrival: past it the request is "
+        "aborted (504, or a stream ended with finish_reason \"abort\") (default 0 = no limit)"},
+       {"trace", 0, "FILE",
+        "record a Chrome/Perfetto trace (engine steps, forward-pass layers and operations, "
+        "sampling, detokenizing, HTTP requests) and write it to FILE at shutdown"},
+       {"embedding-pooling", 0, "HOW",
+        "/v1/embeddings: mean (of the final hidden states, default) or last (token's)"},
+       {"request-threads", 0, "N",
+        "threads that parse, template and tokenize requests beside the I/O thread (default 2)"}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela serve: expected -m MODEL (see --help)\n");
@@ -111,12 +130,20 @@ int run_serve(int argc, char** argv) {
   VELA_INT(seqs, "max-num-seqs", 64, 1, 65536)
   VELA_INT(batched, "max-num-batched-tokens", 512, 1, 1 << 20)
   VELA_INT(queued, "max-queued-requests", 256, 0, 1 << 24)
+  VELA_INT(max_connections, "max-connections", 0, 0, 1 << 24)
+  VELA_INT(request_threads, "request-threads", 2, 1, 256)
   VELA_INT(min_prefill, "min-prefill-tokens", kDefaultMinPrefillTokens, 1, 1 << 20)
 #undef VELA_INT
   auto wait_ms = args.get_float("max-wait-ms", 0, 0, 10000);
   if (!wait_ms) return fail(wait_ms.message());
   auto grace = args.get_float("shutdown-grace-seconds", 30, 0, 86400);
   if (!grace) return fail(grace.message());
+  auto header_timeout = args.get_float("header-timeout-seconds", 30, 0.01, 86400);
+  if (!header_timeout) return fail(header_timeout.message());
+  auto idle_timeout = args.get_float("idle-timeout-seconds", 120, 0.01, 86400);
+  if (!idle_timeout) return fail(idle_timeout.message());
+  auto request_timeout = args.get_float("request-timeout", 0, 0, 1e7);
+  if (!request_timeout) return fail(request_timeout.message());
   auto target_itl = args.get_float("target-itl-ms", kDefaultTargetItlMs, 0, 1e7);
   if (!target_itl) return fail(target_itl.message());
   auto target_ratio = args.get_float("target-itl-ratio", kDefaultTargetItlRatio, 0, 1e6);
@@ -163,6 +190,15 @@ int run_serve(int argc, char** argv) {
   so.port = uint16_t(*port);
   so.protect_metrics = args.has("protect-metrics");
   so.shutdown_grace_seconds = *grace;
+  so.header_timeout_seconds = *header_timeout;
+  so.idle_timeout_seconds = *idle_timeout;
+  so.max_connections = size_t(*max_connections);
+  so.request_timeout_seconds = *request_timeout;
+  so.request_threads = int32_t(*request_threads);
+  const std::string pooling = args.get("embedding-pooling", "mean");
+  if (pooling != "mean" && pooling != "last")
+    return fail("vela serve: --embedding-pooling expects mean or last (got '" + pooling + "')");
+  so.embedding_pooling = pooling == "mean" ? Pooling::kMean : Pooling::kLast;
   so.served_model_name =
       args.get("served-model-name", std::filesystem::path(eo.engine.model_path).stem().string());
   if (so.served_model_name.empty()) return fail("vela serve: --served-model-name is empty");
@@ -176,6 +212,7 @@ int run_serve(int argc, char** argv) {
   for (const std::string& key : so.api_keys)
     if (key.empty()) return fail("vela serve: an API key is empty");
 
+  TraceOption trace_file(args.get("trace"), "serve");
   server::HttpServer server(so, eo.engine.max_context > 0 ? eo.engine.max_context : 4096);
   if (auto st = server.listen(); !st) {
     std::fprintf(stderr, "vela serve: %s\n", st.message().c_str());
@@ -196,6 +233,7 @@ int run_serve(int argc, char** argv) {
   });
   const int rc = server.run();
   loader.join();
+  if (!trace_file.finish()) return rc == 0 ? 1 : rc;
   return rc;
 }
 

@@ -10,6 +10,7 @@ int run_synth(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_throughput(int argc, char** argv);  // `vela bench throughput`
 int run_bench_serve(int argc, char** argv);       // `vela bench serve`
+int run_bench_soak(int argc, char** argv);        // `vela bench serve --duration S`
 int run_bench_matmul(int argc, char** argv);      // `vela bench matmul`
 int run_serve(int argc, char** argv);
 

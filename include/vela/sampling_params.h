@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vela/result.h"
@@ -23,6 +24,10 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // subtracted count times
 
   std::optional<uint64_t> seed;  // same seed -> same output; unset -> random
+
+  // Added to the logits of these tokens after the penalties (OpenAI's logit_bias, in
+  // [-100, 100]); the reported logprobs stay those of the raw logits.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Stopping.
   int32_t max_tokens = 16;                 // generated tokens at most

@@ -1,5 +1,7 @@
 #include "engine/async_engine.h"
 
+#include "util/trace.h"
+
 namespace vela {
 
 AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine, const AsyncEngineConfig& config)
@@ -15,14 +17,27 @@ AsyncEngine::~AsyncEngine() {
 Result<uint64_t> AsyncEngine::submit(std::vector<int32_t> prompt, const SamplingParams& params,
                                      int32_t priority, RequestCallback callback) {
   if (auto st = engine_->validate_request(prompt, params); !st) return st.error();
+  return enqueue(Submission{0, std::move(prompt), params, priority, std::move(callback), {}});
+}
+
+Result<uint64_t> AsyncEngine::submit_embedding(std::vector<int32_t> prompt, Pooling pooling,
+                                               int32_t priority, RequestCallback callback) {
+  SamplingParams params;
+  params.max_tokens = 1;
+  if (auto st = engine_->validate_request(prompt, params); !st) return st.error();
+  return enqueue(Submission{0, std::move(prompt), params, priority, std::move(callback), pooling});
+}
+
+Result<uint64_t> AsyncEngine::enqueue(Submission s) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!accepting_) return make_error("the server is shutting down");
   if (config_.max_queued_requests > 0 &&
       stats_.waiting + inbox_.size() >= size_t(config_.max_queued_requests))
     return make_error(std::string(kQueueFull) + ": " + std::to_string(config_.max_queued_requests) +
                       " requests are already waiting");
-  const uint64_t id = engine_->reserve_id();
-  inbox_.push_back(Submission{id, std::move(prompt), params, priority, std::move(callback)});
+  s.id = engine_->reserve_id();
+  const uint64_t id = s.id;
+  inbox_.push_back(std::move(s));
   wake_.notify_one();
   return id;
 }
@@ -54,6 +69,7 @@ void AsyncEngine::shutdown(double grace_seconds) {
 }
 
 void AsyncEngine::run() {
+  trace::name_this_thread("engine");
   std::vector<Submission> submissions;
   std::vector<uint64_t> aborts;
   bool idle = true;
@@ -77,8 +93,11 @@ void AsyncEngine::run() {
       aborts.swap(aborts_);
     }
     for (Submission& s : submissions) {
-      auto added = engine_->add_request(std::move(s.prompt), s.params, s.priority,
-                                        std::move(s.callback), s.id);
+      auto added = s.pooling
+                       ? engine_->add_embedding_request(std::move(s.prompt), *s.pooling, s.priority,
+                                                        std::move(s.callback), s.id)
+                       : engine_->add_request(std::move(s.prompt), s.params, s.priority,
+                                              std::move(s.callback), s.id);
       (void)added;  // validated in submit(); the engine reports its own errors through nothing else
     }
     submissions.clear();

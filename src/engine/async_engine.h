@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -43,6 +44,9 @@ class AsyncEngine {
   // (kQueueFull prefix) when max_queued_requests are already waiting, or shutting down.
   Result<uint64_t> submit(std::vector<int32_t> prompt_tokens, const SamplingParams& params,
                           int32_t priority, RequestCallback callback);
+  // Queues an embedding request (Engine::add_embedding_request), with the same checks.
+  Result<uint64_t> submit_embedding(std::vector<int32_t> prompt_tokens, Pooling pooling,
+                                    int32_t priority, RequestCallback callback);
   void abort(uint64_t request_id);
 
   EngineStats stats() const;
@@ -63,7 +67,9 @@ class AsyncEngine {
     SamplingParams params;
     int32_t priority;
     RequestCallback callback;
+    std::optional<Pooling> pooling;  // an embedding request
   };
+  Result<uint64_t> enqueue(Submission submission);
   void run();
 
   std::unique_ptr<Engine> engine_;

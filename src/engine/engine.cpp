@@ -1,7 +1,11 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
+
+#include "util/trace.h"
 
 namespace vela {
 
@@ -13,6 +17,8 @@ struct Engine::Live {
   StopMatcher stop;
   CompletionOutput output;
   RequestCallback callback;
+  std::optional<Pooling> pooling;  // embedding requests
+  std::vector<float> pooled;       // [n_embd] sum (mean) or last row, then the result
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
       : params(p), sampler(p, n_vocab), detokenizer(tok), stop(p.stop) {}
@@ -120,6 +126,78 @@ Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const Sampling
   return id;
 }
 
+Result<uint64_t> Engine::add_embedding_request(std::vector<int32_t> prompt, Pooling pooling,
+                                               int32_t priority, RequestCallback callback,
+                                               uint64_t id) {
+  SamplingParams params;
+  params.max_tokens = 1;
+  if (auto st = validate_request(prompt, params); !st) return st.error();
+  const ModelConfig& mc = forward_->model().config();
+  if (hidden_.empty()) {
+    const size_t rows = size_t(config_.scheduler.max_num_batched_tokens);
+    hidden_rows_.resize(rows);
+    hidden_owner_.resize(rows);
+    hidden_.resize(rows * size_t(mc.n_embd));
+    embeddings_done_.reserve(size_t(config_.scheduler.max_num_seqs));
+  }
+  auto live = std::make_unique<Live>(params, mc.n_vocab, tokenizer_);
+  live->pooling = pooling;
+  live->pooled.assign(size_t(mc.n_embd), 0.0f);
+  Request& r = live->request;
+  r.id = id != 0 ? id : reserve_id();
+  r.n_prompt = static_cast<int32_t>(prompt.size());
+  r.max_total_tokens = r.n_prompt;
+  r.tokens = std::move(prompt);
+  r.priority = priority;
+  r.embedding = true;
+  r.timeline.arrival = Clock::now();
+  live->callback = std::move(callback);
+  id = r.id;
+  counters_.prompt_tokens += uint64_t(r.n_prompt);
+  scheduler_.add(&r);
+  requests_.emplace(id, std::move(live));
+  return id;
+}
+
+void Engine::add_hidden_rows(Live& live, int32_t first, int32_t n) {
+  const Request& r = live.request;
+  if (r.num_computed == 0) std::fill(live.pooled.begin(), live.pooled.end(), 0.0f);  // (re)start
+  const bool completes = r.num_computed + n == r.n_prompt;
+  // Mean: every token's row; last: only the prompt's last token.
+  const int32_t from = *live.pooling == Pooling::kMean ? first
+                       : completes                     ? first + n - 1
+                                                       : first + n;
+  for (int32_t i = from; i < first + n; ++i) {
+    hidden_rows_[size_t(n_hidden_)] = i;
+    hidden_owner_[size_t(n_hidden_)] = &live;
+    ++n_hidden_;
+  }
+  if (completes) embeddings_done_.push_back(&live);
+}
+
+void Engine::pool_hidden_rows() {
+  const size_t E = size_t(forward_->model().config().n_embd);
+  for (int32_t i = 0; i < n_hidden_; ++i) {
+    Live& live = *hidden_owner_[size_t(i)];
+    const float* row = hidden_.data() + size_t(i) * E;
+    if (*live.pooling == Pooling::kMean)
+      for (size_t k = 0; k < E; ++k) live.pooled[k] += row[k];
+    else
+      std::copy(row, row + E, live.pooled.begin());
+  }
+  for (Live* live : embeddings_done_) {
+    // The mean's 1/n does not change the direction; L2-normalise (OpenAI's embeddings are).
+    double norm = 0;
+    for (float v : live->pooled) norm += double(v) * double(v);
+    const float scale = norm > 0 ? float(1.0 / std::sqrt(norm)) : 0.0f;
+    for (float& v : live->pooled) v *= scale;
+    if (live->request.timeline.first_token == Clock::time_point{})
+      live->request.timeline.first_token = live->request.timeline.last_token = Clock::now();
+    finish(*live, FinishReason::kStop);
+  }
+  embeddings_done_.clear();
+}
+
 void Engine::abort(uint64_t request_id) {
   aborted_.push_back(request_id);
 }
@@ -157,6 +235,7 @@ void Engine::finish(Live& live, FinishReason reason) {
     e.finished = true;
     e.output = &live.output;
     e.request = &r;
+    if (live.pooling && reason != FinishReason::kAbort) e.embedding = live.pooled;
     live.callback(e);
   }
   requests_.erase(id);
@@ -226,14 +305,28 @@ Status Engine::step() {
   }
   aborted_.clear();
 
+  // Trace (when on): the step with its batch composition, partitioned into scheduling,
+  // building the batch, the forward pass, pooling, and per request sampling and detokenizing.
+  trace::Span step_span("engine_step", "engine");
+  trace::Phases phases("engine");
+  phases.next("schedule");
   const Clock::time_point start = Clock::now();
   scheduler_.schedule(start, sched_out_);
-  if (sched_out_.empty()) return {};
+  if (sched_out_.empty()) {
+    step_span.cancel();
+    phases.cancel();
+    return {};
+  }
   ++counters_.steps;
+  step_span.arg("prefill_tokens", sched_out_.shape.prefill_tokens);
+  step_span.arg("decode_tokens", sched_out_.shape.decode_tokens);
+  step_span.arg("requests", int64_t(sched_out_.scheduled.size()));
+  phases.next("build_batch");
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
   // row for each request whose tokens will all be computed after this step.
   int32_t n_tokens = 0, n_logits = 0;
+  n_hidden_ = 0;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   const int32_t n_seqs = static_cast<int32_t>(sched_out_.scheduled.size());
   for (int32_t i = 0; i < n_seqs; ++i) {
@@ -247,7 +340,9 @@ Status Engine::step() {
     }
     std::copy(r.kv.blocks.begin(), r.kv.blocks.end(),
               block_tables_.begin() + long(i) * max_blocks_per_seq_);
-    if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
+    if (r.embedding) {
+      add_hidden_rows(*requests_.at(r.id), n_tokens - s.num_new_tokens, s.num_new_tokens);
+    } else if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
       logits_rows_[size_t(n_logits)] = n_tokens - 1;
       sampling_[size_t(n_logits)] = requests_.at(r.id).get();
       ++n_logits;
@@ -261,12 +356,16 @@ Status Engine::step() {
       std::span<const int32_t>(block_tables_.data(), size_t(n_seqs) * size_t(max_blocks_per_seq_));
   batch.max_blocks_per_seq = max_blocks_per_seq_;
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
-  if (auto st = forward_->forward(batch, cache_, logits_); !st) {
+  batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
+  phases.done();  // the forward pass has its own span
+  if (auto st = forward_->forward(batch, cache_, logits_, hidden_); !st) {
+    embeddings_done_.clear();
     for (const ScheduledRequest& s : sched_out_.scheduled)
       finish(*requests_.at(s.request->id), FinishReason::kAbort);
     return st;
   }
 
+  phases.next("bookkeeping");
   for (const ScheduledRequest& s : sched_out_.scheduled) {
     Request& r = *s.request;
     r.num_computed += s.num_new_tokens;
@@ -282,13 +381,18 @@ Status Engine::step() {
       r.timeline.decode_seconds += seconds;
   }
 
+  if (n_hidden_ > 0 || !embeddings_done_.empty()) pool_hidden_rows();  // may finish requests
+
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t i = 0; i < n_logits; ++i) {
     Live& live = *sampling_[size_t(i)];
+    phases.next("sample");
     const SampledToken token = live.sampler.sample(
         std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)));
+    phases.next("detokenize");
     on_token(live, token);  // may finish and destroy the request
   }
+  phases.next("account");
 
   // The whole step, as the streams see it: scheduling, the pass, sampling and callbacks.
   last_step_.shape = sched_out_.shape;

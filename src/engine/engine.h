@@ -49,7 +49,12 @@ struct RequestEvent {
   bool finished = false;
   const CompletionOutput* output = nullptr;  // the whole result, on the final event
   const Request* request = nullptr;          // counters and timeline
+  // An embedding request's final event: its pooled, L2-normalised final hidden state.
+  std::span<const float> embedding;  // [n_embd]
 };
+
+// How an embedding request turns its prompt's final hidden states into one vector.
+enum class Pooling { kMean, kLast };
 using RequestCallback = std::function<void(const RequestEvent&)>;
 
 // Bucket bounds of the per-step histograms.
@@ -90,6 +95,12 @@ class Engine {
   // `id` 0 takes the next id; a caller that needs the id before queueing uses reserve_id().
   Result<uint64_t> add_request(std::vector<int32_t> prompt_tokens, const SamplingParams& params,
                                int32_t priority, RequestCallback callback, uint64_t id = 0);
+  // Queues an embedding request: its prompt is computed like any prefill (batched with the
+  // other requests, chunked, never served from the prefix cache) and it finishes with the
+  // pooled final hidden state in its final event; nothing is sampled.
+  Result<uint64_t> add_embedding_request(std::vector<int32_t> prompt_tokens, Pooling pooling,
+                                         int32_t priority, RequestCallback callback,
+                                         uint64_t id = 0);
   // The checks add_request makes, without queueing anything. Safe from any thread (reads only
   // immutable configuration).
   Status validate_request(std::span<const int32_t> prompt_tokens,
@@ -123,6 +134,10 @@ class Engine {
   struct Live;  // a request with its sampling and streaming state
 
   void finish(Live& live, FinishReason reason);
+  // The hidden-state rows of an embedding request's scheduled tokens (batch indices first ..
+  // first + n - 1), and, once its prompt is done, its pooled vector.
+  void add_hidden_rows(Live& live, int32_t first, int32_t n);
+  void pool_hidden_rows();
   void on_token(Live& live, const SampledToken& s);
   void record_kv_occupancy();
   int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
@@ -150,6 +165,12 @@ class Engine {
   std::vector<int32_t> logits_rows_;      // [max_num_seqs]
   std::vector<Live*> sampling_;           // [max_num_seqs] request of each logits row
   std::vector<float> logits_;             // [max_num_seqs, n_vocab]
+  // Embedding requests only (sized at the first one): rows whose final hidden state is wanted.
+  std::vector<int32_t> hidden_rows_;    // [max_num_batched_tokens] batch indices
+  std::vector<Live*> hidden_owner_;     // [max_num_batched_tokens] request of each row
+  std::vector<float> hidden_;           // [max_num_batched_tokens, n_embd]
+  std::vector<Live*> embeddings_done_;  // [max_num_seqs] prompts completed this step
+  int32_t n_hidden_ = 0;
   int32_t max_blocks_per_seq_ = 0;
 };
 

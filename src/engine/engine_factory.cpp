@@ -4,6 +4,8 @@
 #include <climits>
 #include <fstream>
 
+#include "engine/memory_guard.h"
+
 namespace vela {
 
 Result<int32_t> kv_block_budget(const KvBudgetInput& in) {
@@ -102,6 +104,10 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   auto blocks = kv_block_budget(budget);
   if (!blocks) return blocks.error();
   c.n_blocks = *blocks;
+  if (auto fits = check_memory_budget(uint64_t(*blocks) * budget.bytes_per_block,
+                                      uint64_t((*model)->gguf().file_size()), read_memory_limits());
+      !fits)
+    return fits.error();
   return std::make_unique<Engine>(std::move(*model), std::move(*tokenizer), c);
 }
 

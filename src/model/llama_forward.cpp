@@ -9,6 +9,7 @@
 #include "model/layer_ops.h"
 #include "model/pass_parallel.h"
 #include "quant/dequantize.h"
+#include "util/trace.h"
 
 namespace vela {
 
@@ -163,8 +164,8 @@ void LlamaForward::attention(const ForwardBatch& b, const KvCache& cache, int32_
   }
 }
 
-Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache,
-                              size_t logits_size) const {
+Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_t logits_size,
+                              size_t hidden_size) const {
   const ModelConfig& c = model_->config();
   const int32_t T = b.n_tokens();
   if (T == 0) return make_error("empty batch");
@@ -204,11 +205,23 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache,
     if (i < 0 || i >= T) return make_error("logits index out of range");
   if (logits_size < b.logits_indices.size() * size_t(c.n_vocab))
     return make_error("logits buffer too small");
+  for (int32_t i : b.hidden_indices)
+    if (i < 0 || i >= T) return make_error("hidden-state index out of range");
+  if (hidden_size < b.hidden_indices.size() * size_t(c.n_embd))
+    return make_error("hidden-state buffer too small");
   return {};
 }
 
-Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits) {
-  if (auto st = validate(b, cache, logits.size()); !st) return st;
+Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+                             std::span<float> hidden) {
+  // Trace (when on): the pass, partitioned into prepare, each layer (itself partitioned into
+  // its operations) and the output head.
+  trace::Span pass("forward", "forward");
+  pass.arg("tokens", b.n_tokens());
+  pass.arg("logits", int64_t(b.logits_indices.size()));
+  trace::Phases parts("forward");
+  parts.next("prepare");
+  if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
   const ModelConfig& c = model_->config();
   const ModelWeights& w = model_->weights();
   const int64_t T = b.n_tokens();
@@ -263,13 +276,20 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
 
   const QkNorm qk_norm = c.arch->qk_norm;
   const float attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  parts.done();
   for (int32_t il = 0; il < c.n_layer; ++il) {
+    trace::Span layer_span("layer", "layer");
+    layer_span.arg("layer", il);
+    trace::Phases ops("op");
     const LayerWeights& l = w.layers[size_t(il)];
     const LayerConfig& lc = c.layers[size_t(il)];
     const float* cs_all = lc.local_rope ? rope_local_cs : rope_cs_.data();
     // Attention block.
+    ops.next("attn_norm");
     norm(l.attn_norm);
+    ops.next("qkv_matmul");
     project(xn_.data(), T, {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
+    ops.next("rope_kv_write");
     for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
       const int64_t n = t1 - t0;
       float* q = q_.data() + t0 * q_dim;
@@ -300,14 +320,27 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
                                lc.sliding_window,
                                c.arch->prescale_query ? 1.0f : attn_scale,
                                c.attn_softcap};
+    ops.next("attention");
     attention(b, cache, il, attn);
+    ops.next("attn_out_matmul");
     project(attn_.data(), T, {{&l.wo, proj_.data()}});
     add_residual(l.post_attn_norm);
 
+    ops.next("ffn_norm");
     norm(l.ffn_norm);
+    ops.next("ffn_matmul");
     feed_forward(l, il, T);
     add_residual(l.post_ffn_norm);
   }
+  parts.next("output");
+
+  // Final hidden states (embeddings) for the rows that want them.
+  const int64_t n_hidden = int64_t(b.hidden_indices.size());
+  for_ranges(n_hidden, E, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      rms_norm(x_.data() + int64_t(b.hidden_indices[size_t(i)]) * E, w.output_norm.data(), 1, E,
+               c.rms_eps, hidden.data() + i * E);
+  });
 
   // Output head only for the rows that want logits.
   const int64_t n_logits = int64_t(b.logits_indices.size());

@@ -50,9 +50,12 @@ class LlamaForward {
   int32_t n_threads() const { return pool_->n_threads(); }
 
   // Runs the batch, stores its K/V in `cache`, and writes the logits of the tokens named by
-  // batch.logits_indices to `logits`: [n_logits, n_vocab]. Checks the batch (sizes, token ids,
-  // positions, block ids) and returns an error instead of touching memory it should not.
-  Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits);
+  // batch.logits_indices to `logits`: [n_logits, n_vocab], and the final hidden states (after
+  // the output norm) of those named by batch.hidden_indices to `hidden`: [n_hidden, n_embd].
+  // Checks the batch (sizes, token ids, positions, block ids) and returns an error instead of
+  // touching memory it should not.
+  Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
+                 std::span<float> hidden = {});
 
   // The mixture-of-experts block and its counters (null for a dense model).
   const MoeFeedForward* moe() const { return moe_.get(); }
@@ -68,7 +71,8 @@ class LlamaForward {
     int32_t n_tokens;
   };
 
-  Status validate(const ForwardBatch& batch, const KvCache& cache, size_t logits_size) const;
+  Status validate(const ForwardBatch& batch, const KvCache& cache, size_t logits_size,
+                  size_t hidden_size) const;
   // y = W x for each of up to three projections of the same input x: [n_tokens, n_cols];
   // activations converted once per activation type, all products split over the pool in one
   // loop.

@@ -79,6 +79,11 @@ Status Sampler::validate(const SamplingParams& params) {
   for (const int32_t token : params.stop_token_ids) {
     if (token < 0) return invalid("stop_token_ids", "non-negative token ids", shown(token));
   }
+  for (const auto& [token, bias] : params.logit_bias) {
+    if (token < 0) return invalid("logit_bias", "non-negative token ids", shown(token));
+    if (!(bias >= -100.0f && bias <= 100.0f))
+      return invalid("logit_bias", "biases in [-100, 100]", shown(bias));
+  }
   return {};
 }
 
@@ -91,6 +96,7 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
       n_logprobs_(params.logprobs ? *params.logprobs : -1),
       min_tokens_(params.min_tokens),
       min_tokens_banned_(params.min_tokens > 0 ? params.stop_token_ids : std::vector<int32_t>{}),
+      logit_bias_(params.logit_bias),
       penalties_(params.repetition_penalty, params.presence_penalty, params.frequency_penalty),
       rng_(params.seed ? *params.seed : random_seed()),
       logits_(static_cast<size_t>(std::max(n_vocab, 1))),
@@ -127,6 +133,8 @@ SampledToken Sampler::sample(std::span<const float> logits) {
   if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
 
   penalties_.apply(logits_);
+  for (const auto& [token, bias] : logit_bias_)
+    if (token < n_vocab_) logits_[static_cast<size_t>(token)] += bias;
   // min_tokens (vLLM's rule): stop tokens are impossible until enough tokens were generated.
   if (n_accepted_ < min_tokens_)
     for (const int32_t token : min_tokens_banned_)

@@ -74,6 +74,7 @@ class Sampler {
   int32_t min_tokens_;
   std::vector<int32_t> min_tokens_banned_;  // stop_token_ids, masked while n_accepted_ < min_tokens_
   int32_t n_accepted_ = 0;
+  std::vector<std::pair<int32_t, float>> logit_bias_;  // (token, added to its logit)
 
   sampling::PenaltyTracker penalties_;
   std::mt19937_64 rng_;

@@ -34,6 +34,7 @@ struct Request {
   int32_t priority = 0;          // higher goes first
   int32_t n_preemptions = 0;
   int32_t cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache at admission
+  bool embedding = false;  // every prompt token is computed (no prefix-cache hits), none sampled
   RequestStatus status = RequestStatus::kWaiting;
   KvSequence kv;
   RequestTimeline timeline;

@@ -153,7 +153,7 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
          ++admitted) {
       Request* r = waiting_[admitted];
       if (r->kv.blocks.empty()) {
-        r->num_computed = kv_.acquire_cached_prefix(r->tokens, r->kv);
+        r->num_computed = r->embedding ? 0 : kv_.acquire_cached_prefix(r->tokens, r->kv);
         if (r->n_preemptions == 0) r->cached_prompt_tokens = std::min(r->num_computed, r->n_prompt);
       }
       const int32_t pending = r->n_pending();

@@ -1,12 +1,15 @@
 #include "server/generation_handler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
 #include "model/model.h"
+#include "server/request_workers.h"
+#include "util/trace.h"
 
 namespace vela::server {
 
@@ -30,7 +33,7 @@ Rejection rejection_for(int status) {
 
 GenerationHandler::GenerationHandler(ServerContext& ctx, std::weak_ptr<ResponseSink> sink,
                                      Clock::time_point received)
-    : ctx_(ctx), sink_(std::move(sink)), received_(received) {}
+    : ctx_(ctx), sink_(std::move(sink)), received_(received), deadline_(ctx.io) {}
 
 GenerationHandler::~GenerationHandler() = default;
 
@@ -40,12 +43,13 @@ std::shared_ptr<ResponseSink> GenerationHandler::live_sink() const {
 
 void GenerationHandler::fail(const ApiError& error, int retry_after_seconds) {
   responded_ = true;
+  deadline_.cancel();
   ctx_.metrics.count_rejection(rejection_for(error.status));
   if (auto sink = live_sink())
     sink->send_json(error.status, error_body(error), retry_after_seconds);
 }
 
-void GenerationHandler::start(Endpoint endpoint, std::string_view body) {
+void GenerationHandler::start(Endpoint endpoint, std::string body) {
   model_ = ctx_.model;
   if (!model_) {
     ApiError e{503, "the model is still loading; retry shortly", "service_unavailable", "", ""};
@@ -55,15 +59,45 @@ void GenerationHandler::start(Endpoint endpoint, std::string_view body) {
     ApiError e{503, "the server is shutting down", "service_unavailable", "", ""};
     return fail(e);
   }
-  RequestLimits limits = ctx_.options.limits;
-  limits.default_chat_max_tokens = model_->max_model_len;
-  if (auto error = parse_generation_request(body, endpoint, limits, request_)) return fail(*error);
-
   meta_.endpoint = endpoint;
   meta_.id = ctx_.make_id(endpoint == Endpoint::kCompletions ? "cmpl" : "chatcmpl");
   meta_.created = int64_t(std::time(nullptr));
   meta_.model = ctx_.options.served_model_name;
   summary_.id = meta_.id;
+  start_deadline();
+  if (!ctx_.workers) {
+    std::vector<std::vector<int32_t>> prompts;
+    auto error = prepare(body, prompts);
+    return on_prepared(std::move(error), std::move(prompts));
+  }
+  const size_t bytes = body.size();
+  ctx_.workers->post(bytes, [self = shared_from_this(), body = std::move(body)] {
+    std::vector<std::vector<int32_t>> prompts;
+    auto error = self->prepare(body, prompts);
+    boost::asio::post(self->ctx_.io,
+                      [self, error = std::move(error), prompts = std::move(prompts)]() mutable {
+                        self->on_prepared(std::move(error), std::move(prompts));
+                      });
+  });
+}
+
+std::optional<ApiError> GenerationHandler::prepare(std::string_view body,
+                                                   std::vector<std::vector<int32_t>>& prompts) {
+  trace::Span span("prepare_request", "http");  // parse, template, tokenize
+  span.arg("body_bytes", int64_t(body.size()));
+  RequestLimits limits = ctx_.options.limits;
+  limits.default_chat_max_tokens = model_->max_model_len;
+  if (auto error = parse_generation_request(body, meta_.endpoint, limits, request_)) return error;
+  // Another model's name: on_prepared() says so; no need to tokenize.
+  if (!request_.model.empty() && request_.model != ctx_.options.served_model_name)
+    return std::nullopt;
+  return prepare_prompts(prompts);
+}
+
+void GenerationHandler::on_prepared(std::optional<ApiError> error,
+                                    std::vector<std::vector<int32_t>> prompts) {
+  if (gone_ || responded_) return;  // the client left, or the deadline answered already
+  if (error) return fail(*error);
   summary_.stream = request_.stream;
   if (!request_.model.empty() && request_.model != ctx_.options.served_model_name) {
     ApiError e{404,
@@ -72,10 +106,43 @@ void GenerationHandler::start(Endpoint endpoint, std::string_view body) {
                "invalid_request_error", "model", "model_not_found"};
     return fail(e);
   }
-
-  std::vector<std::vector<int32_t>> prompts;
-  if (auto error = prepare_prompts(prompts)) return fail(*error);
   submit_all(prompts);
+}
+
+void GenerationHandler::start_deadline() {
+  const double limit = ctx_.options.request_timeout_seconds;
+  if (limit <= 0) return;
+  deadline_.expires_at(received_ + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(limit)));
+  deadline_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->on_deadline();
+  });
+}
+
+void GenerationHandler::on_deadline() {
+  if (responded_ || gone_) return;
+  timed_out_ = true;
+  ctx_.metrics.count_event(ServerEvent::kRequestTimeout);
+  if (choices_.empty()) {  // still being parsed and tokenized: answer now
+    responded_ = true;
+    if (auto sink = live_sink()) sink->send_json(504, error_body(timeout_error()));
+    return;
+  }
+  // The aborted choices finish through the engine; finish_response() then answers 504, or ends
+  // the stream with finish_reason "abort".
+  for (const Choice& c : choices_)
+    if (c.submitted && !c.finished) model_->engine->abort(c.engine_id);
+}
+
+ApiError GenerationHandler::timeout_error() const {
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%g", ctx_.options.request_timeout_seconds);
+  return ApiError{504,
+                  std::string("the request did not finish within the server's --request-timeout "
+                              "of ") +
+                      limit + " s",
+                  "timeout_error", "", "request_timeout"};
 }
 
 std::optional<ApiError> GenerationHandler::prepare_prompts(
@@ -99,6 +166,16 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
   }
   const int64_t cap = model_->max_model_len;
   const int32_t n_vocab = model_->engine->model().config().n_vocab;
+  for (const auto& [token, bias] : request_.params.logit_bias)
+    if (token >= n_vocab)
+      return invalid_request("logit_bias token id " + std::to_string(token) +
+                                 " is out of range (vocabulary of " + std::to_string(n_vocab) + ")",
+                             "logit_bias");
+  if (request_.echo)
+    for (size_t i = 0; i < prompts.size(); ++i)
+      echo_text_.push_back(request_.prompts[i].pretokenized
+                               ? tokenizer.decode(prompts[i], /*skip_special=*/true)
+                               : request_.prompts[i].text);
   const char* param = request_.endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
   for (const std::vector<int32_t>& p : prompts) {
     if (p.empty()) return invalid_request("the prompt is empty", param);
@@ -127,7 +204,7 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
 }
 
 void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
-  const int32_t n = request_.n;
+  const int32_t n = request_.best_of;  // candidates per prompt (n unless best_of asks more)
   choices_.resize(prompts.size() * size_t(n));
   last_token_time_.assign(choices_.size(), Clock::time_point{});
   AsyncEngine& engine = *model_->engine;
@@ -137,6 +214,8 @@ void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
       Choice& c = choices_[size_t(index)];
       c.prompt_index = int32_t(pi);
       SamplingParams params = request_.params;
+      // Ranking best_of candidates needs each one's cumulative logprob.
+      if (request_.best_of > request_.n && !params.logprobs) params.logprobs = 0;
       // n samples of one seeded request differ from each other but repeat across calls.
       if (params.seed && j > 0) params.seed = *params.seed + uint64_t(j);
       std::vector<int32_t> tokens = j + 1 < n ? prompts[pi] : std::move(prompts[pi]);
@@ -164,6 +243,12 @@ void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
   auto sink = live_sink();
   if (!sink) return client_gone();
   sink->begin_stream();
+  // echo: each choice's stream starts with its prompt's text.
+  for (size_t i = 0; i < choices_.size() && !echo_text_.empty(); ++i)
+    if (!sink->stream_write(
+            sse_event(stream_chunk(meta_, int32_t(i), echo_text_[size_t(choices_[i].prompt_index)],
+                                   false, nullptr, nullptr, request_.include_usage))))
+      return client_gone();
   // Chat streams open each choice with the assistant role (as OpenAI and vLLM do).
   if (request_.endpoint == Endpoint::kChatCompletions)
     for (int32_t i = 0; i < int32_t(choices_.size()); ++i)
@@ -249,12 +334,13 @@ void GenerationHandler::handle_stream_event(const Event& e) {
 
 void GenerationHandler::finish_response() {
   responded_ = true;
+  deadline_.cancel();
   int64_t prompt_tokens = 0, completion_tokens = 0, cached = 0;
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     completion_tokens += c.n_output;
     // Each prompt counts once, however many choices it has (as OpenAI's usage does).
-    if (i % size_t(request_.n) == 0) {
+    if (i % size_t(request_.best_of) == 0) {
       prompt_tokens += c.n_prompt;
       cached += c.cached;
     }
@@ -273,8 +359,9 @@ void GenerationHandler::finish_response() {
     sink->end_stream();
     return;
   }
+  if (timed_out_) return sink->send_json(504, error_body(timeout_error()));
   json choices = json::array();
-  for (size_t i = 0; i < choices_.size(); ++i) {
+  for (const size_t i : returned_choices()) {
     const Choice& c = choices_[i];
     json logprobs = nullptr;
     if (request_.logprobs) {
@@ -283,15 +370,38 @@ void GenerationHandler::finish_response() {
                      ? completion_logprobs(c.output.logprobs, offset)
                      : chat_logprobs(c.output.logprobs);
     }
-    choices.push_back(response_choice(request_.endpoint, int32_t(i), c.output.text,
+    const std::string text =
+        echo_text_.empty() ? c.output.text : echo_text_[size_t(c.prompt_index)] + c.output.text;
+    choices.push_back(response_choice(request_.endpoint, int32_t(choices.size()), text,
                                       std::move(logprobs), finish_reason_name(c.reason)));
   }
   sink->send_json(200, dump_json(full_response(meta_, std::move(choices), usage)));
 }
 
+std::vector<size_t> GenerationHandler::returned_choices() const {
+  const size_t per_prompt = size_t(request_.best_of);
+  std::vector<size_t> out;
+  for (size_t first = 0; first < choices_.size(); first += per_prompt) {
+    std::vector<size_t> group(per_prompt);
+    for (size_t j = 0; j < per_prompt; ++j) group[j] = first + j;
+    if (request_.best_of > request_.n) {
+      // The candidates were asked for their tokens' logprobs (submit_all): sum them.
+      std::vector<double> score(choices_.size(), 0.0);
+      for (size_t j : group)
+        for (const TokenLogprobs& t : choices_[j].output.logprobs) score[j] += t.logprob;
+      std::stable_sort(group.begin(), group.end(),
+                       [&](size_t a, size_t b) { return score[a] > score[b]; });
+      group.resize(size_t(request_.n));
+    }
+    out.insert(out.end(), group.begin(), group.end());
+  }
+  return out;
+}
+
 void GenerationHandler::client_gone() {
   if (gone_) return;
   gone_ = true;
+  deadline_.cancel();
   summary_.client_gone = true;
   if (!model_) return;
   for (const Choice& c : choices_)

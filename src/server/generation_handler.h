@@ -7,8 +7,13 @@
 // post one drain to the io_context when the queue goes from empty to non-empty, so the engine
 // thread never waits on the network and a burst of tokens costs one wake-up.
 //
+// Parsing, chat-template rendering and tokenization run on the request workers (when the
+// context has them), then the handler continues on the io_context thread.
+//
 // Thread-safety: start(), client_gone() and every ResponseSink call run on the io_context
-// thread. on_engine_event() runs on the engine thread and touches only the event queue (under
+// thread. prepare() runs on a request worker while the io_context thread touches nothing it
+// writes (the request and the prompts; the hand-back is a post). on_engine_event() runs on the
+// engine thread and touches only the event queue (under
 // its mutex), the per-choice token clocks (engine thread only) and the metrics (lock-free).
 #include <cstdint>
 #include <memory>
@@ -18,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
 #include "server/openai_response.h"
@@ -56,8 +62,8 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
                     Clock::time_point received);
   ~GenerationHandler();
 
-  // Parses and submits; answers errors through the sink at once.
-  void start(Endpoint endpoint, std::string_view body);
+  // Parses, tokenizes (on a request worker) and submits; answers errors through the sink.
+  void start(Endpoint endpoint, std::string body);
   // The client disconnected or fell too far behind: cancel the engine requests (their KV
   // blocks are freed at the next engine step) and write nothing more.
   void client_gone();
@@ -92,12 +98,22 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   };
 
   void fail(const ApiError& error, int retry_after_seconds = 0);
+  // Request worker: parse the body, render and tokenize the prompts.
+  std::optional<ApiError> prepare(std::string_view body,
+                                  std::vector<std::vector<int32_t>>& prompts);
+  void on_prepared(std::optional<ApiError> error, std::vector<std::vector<int32_t>> prompts);
+  void start_deadline();
+  void on_deadline();
+  ApiError timeout_error() const;
   std::optional<ApiError> prepare_prompts(std::vector<std::vector<int32_t>>& prompts);
   void submit_all(std::vector<std::vector<int32_t>>& prompts);
   void on_engine_event(int32_t choice, const RequestEvent& e);  // engine thread
   void drain();
   void handle_stream_event(const Event& e);
   void finish_response();
+  // Indices into choices_ of the choices the response shows, in order: all of them, or per
+  // prompt the n of best_of candidates with the highest cumulative logprob.
+  std::vector<size_t> returned_choices() const;
   std::shared_ptr<ResponseSink> live_sink() const;
 
   ServerContext& ctx_;
@@ -107,10 +123,13 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   GenerationRequest request_;
   ResponseMeta meta_;
   HandlerSummary summary_;
-  std::vector<Choice> choices_;
+  std::vector<Choice> choices_;         // best_of per prompt, prompt-major
+  std::vector<std::string> echo_text_;  // per prompt, when echo was asked
   int32_t n_finished_ = 0;
   bool gone_ = false;
   bool responded_ = false;
+  bool timed_out_ = false;  // --request-timeout passed: the engine requests were aborted
+  boost::asio::steady_timer deadline_;
   std::optional<Clock::time_point> first_token_;
 
   // Engine thread only: when each choice's previous token came (inter-token latency).

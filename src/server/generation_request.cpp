@@ -1,5 +1,6 @@
 #include "server/generation_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -208,11 +209,10 @@ void read_stop(Fields& f, const RequestLimits& limits, SamplingParams& p) {
 // Options of the OpenAI API this server does not implement: refuse rather than ignore.
 void refuse_unsupported(Fields& f, Endpoint endpoint) {
   bool flag = false;
-  if (f.boolean("echo", flag) && flag) f.fail("'echo' is not supported", "echo");
+  if (endpoint == Endpoint::kChatCompletions && f.boolean("echo", flag) && flag)
+    f.fail("'echo' is a completions option", "echo");
   std::string suffix;
   if (f.string("suffix", suffix) && !suffix.empty()) f.fail("'suffix' is not supported", "suffix");
-  if (const json* b = f.get("logit_bias"); b && !(b->is_object() && b->empty()))
-    f.fail("'logit_bias' is not supported", "logit_bias");
   for (const char* name : {"tools", "functions"})
     if (const json* t = f.get(name); t && !(t->is_array() && t->empty()))
       f.fail(std::string("'") + name + "' (tool calling) is not supported", name);
@@ -221,15 +221,31 @@ void refuse_unsupported(Fields& f, Endpoint endpoint) {
     if (!text)
       f.fail("only 'response_format' {\"type\": \"text\"} is supported", "response_format");
   }
-  if (endpoint == Endpoint::kCompletions) {
-    int64_t best_of = 0;
-    if (f.integer("best_of", 1, 1 << 20, best_of)) {
-      // best_of equal to n is the same as not asking; anything else needs ranking we skip.
-      int64_t n = 1;
-      if (const json* nj = f.get("n"); nj && nj->is_number_integer()) n = nj->get<int64_t>();
-      if (best_of != n) f.fail("'best_of' other than n is not supported", "best_of");
-    }
+}
+
+// logit_bias: {"token id": bias, ...} (OpenAI's shape: keys are decimal token ids).
+void read_logit_bias(Fields& f, const RequestLimits& limits, SamplingParams& p) {
+  const json* b = f.get("logit_bias");
+  if (!b) return;
+  const char* kShape = "'logit_bias' must map token ids (\"123\") to numbers in [-100, 100]";
+  if (!b->is_object()) return f.fail(kShape, "logit_bias");
+  if (b->size() > size_t(limits.max_logit_bias))
+    return f.fail("at most " + std::to_string(limits.max_logit_bias) + " 'logit_bias' entries",
+                  "logit_bias");
+  for (const auto& [key, value] : b->items()) {
+    if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos ||
+        !value.is_number())
+      return f.fail(kShape, "logit_bias");
+    p.logit_bias.emplace_back(int32_t(std::stol(key)), value.get<float>());
   }
+}
+
+// Completions only: echo (the prompt's text before the output) and best_of (candidates per
+// prompt, of which the n with the highest cumulative logprob are returned).
+void read_completion_extras(Fields& f, const RequestLimits& limits, GenerationRequest& r) {
+  f.boolean("echo", r.echo);
+  int64_t best_of = 0;
+  if (f.integer("best_of", 1, limits.max_best_of, best_of)) r.best_of = int32_t(best_of);
 }
 
 }  // namespace
@@ -318,6 +334,8 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
              "stop_token_ids");
   }
   f.boolean("ignore_eos", p.ignore_eos);
+  read_logit_bias(f, limits, p);
+  if (endpoint == Endpoint::kCompletions) read_completion_extras(f, limits, r);
   // vLLM's convention: a lower priority value is served first; the engine wants higher first.
   if (f.integer("priority", -kMaxPriority, kMaxPriority, v)) r.priority = int32_t(-v);
   f.string("user", r.user);
@@ -349,6 +367,16 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
     }
   }
   if (f.error()) return f.error();
+  if (f.get("best_of") && r.best_of < r.n)
+    return invalid_request("'best_of' must be at least 'n'", "best_of");
+  r.best_of = std::max(r.best_of, r.n);
+  if (r.best_of > r.n && r.stream)
+    return invalid_request("'best_of' cannot be used with 'stream'", "best_of");
+  if (r.echo && r.logprobs)
+    return invalid_request(
+        "'echo' with 'logprobs' would need the prompt's logprobs, which this server does not "
+        "compute",
+        "echo");
 
   if (auto st = Sampler::validate(p); !st) {
     // "invalid sampling parameter NAME: ..." -> param NAME.

@@ -32,6 +32,8 @@ struct RequestLimits {
   int32_t max_stop = 16;     // stop strings
   int32_t max_stop_token_ids = 64;
   int32_t default_chat_max_tokens = 2048;  // chat without max_tokens: up to the context
+  int32_t max_best_of = 16;                // completions' best_of
+  int32_t max_logit_bias = 300;            // logit_bias entries (OpenAI's limit)
 };
 
 struct GenerationRequest {
@@ -42,6 +44,8 @@ struct GenerationRequest {
   SamplingParams params;             // max_tokens, stop, logprobs, ... filled in
   bool max_tokens_given = false;     // the client chose max_tokens (else the default applies)
   int32_t n = 1;
+  int32_t best_of = 1;  // completions: candidates per prompt (>= n); the n best are returned
+  bool echo = false;    // completions: the prompt's text precedes each choice's text
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // report logprobs (completions: logprobs given; chat: true)

@@ -1,7 +1,5 @@
 #include "server/http_server.h"
 
-#include <sys/resource.h>
-
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -13,12 +11,18 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "server/access_log.h"
 #include "server/http_session.h"
+#include "server/request_workers.h"
+#include "util/trace.h"
 
 namespace vela::server {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+
+// Access-log records waiting for the writer thread before new ones are dropped (~2 MB).
+constexpr size_t kAccessLogPending = 8192;
 
 struct HttpServer::Impl {
   // Declared before the io_context so they outlive it: handlers still queued when it is
@@ -36,7 +40,11 @@ struct HttpServer::Impl {
   bool shutting_down = false;
   bool engine_stopped = false;
   int exit_code = 0;
+  uint64_t open_file_limit = 0;
   HttpServer* owner = nullptr;
+  // Last, so they stop first: their jobs and lines refer to the context and the io_context.
+  std::unique_ptr<RequestWorkers> workers;
+  std::unique_ptr<AccessLogWriter> access_log;
 
   Impl(ServerOptions o, int32_t max_model_len)
       : options(std::move(o)),
@@ -46,28 +54,64 @@ struct HttpServer::Impl {
     ctx.keys = ApiKeys(options.api_keys);
     ctx.created = int64_t(std::time(nullptr));
     ctx.id_salt = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    workers = std::make_unique<RequestWorkers>(options.request_threads);
+    ctx.workers = workers.get();
+    access_log = std::make_unique<AccessLogWriter>(
+        stderr, kAccessLogPending, [this] { metrics.count_event(ServerEvent::kAccessLogDropped); });
+    ctx.access_log = access_log.get();
   }
 
   ~Impl() {
     // Sessions destroyed with the io_context report their end; nobody listens any more.
     ctx.on_exchange_done = nullptr;
+    ctx.workers = nullptr;
+    ctx.access_log = nullptr;
   }
 
   void accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;  // closed for shutdown
       if (ec) {
-        // Typically EMFILE: back off instead of spinning; established sessions keep working.
-        std::fprintf(stderr, "vela serve: accept failed: %s\n", ec.message().c_str());
+        // EMFILE despite the cap (descriptors used elsewhere): back off instead of spinning;
+        // established sessions keep working.
+        std::fprintf(stderr,
+                     "vela serve: accept failed: %s (%zu connections open, open-file limit %llu)\n",
+                     ec.message().c_str(), ctx.connections.open(),
+                     static_cast<unsigned long long>(open_file_limit));
         retry_timer.expires_after(std::chrono::milliseconds(100));
         retry_timer.async_wait([this](boost::system::error_code) { accept(); });
         return;
       }
-      boost::system::error_code opt_ec;
-      socket.set_option(tcp::no_delay(true), opt_ec);  // SSE tokens go out at once
-      std::make_shared<HttpSession>(std::move(socket), ctx)->start();
+      if (make_room()) {
+        boost::system::error_code opt_ec;
+        socket.set_option(tcp::no_delay(true), opt_ec);  // SSE tokens go out at once
+        std::make_shared<HttpSession>(std::move(socket), ctx)->start();
+      } else {
+        boost::system::error_code close_ec;
+        socket.close(close_ec);
+      }
       accept();
     });
+  }
+
+  // Below the cap, or the longest-idle connection closed to get there: the new connection may
+  // open. False when every open connection is busy with a request (the new one is refused).
+  bool make_room() {
+    const auto now = std::chrono::steady_clock::now();
+    while (ctx.connections.full()) {
+      HttpSession* idle = ctx.connections.oldest_idle();
+      if (!idle) {
+        metrics.count_event(ServerEvent::kConnectionRefused);
+        if (auto line = ctx.connections.note_refused(now))
+          std::fprintf(stderr, "%s\n", line->c_str());
+        return false;
+      }
+      idle->shed();
+      ctx.connections.remove(idle);  // whatever state it was in, it no longer counts
+      metrics.count_event(ServerEvent::kConnectionShed);
+      if (auto line = ctx.connections.note_shed(now)) std::fprintf(stderr, "%s\n", line->c_str());
+    }
+    return true;
   }
 
   void wait_signal() {
@@ -150,12 +194,20 @@ Status HttpServer::listen() {
                       ": " + ec.message());
   port_ = s.acceptor.local_endpoint().port();
   // One descriptor per connection: allow as many as the hard limit permits (the soft default
-  // of 1024 would cap concurrent streams well below what one io_context can serve).
-  rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files);
-  }
+  // of 1024 would cap concurrent streams well below what one io_context can serve), and cap
+  // connections below it so accept() never fails for want of a descriptor.
+  s.open_file_limit = raise_open_file_limit();
+  const size_t cap = effective_max_connections(s.options.max_connections, s.open_file_limit);
+  s.ctx.connections.set_max_open(cap);
+  std::fprintf(stderr,
+               "vela serve: at most %zu connections (open-file limit %llu); header timeout %.1f s, "
+               "idle timeout %.1f s\n",
+               cap, static_cast<unsigned long long>(s.open_file_limit),
+               s.options.header_timeout_seconds, s.options.idle_timeout_seconds);
+  if (s.options.max_connections > cap)
+    std::fprintf(stderr,
+                 "vela serve: --max-connections %zu lowered to %zu by the open-file limit\n",
+                 s.options.max_connections, cap);
   s.signals.add(SIGINT);
   s.signals.add(SIGTERM);
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client must not kill the process
@@ -182,12 +234,12 @@ void HttpServer::model_failed(std::string message) {
 }
 
 int HttpServer::run() {
+  trace::name_this_thread("http_io");
   impl_->io.run();
   // Break the references that keep sessions with unfinished exchanges alive (only after the
   // hard deadline), so everything is released with the io_context.
-  const std::vector<HttpSession*> open(impl_->ctx.sessions.begin(), impl_->ctx.sessions.end());
-  for (HttpSession* s : open)
-    if (impl_->ctx.sessions.count(s)) s->force_close();
+  for (HttpSession* s : impl_->ctx.connections.all())
+    if (impl_->ctx.connections.contains(s)) s->force_close();
   if (impl_->engine_stopper.joinable()) impl_->engine_stopper.join();
   if (impl_->ctx.model) impl_->ctx.model->engine->shutdown(0);
   if (impl_->exit_code == 0) std::fprintf(stderr, "vela serve: stopped\n");

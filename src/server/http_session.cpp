@@ -10,12 +10,16 @@
 #include <boost/beast/http/write.hpp>
 
 #include "server/openai_response.h"
+#include "server/request_workers.h"
+#include "server/tokenize_handler.h"
+#include "util/trace.h"
 
 namespace vela::server {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+using json = nlohmann::json;
 
 namespace {
 
@@ -23,6 +27,9 @@ constexpr size_t kHeaderLimit = 32 * 1024;
 constexpr size_t kWatchBytes = 4096;
 constexpr size_t kDiscardBytes = 16384;
 constexpr size_t kMaxLingerBytes = 64u << 20;
+// Trace tracks of HTTP requests: one per connection, reused modulo kHttpTracks.
+constexpr uint32_t kHttpTrackBase = 1u << 20;
+constexpr uint64_t kHttpTracks = 4096;
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -34,6 +41,21 @@ struct StreamHead {
   http::response<http::empty_body> res;
   http::response_serializer<http::empty_body> sr{res};
 };
+
+// "%2F"-style escapes decoded (a model id may hold '/').
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += char(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -47,36 +69,61 @@ bool iequals(std::string_view a, std::string_view b) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx)
-    : stream_(std::move(socket)), ctx_(ctx) {
+    : stream_(std::move(socket)), ctx_(ctx), serial_(++ctx.connection_serial) {
   error_code ec;
   const auto ep = stream_.socket().remote_endpoint(ec);
   if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
 HttpSession::~HttpSession() {
-  ctx_.sessions.erase(this);
+  ctx_.connections.remove(this);
   end_in_flight();
 }
 
 void HttpSession::start() {
-  ctx_.sessions.insert(this);
+  ctx_.connections.add(this);
   read_header();
+}
+
+void HttpSession::shed() {
+  if (in_exchange_) return;  // only idle connections are shed
+  close_gracefully();
 }
 
 void HttpSession::force_close() {
   if (handler_) handler_->client_gone();
   handler_.reset();
+  if (embeddings_) embeddings_->client_gone();
+  embeddings_.reset();
   close_gracefully();
   auto keep = std::move(self_);  // may be the last reference: release at scope end
 }
 
 void HttpSession::read_header() {
   if (closed_) return;
+  ctx_.connections.mark_idle(this);
+  // A kept-alive connection may wait idle_timeout for its next request; once a request's
+  // first byte is here (or on a new connection, from the accept), the whole header must
+  // arrive within header_timeout however slowly the bytes trickle in.
+  if (served_one_ && buffer_.size() == 0) {
+    stream_.expires_after(seconds(ctx_.options.idle_timeout_seconds));
+    stream_.async_read_some(buffer_.prepare(kWatchBytes),
+                            [self = shared_from_this()](error_code ec, size_t n) {
+                              if (ec) return self->close_gracefully();
+                              self->buffer_.commit(n);
+                              self->read_header_bytes();
+                            });
+    return;
+  }
+  read_header_bytes();
+}
+
+void HttpSession::read_header_bytes() {
+  if (closed_) return;
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(ctx_.options.max_body_bytes);
-  // One deadline for an idle keep-alive connection and for the header itself.
-  stream_.expires_after(seconds(ctx_.options.idle_timeout_seconds));
+  stream_.expires_after(seconds(ctx_.options.header_timeout_seconds));
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
@@ -93,6 +140,8 @@ void HttpSession::on_header(error_code ec) {
     return;
   }
   in_exchange_ = true;
+  served_one_ = true;
+  ctx_.connections.mark_busy(this);
   received_ = Clock::now();
   log_ = AccessRecord{};
   log_.remote = remote_;
@@ -157,7 +206,7 @@ void HttpSession::handle_request() {
   auto& req = parser_->get();
   const std::string_view path = log_.path;
   const http::verb method = req.method();
-  const bool is_api = path.rfind("/v1/", 0) == 0;
+  const bool is_api = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
   const bool is_ops = path == "/health" || path == "/metrics";
   if (ctx_.keys.enabled() && (is_api || (is_ops && ctx_.options.protect_metrics))) {
     const std::string_view auth = req[http::field::authorization];
@@ -188,16 +237,47 @@ void HttpSession::handle_request() {
     if (!only(http::verb::get)) return;
     std::optional<EngineStats> stats;
     if (model) stats = model->engine->stats();
+    ctx_.metrics.set_open_connections(int64_t(ctx_.connections.open()));
     return send(200, "text/plain; version=0.0.4; charset=utf-8",
                 ctx_.metrics.render(stats ? &*stats : nullptr, model ? model->block_size : 16));
   }
-  if (path == "/v1/models") {
+  if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
     if (!only(http::verb::get)) return;
     if (!model)
       return send_error(ApiError{503, "the model is still loading", "service_unavailable", "", ""});
-    return send(
-        200, "application/json",
-        dump_json(models_list(ctx_.options.served_model_name, ctx_.created, model->max_model_len)));
+    const json list =
+        models_list(ctx_.options.served_model_name, ctx_.created, model->max_model_len);
+    if (path == "/v1/models") return send(200, "application/json", dump_json(list));
+    const std::string id = percent_decoded(path.substr(std::string_view("/v1/models/").size()));
+    if (id != ctx_.options.served_model_name)
+      return send_error(ApiError{404,
+                                 "The model '" + id + "' does not exist; this server serves '" +
+                                     ctx_.options.served_model_name + "'",
+                                 "invalid_request_error", "model", "model_not_found"});
+    return send(200, "application/json", dump_json(list["data"][0]));
+  }
+  if (path == "/v1/embeddings") {
+    if (!only(http::verb::post)) return;
+    counted_in_flight_ = true;
+    ++ctx_.in_flight;
+    self_ = shared_from_this();
+    embeddings_ = std::make_shared<EmbeddingsHandler>(
+        ctx_,
+        std::weak_ptr<ResponseSink>(std::static_pointer_cast<ResponseSink>(shared_from_this())));
+    embeddings_->start(std::move(req.body()));
+    if (in_exchange_ && embeddings_ && !sending_whole_) start_watch();
+    return;
+  }
+  if (path == "/tokenize" || path == "/detokenize") {
+    if (!only(http::verb::post)) return;
+    if (!model)
+      return send_error(ApiError{503, "the model is still loading", "service_unavailable", "", ""});
+    const size_t bytes = req.body().size();
+    auto work = [model, tokenize = path == "/tokenize", body = std::move(req.body()),
+                 name = ctx_.options.served_model_name] {
+      return tokenize ? tokenize_reply(body, *model, name) : detokenize_reply(body, *model, name);
+    };
+    return reply_from_workers(bytes, std::move(work));
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!only(http::verb::post)) return;
@@ -208,15 +288,27 @@ void HttpSession::handle_request() {
         ctx_,
         std::weak_ptr<ResponseSink>(std::static_pointer_cast<ResponseSink>(shared_from_this())),
         received_);
-    const std::string body = std::move(req.body());
     handler_->start(path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions,
-                    body);
+                    std::move(req.body()));
     // Until the answer is complete, watch the socket for a disconnect.
     if (in_exchange_ && handler_ && !sending_whole_) start_watch();
     return;
   }
   send_error(ApiError{404, "no such endpoint: " + std::string(path), "invalid_request_error", "",
                       "not_found"});
+}
+
+void HttpSession::reply_from_workers(size_t input_bytes, std::function<JsonReply()> work) {
+  if (!ctx_.workers) {
+    const JsonReply r = work();
+    return send(r.status, "application/json", r.body);
+  }
+  ctx_.workers->post(input_bytes, [self = shared_from_this(), work = std::move(work)] {
+    JsonReply r = work();
+    asio::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+      self->send(r.status, "application/json", std::move(r.body));
+    });
+  });
 }
 
 void HttpSession::send_error(const ApiError& error, bool close_after) {
@@ -380,6 +472,7 @@ void HttpSession::abandon() {
     return;
   }
   if (handler_) handler_->client_gone();
+  if (embeddings_) embeddings_->client_gone();
   if (log_.note.empty()) log_.note = "client_disconnected";
   if (log_.status == 0) log_.status = 499;  // nginx's "client closed request"
   finish_exchange();
@@ -400,8 +493,20 @@ void HttpSession::finish_exchange() {
     log_.ttft_ms = s.ttft_ms;
     log_.e2e_ms = std::chrono::duration<double, std::milli>(Clock::now() - received_).count();
   }
-  write_access_log(log_);
+  if (embeddings_) log_.prompt_tokens = embeddings_->prompt_tokens();
+  if (trace::Recorder* recorder = trace::Recorder::active()) {
+    // Requests of one I/O thread overlap: each connection gets a track of its own.
+    const uint32_t track = kHttpTrackBase + uint32_t(serial_ % kHttpTracks);
+    recorder->name_thread(track, "http connection " + std::to_string(serial_ % kHttpTracks));
+    trace::record("http_request", "http", received_, Clock::now(), log_.method + " " + log_.path,
+                  {trace::Arg{"status", log_.status}}, track);
+  }
+  if (ctx_.access_log)
+    ctx_.access_log->write(std::move(log_));
+  else
+    write_access_log(log_);
   handler_.reset();
+  embeddings_.reset();
   streaming_ = header_sent_ = stream_ending_ = false;
   outbox_.clear();
   end_in_flight();
@@ -419,6 +524,7 @@ void HttpSession::end_in_flight() {
 void HttpSession::close_gracefully() {
   if (closed_) return;
   closed_ = true;
+  ctx_.connections.remove(this);
   error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   stream_.close();
@@ -441,6 +547,7 @@ void HttpSession::linger_read() {
                           [self = shared_from_this()](error_code ec, size_t n) {
                             self->lingered_ += n;
                             if (ec || self->lingered_ > kMaxLingerBytes) {
+                              self->ctx_.connections.remove(self.get());
                               self->stream_.close();
                               return;
                             }

@@ -1,10 +1,15 @@
 #pragma once
 // One client connection: reads HTTP/1.1 requests (keep-alive, 100-continue, body limit), routes
-// them, and writes whole responses or chunked server-sent-event streams. While a generation
+// them, and writes whole responses or chunked server-sent-event streams. A new connection must
+// deliver its first request's header within --header-timeout-seconds; a kept-alive one may wait
+// --idle-timeout-seconds for the next request's first byte, and then has the header timeout
+// again. Waiting for a request, the connection is idle in the server's ConnectionTable (the cap
+// may shed it); while a request is answered it is busy. While a generation
 // runs, one outstanding read watches the socket so a client that disconnects is noticed at
 // once (its engine requests are aborted), and streamed output waits in a bounded buffer: a
 // client that falls further behind than --max-stream-buffer bytes is dropped.
 // Thread-safety: lives entirely on the io_context thread (one thread runs the io_context).
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,8 +21,10 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "server/access_log.h"
+#include "server/embeddings_handler.h"
 #include "server/generation_handler.h"
 #include "server/server_context.h"
+#include "server/tokenize_handler.h"
 
 namespace vela::server {
 
@@ -29,6 +36,8 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
   void start();
   // Server stop: cancel any generation, close the socket, drop self references.
   void force_close();
+  // The connection cap needs room: close this connection if it is idle (no request running).
+  void shed();
 
   // ResponseSink (called by the generation handler).
   void send_json(int status, std::string body, int retry_after_seconds = 0) override;
@@ -39,13 +48,16 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
  private:
   using error_code = boost::system::error_code;
 
-  void read_header();
+  void read_header();        // waits (idle timeout) for a request, then reads its header
+  void read_header_bytes();  // the header, within the header timeout
   void on_header(error_code ec);
   void on_body(error_code ec);
   void handle_request();
   void send(int status, std::string content_type, std::string body, int retry_after_seconds = 0,
             bool close_after = false);
   void send_error(const ApiError& error, bool close_after = false);
+  // Runs `work` on the request workers and sends its reply from the io_context thread.
+  void reply_from_workers(size_t input_bytes, std::function<JsonReply()> work);
   void on_response_written(error_code ec, bool close);
   void finish_exchange();
   void start_watch();
@@ -63,14 +75,17 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   ServerContext& ctx_;
   std::string remote_;
+  uint64_t serial_;  // this connection's number (trace track)
 
   // The current exchange.
   bool in_exchange_ = false;
+  bool served_one_ = false;  // a request was read on this connection (keep-alive follows)
   bool keep_alive_ = true;
   bool counted_in_flight_ = false;
   Clock::time_point received_{};
   AccessRecord log_;
   std::shared_ptr<GenerationHandler> handler_;
+  std::shared_ptr<EmbeddingsHandler> embeddings_;
   // Keeps this session alive while a generation runs and no I/O is pending (e.g. between the
   // stream header and the first token); released when the exchange ends.
   std::shared_ptr<HttpSession> self_;

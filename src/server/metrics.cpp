@@ -180,6 +180,14 @@ void ServerMetrics::count_rejection(Rejection reason) {
   rejected_[size_t(reason)].fetch_add(1, std::memory_order_relaxed);
 }
 
+void ServerMetrics::count_event(ServerEvent event) {
+  events_[size_t(event)].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t ServerMetrics::event_count(ServerEvent event) const {
+  return events_[size_t(event)].load(std::memory_order_relaxed);
+}
+
 std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) const {
   const EngineStats s = stats ? *stats : EngineStats{};
   const std::string& l = labels_;
@@ -230,6 +238,24 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
     append_sample(out, "vela:request_rejected_total",
                   "reason=\"" + std::string(rejection_names[i]) + "\"," + l,
                   double(rejected_[i].load(std::memory_order_relaxed)));
+
+  append_header(out, "vela:http_connections_open", "gauge", "Open client connections.");
+  append_sample(out, "vela:http_connections_open", l,
+                double(open_connections_.load(std::memory_order_relaxed)));
+  const std::pair<const char*, const char*> event_series[] = {
+      {"vela:http_connections_shed_total",
+       "Idle connections closed to stay under the connection cap."},
+      {"vela:http_connections_refused_total",
+       "New connections closed at once: the cap was reached and every connection was busy."},
+      {"vela:access_log_dropped_lines_total",
+       "Access-log lines dropped because the log writer fell behind."},
+      {"vela:request_timeout_total", "Requests cut off by the per-request deadline."}};
+  static_assert(std::size(event_series) == size_t(ServerEvent::kCount));
+  for (size_t i = 0; i < size_t(ServerEvent::kCount); ++i) {
+    append_header(out, event_series[i].first, "counter", event_series[i].second);
+    append_sample(out, event_series[i].first, l,
+                  double(events_[i].load(std::memory_order_relaxed)));
+  }
 
   struct Series {
     const char* name;

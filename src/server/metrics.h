@@ -53,6 +53,15 @@ RequestRecord make_request_record(const RequestTimeline& timeline, Clock::time_p
 
 enum class Rejection { kQueueFull, kInvalid, kUnauthorized, kTooLarge, kUnavailable, kCount };
 
+// Server-side events counted for operators (each a `vela:<name>_total` counter).
+enum class ServerEvent {
+  kConnectionShed,     // an idle connection closed to make room under --max-connections
+  kConnectionRefused,  // a new connection closed at once: the cap was reached, all busy
+  kAccessLogDropped,   // an access-log line dropped: its writer fell behind
+  kRequestTimeout,     // a request cut off by --request-timeout
+  kCount
+};
+
 class ServerMetrics {
  public:
   // max_model_len bounds the token-count histograms (1-2-5 buckets up to it, as vLLM).
@@ -61,6 +70,9 @@ class ServerMetrics {
   void observe_request(const RequestRecord& record);
   void observe_inter_token(double seconds);
   void count_rejection(Rejection reason);
+  void count_event(ServerEvent event);
+  uint64_t event_count(ServerEvent event) const;
+  void set_open_connections(int64_t n) { open_connections_.store(n, std::memory_order_relaxed); }
 
   // The whole exposition; `stats` null while the model loads (engine series then read 0).
   std::string render(const EngineStats* stats, int32_t block_size) const;
@@ -73,6 +85,8 @@ class ServerMetrics {
   Histogram ttft_, itl_, tpot_, e2e_, queue_, prefill_, decode_, inference_;
   Histogram prompt_tokens_, generation_tokens_;
   std::array<std::atomic<uint64_t>, size_t(Rejection::kCount)> rejected_{};
+  std::array<std::atomic<uint64_t>, size_t(ServerEvent::kCount)> events_{};
+  std::atomic<int64_t> open_connections_{0};
 };
 
 // Appends `<name>_bucket{le=…,<labels>}`, `<name>_sum{…}`, `<name>_count{…}` lines from

@@ -8,12 +8,12 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "engine/async_engine.h"
 #include "server/auth.h"
 #include "server/chat_formatter.h"
+#include "server/connection_limits.h"
 #include "server/generation_request.h"
 #include "server/metrics.h"
 
@@ -23,7 +23,9 @@ class io_context;
 
 namespace vela::server {
 
+class AccessLogWriter;
 class HttpSession;
+class RequestWorkers;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -34,9 +36,15 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;
   double shutdown_grace_seconds = 30;
   size_t max_stream_buffer_bytes = 1u << 20;  // unsent SSE bytes before a slow client is dropped
-  double header_timeout_seconds = 30;         // to receive a request's header and body
-  double idle_timeout_seconds = 120;          // keep-alive connection with no request
-  double write_timeout_seconds = 60;          // one write to a client that does not read
+  // From a connection's first byte of a request (or its accept) to the end of the header, and
+  // again for the body: a client trickling bytes (slowloris) is cut off after this.
+  double header_timeout_seconds = 30;
+  double idle_timeout_seconds = 120;   // keep-alive connection waiting for its next request
+  size_t max_connections = 0;          // open connections at most (0 = open-file limit - reserve)
+  double write_timeout_seconds = 60;   // one write to a client that does not read
+  double request_timeout_seconds = 0;  // received -> answered, at most (0 = no limit)
+  int32_t request_threads = 2;         // parse/template/tokenize off the I/O thread
+  Pooling embedding_pooling = Pooling::kMean;  // /v1/embeddings
   RequestLimits limits;
 };
 
@@ -58,14 +66,17 @@ struct ServerContext {
   const ServerOptions& options;
   ServerMetrics& metrics;
   ApiKeys keys;
-  std::shared_ptr<const LoadedModel> model;   // null while loading
-  bool draining = false;                      // SIGTERM/SIGINT seen: refuse new work
-  int64_t created = 0;                        // server start, Unix seconds (for /v1/models)
-  int64_t in_flight = 0;                      // generation exchanges not yet fully answered
-  std::function<void()> on_exchange_done;     // after in_flight drops (drain watcher)
-  std::unordered_set<HttpSession*> sessions;  // open connections (closed on stop)
+  std::shared_ptr<const LoadedModel> model;  // null while loading
+  bool draining = false;                     // SIGTERM/SIGINT seen: refuse new work
+  int64_t created = 0;                       // server start, Unix seconds (for /v1/models)
+  int64_t in_flight = 0;                     // generation exchanges not yet fully answered
+  std::function<void()> on_exchange_done;    // after in_flight drops (drain watcher)
+  ConnectionTable connections{SIZE_MAX};     // open connections (closed on stop), the cap
+  RequestWorkers* workers = nullptr;         // null: requests are prepared on this thread
+  AccessLogWriter* access_log = nullptr;     // null: lines are written synchronously
   uint64_t id_counter = 0;
-  uint64_t id_salt = 0;  // random per process so ids differ between runs
+  uint64_t connection_serial = 0;  // connections accepted so far
+  uint64_t id_salt = 0;            // random per process so ids differ between runs
 
   // "cmpl-…" style ids: unique within the process, unpredictable across runs.
   std::string make_id(const char* prefix);

@@ -106,6 +106,23 @@ TEST(SamplerMinTokens, MasksStopTokensUntilEnoughWereGenerated) {
   EXPECT_EQ(sampler.sample(logits).token, 3);
 }
 
+// OpenAI's logit_bias: added after the penalties, so it steers the choice; the reported
+// logprobs stay those of the raw logits.
+TEST(SamplerLogitBias, SteersTheChoiceNotTheLogprobs) {
+  SamplingParams p = params_with(0.0f);
+  p.logit_bias = {{3, -100.0f}, {0, 2.0f}};  // ban the argmax, lift token 0 over token 1
+  Sampler sampler(p, 5);
+  const std::vector<float> logits = {0.0f, 1.0f, 0.5f, 9.0f, 0.2f};
+  const SampledToken t = sampler.sample(logits);
+  EXPECT_EQ(t.token, 0);
+  EXPECT_NEAR(t.logprob, log_softmax(logits)[0], 1e-5);
+  SamplingParams bad = params_with(0.0f);
+  bad.logit_bias = {{1, 101.0f}};
+  expect_invalid(bad, "logit_bias");
+  bad.logit_bias = {{-1, 1.0f}};
+  expect_invalid(bad, "logit_bias");
+}
+
 TEST(SamplerValidate, MessageShowsRequirementAndValue) {
   SamplingParams p;
   p.top_p = 1.5f;

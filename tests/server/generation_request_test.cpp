@@ -64,6 +64,18 @@ TEST(GenerationRequest, CompletionFieldsAndDefaults) {
   EXPECT_EQ(r.params.stop_token_ids, (std::vector<int32_t>{2, 7}));
 }
 
+TEST(GenerationRequest, LogitBiasEchoAndBestOf) {
+  const GenerationRequest r =
+      parse_ok(R"({"prompt":"x","n":2,"best_of":4,"echo":true,"logit_bias":{"5":1.5,"70":-100}})");
+  EXPECT_EQ(r.n, 2);
+  EXPECT_EQ(r.best_of, 4);
+  EXPECT_TRUE(r.echo);
+  ASSERT_EQ(r.params.logit_bias.size(), 2u);
+  EXPECT_EQ(r.params.logit_bias[0], (std::pair<int32_t, float>{5, 1.5f}));
+  EXPECT_EQ(r.params.logit_bias[1], (std::pair<int32_t, float>{70, -100.0f}));
+  EXPECT_EQ(parse_ok(R"({"prompt":"x","n":3})").best_of, 3);  // best_of defaults to n
+}
+
 TEST(GenerationRequest, ChatFields) {
   const GenerationRequest d =
       parse_ok(R"({"messages":[{"role":"user","content":"hi"}]})", Endpoint::kChatCompletions);
@@ -104,8 +116,15 @@ TEST(GenerationRequest, ErrorsNameTheParameter) {
       {R"({"prompt":"x","priority":10000000})", "priority"},
       {R"({"prompt":"x","user":5})", "user"},
       {R"({"prompt":"x","suffix":"s"})", "suffix"},
-      {R"({"prompt":"x","best_of":2})", "best_of"},
-      {R"({"prompt":"x","logit_bias":{"5":1}})", "logit_bias"},
+      {R"({"prompt":"x","n":3,"best_of":2})", "best_of"},
+      {R"({"prompt":"x","best_of":2,"stream":true})", "best_of"},
+      {R"({"prompt":"x","best_of":17})", "best_of"},
+      {R"({"prompt":"x","logit_bias":{"a":1}})", "logit_bias"},
+      {R"({"prompt":"x","logit_bias":{"5":"1"}})", "logit_bias"},
+      {R"({"prompt":"x","logit_bias":{"5":101}})", "logit_bias"},
+      {R"({"prompt":"x","logit_bias":[5]})", "logit_bias"},
+      {R"({"prompt":"x","echo":true,"logprobs":1})", "echo"},
+      {R"({"prompt":"x","echo":"yes"})", "echo"},
       {R"({"prompt":"x","stream":true,"stream_options":{"include_usage":"y"}})",
        "stream_options.include_usage"},
       {R"({"prompt":[1,-2]})", "prompt"},

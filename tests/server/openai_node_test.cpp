@@ -1,6 +1,7 @@
 // The official `openai` npm client (tests/server/node) against `vela serve`: completions and
-// chat completions, whole and streamed, with an API key. Skipped when Node.js or the client's
-// node_modules (`npm ci --prefix tests/server/node`) are absent.
+// chat completions, whole and streamed, embeddings, echo / logit_bias / best_of, with an API
+// key. Skipped when Node.js or the client's node_modules (`npm ci --prefix tests/server/node`)
+// are absent.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

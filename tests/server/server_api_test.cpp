@@ -273,7 +273,7 @@ TEST_F(ServerApi, BadRequestsAreOpenAiErrors) {
       {"/v1/completions", R"({"prompt":"x","stream":"yes"})", 400, "stream"},
       {"/v1/completions", R"({"prompt":"x","stream_options":{"include_usage":true}})", 400,
        "stream_options"},
-      {"/v1/completions", R"({"prompt":"x","echo":true})", 400, "echo"},
+      {"/v1/completions", R"({"prompt":"x","echo":true,"logprobs":0})", 400, "echo"},
       {"/v1/completions", R"({"prompt":"x","seed":"abc"})", 400, "seed"},
       {"/v1/completions", R"({"prompt":"x","top_k":-7})", 400, "top_k"},
       {"/v1/completions", R"({"prompt":"x","priority":"high"})", 400, "priority"},

@@ -53,7 +53,12 @@ TEST(ServeCli, HelpListsEveryOption) {
                            "--chat-template",
                            "--served-model-name",
                            "--max-body-bytes",
-                           "--shutdown-grace-seconds"})
+                           "--shutdown-grace-seconds",
+                           "--max-connections",
+                           "--header-timeout-seconds",
+                           "--idle-timeout-seconds",
+                           "--request-timeout",
+                           "--request-threads"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
 }
 
@@ -82,6 +87,17 @@ TEST(ServeCli, MissingModelAndBusyPortExitWithStatusOne) {
                                " --port " + std::to_string(s->port()));
   EXPECT_EQ(busy.exit_code, 1) << busy.output;
   EXPECT_NE(busy.output.find("cannot listen"), std::string::npos) << busy.output;
+}
+
+TEST(ServeCli, KvBudgetBeyondMemoryIsRefusedWithTheNumbers) {
+  VELA_REQUIRE_SHARED();
+  // 64 TiB of KV cache: more than any test machine has, so the guard refuses before allocating.
+  const CliRun r = run_vela("serve -m " + shared_path("models/aidreams260K.gguf").string() +
+                            " --port 0 --kv-cache-bytes 64T");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("not enough memory: the KV cache ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("plus the weights ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" bytes); lower --kv-cache-bytes"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -128,10 +128,13 @@ std::string shell_quote(const std::string& s) {
 }
 
 std::unique_ptr<ServerProcess> ServerProcess::start(const std::vector<std::string>& args,
-                                                    bool wait_ready) {
+                                                    bool wait_ready,
+                                                    const std::vector<std::string>& launcher) {
   auto s = std::unique_ptr<ServerProcess>(new ServerProcess());
   s->log_path_ = temp_file("log");
-  std::vector<std::string> argv = {VELA_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
+  std::vector<std::string> argv = launcher;
+  for (const char* a : {VELA_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"})
+    argv.emplace_back(a);
   argv.insert(argv.end(), args.begin(), args.end());
   s->pid_ = spawn(argv, s->log_path_);
   if (s->pid_ < 0) {

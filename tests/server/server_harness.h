@@ -31,8 +31,10 @@ class ServerProcess {
  public:
   // Starts `vela serve --host 127.0.0.1 --port 0 <args>` and waits until /health says 200
   // (or, with wait_ready false, until it listens). Fails the current test on error.
+  // `launcher` runs the server (e.g. {"prlimit", "--nofile=256:256", "--"}); it must exec it.
   static std::unique_ptr<ServerProcess> start(const std::vector<std::string>& args,
-                                              bool wait_ready = true);
+                                              bool wait_ready = true,
+                                              const std::vector<std::string>& launcher = {});
   ~ServerProcess();
 
   uint16_t port() const { return port_; }

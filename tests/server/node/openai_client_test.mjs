@@ -1,5 +1,6 @@
 // Drives a running `vela serve` with the official openai npm client: completions and chat
-// completions, whole and streamed. Usage: node openai_client_test.mjs BASE_URL MODEL [API_KEY]
+// completions, whole and streamed; embeddings; echo, logit_bias and best_of; a model by id.
+// Usage: node openai_client_test.mjs BASE_URL MODEL [API_KEY]
 // Exits 0 when every check passes; prints what failed otherwise.
 import OpenAI from 'openai';
 
@@ -97,10 +98,64 @@ async function models() {
   check(ids.includes(model), `models ${ids}`);
 }
 
+async function modelById() {
+  const m = await client.models.retrieve(model);
+  check(m.id === model && m.object === 'model', `model ${JSON.stringify(m)}`);
+}
+
+// The client asks for base64 by default and decodes it; float is asked for explicitly.
+async function embeddings() {
+  const texts = ['Once upon a time', 'A big red ball'];
+  const r = await client.embeddings.create({ model, input: texts });
+  check(r.object === 'list' && r.data.length === 2, `embeddings ${r.data.length}`);
+  for (const d of r.data) {
+    const norm = Math.sqrt(d.embedding.reduce((s, x) => s + x * x, 0));
+    check(Math.abs(norm - 1) < 1e-4, `embedding norm ${norm}`);
+  }
+  check(r.usage.prompt_tokens > 0, 'embedding usage');
+  const one = await client.embeddings.create({ model, input: texts[1], encoding_format: 'float' });
+  const diff = Math.max(...one.data[0].embedding.map((x, i) => Math.abs(x - r.data[1].embedding[i])));
+  check(diff < 1e-5, `alone vs batched embedding differ by ${diff}`);
+}
+
+async function completionOptions(text) {
+  const prompt = 'Once upon a time';
+  const echoed = await client.completions.create({
+    model, prompt, max_tokens: 8, temperature: 0, echo: true,
+  });
+  check(echoed.choices[0].text === prompt + text, `echo ${JSON.stringify(echoed.choices[0].text)}`);
+
+  // A +100 bias on one token makes greedy decoding pick it every time.
+  const biased = await client.completions.create({
+    model, prompt, max_tokens: 4, temperature: 0, logprobs: 0, logit_bias: { 70: 100 },
+  });
+  const tokens = biased.choices[0].logprobs.tokens;
+  check(tokens.length === 4 && tokens.every((t) => t === tokens[0]), `biased ${tokens}`);
+
+  // best_of 4, n 2: the two of the four candidates with the highest cumulative logprob (the
+  // same four candidates as n 4: the seed of candidate j is seed + j).
+  const sum = (c) => c.logprobs.token_logprobs.reduce((s, x) => s + x, 0);
+  const all = await client.completions.create({
+    model, prompt, max_tokens: 6, temperature: 1, seed: 7, n: 4, logprobs: 0,
+  });
+  const ranked = all.choices.map((c) => [sum(c), c.text]).sort((a, b) => b[0] - a[0]);
+  const best = await client.completions.create({
+    model, prompt, max_tokens: 6, temperature: 1, seed: 7, n: 2, best_of: 4, logprobs: 0,
+  });
+  check(best.choices.length === 2, `best_of choices ${best.choices.length}`);
+  check(best.choices[0].text === ranked[0][1] && best.choices[1].text === ranked[1][1],
+        `best_of returned ${JSON.stringify(best.choices.map((c) => c.text))}, ` +
+        `ranked ${JSON.stringify(ranked)}`);
+  check(best.choices.map((c) => c.index).join() === '0,1', 'best_of indices');
+}
+
 try {
   await models();
+  await modelById();
+  await embeddings();
   const text = await completions();
   await streamedCompletions(text);
+  await completionOptions(text);
   const reply = await chat();
   await streamedChat(reply);
   await errors();

@@ -1,0 +1,193 @@
+// `vela serve --trace FILE` and `vela bench --profile`: the trace file is valid trace-event
+// JSON (a schema check of every event), its spans nest on each thread, it holds engine steps
+// with their batch composition, forward passes split into layers and operations, sampling,
+// detokenizing, request preparation and HTTP requests; the parts of the passes add up to the
+// passes within 5%, and so do the profile table's.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "server_harness.h"
+#include "support/shared_data.h"
+
+namespace vela::test {
+namespace {
+
+using json = nlohmann::json;
+
+struct Span {
+  std::string name, cat;
+  double ts = 0, dur = 0;
+  int64_t tid = 0;
+  json args;
+  const Span* parent = nullptr;
+};
+
+// Checks the trace-event format (JSON object format, complete "X" and metadata "M" events);
+// appends the complete events to `spans`. Failures are reported through gtest.
+void check_schema(const json& doc, std::map<int64_t, std::string>& thread_names,
+                  std::vector<Span>& spans) {
+  EXPECT_TRUE(doc.is_object());
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
+    ADD_FAILURE() << "no traceEvents array";
+    return;
+  }
+  if (doc.contains("displayTimeUnit"))
+    EXPECT_TRUE(doc["displayTimeUnit"] == "ms" || doc["displayTimeUnit"] == "ns");
+  for (const json& e : doc["traceEvents"]) {
+    ASSERT_TRUE(e.is_object()) << e;
+    ASSERT_TRUE(e.contains("ph") && e["ph"].is_string()) << e;
+    ASSERT_TRUE(e.contains("name") && e["name"].is_string() && !e["name"].empty()) << e;
+    ASSERT_TRUE(e.contains("pid") && e["pid"].is_number_integer()) << e;
+    ASSERT_TRUE(e.contains("tid") && e["tid"].is_number_integer()) << e;
+    const std::string ph = e["ph"];
+    if (ph == "M") {
+      EXPECT_EQ(e["name"], "thread_name") << e;
+      ASSERT_TRUE(e.contains("args") && e["args"]["name"].is_string()) << e;
+      thread_names[e["tid"].get<int64_t>()] = e["args"]["name"];
+      continue;
+    }
+    ASSERT_EQ(ph, "X") << "only complete and metadata events are written: " << e;
+    ASSERT_TRUE(e.contains("ts") && e["ts"].is_number() && e["ts"].get<double>() >= 0) << e;
+    ASSERT_TRUE(e.contains("dur") && e["dur"].is_number() && e["dur"].get<double>() >= 0) << e;
+    ASSERT_TRUE(e.contains("cat") && e["cat"].is_string()) << e;
+    if (e.contains("args")) ASSERT_TRUE(e["args"].is_object()) << e;
+    spans.push_back(Span{e["name"], e["cat"], e["ts"], e["dur"], e["tid"],
+                         e.value("args", json::object()), nullptr});
+  }
+}
+
+// Links each span to its innermost enclosing span on the same thread; fails on spans that
+// overlap without one containing the other.
+void check_nesting(std::vector<Span>& spans) {
+  std::vector<Span*> order;
+  for (Span& s : spans) order.push_back(&s);
+  std::sort(order.begin(), order.end(), [](const Span* a, const Span* b) {
+    if (a->tid != b->tid) return a->tid < b->tid;
+    if (a->ts != b->ts) return a->ts < b->ts;
+    return a->dur > b->dur;  // the enclosing one first
+  });
+  constexpr double kEps = 0.0015;  // µs: timestamps are printed to the nanosecond
+  std::vector<Span*> stack;
+  int64_t tid = -1;
+  for (Span* s : order) {
+    if (s->tid != tid) stack.clear();
+    tid = s->tid;
+    // Sorted by start: the span nests in the innermost open span that ends after it, and
+    // must not start inside one it outlasts.
+    while (!stack.empty()) {
+      const Span* top = stack.back();
+      const double top_end = top->ts + top->dur;
+      if (s->ts + s->dur <= top_end + kEps) break;
+      EXPECT_GE(s->ts, top_end - kEps)
+          << s->name << " overlaps " << top->name << " without nesting (tid " << tid << ")";
+      stack.pop_back();
+    }
+    if (!stack.empty()) s->parent = stack.back();
+    stack.push_back(s);
+  }
+}
+
+TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
+  VELA_REQUIRE_SHARED();
+  const auto trace_path = temp_file("trace");
+  auto s = ServerProcess::start({"-m", shared_path("models/aidreams260K.gguf").string(), "--trace",
+                                 trace_path.string(), "--max-num-batched-tokens", "8"});
+  EXPECT_EQ(s->post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":8})").status,
+            200);
+  EXPECT_EQ(s->post("/v1/completions",
+                    R"({"prompt":"The little dog","max_tokens":6,"stream":true,"n":2})")
+                .status,
+            200);
+  s->signal(SIGTERM);
+  ASSERT_EQ(s->wait_exit(30), 0) << s->log();
+  EXPECT_NE(s->log().find("trace written to"), std::string::npos) << s->log();
+
+  const json doc = json::parse(read_file(trace_path), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << "the trace is not JSON";
+  std::map<int64_t, std::string> threads;
+  std::vector<Span> spans;
+  check_schema(doc, threads, spans);
+  ASSERT_FALSE(spans.empty());
+  check_nesting(spans);
+  std::set<std::string> thread_set;
+  for (const auto& [tid, name] : threads) thread_set.insert(name);
+  for (const char* t : {"engine", "http_io", "request_worker"})
+    EXPECT_TRUE(thread_set.count(t)) << "no thread named " << t;
+
+  std::map<std::string, int> count;
+  double forward_total = 0, forward_parts = 0, layer_total = 0, layer_ops = 0;
+  bool composition = false;
+  for (const Span& sp : spans) {
+    ++count[sp.name];
+    const std::string parent = sp.parent ? sp.parent->name : "";
+    if (sp.name == "engine_step")
+      composition |= sp.args.contains("prefill_tokens") && sp.args.contains("decode_tokens") &&
+                     sp.args["prefill_tokens"].get<int>() + sp.args["decode_tokens"].get<int>() > 0;
+    if (sp.name == "forward") {
+      EXPECT_EQ(parent, "engine_step");
+      forward_total += sp.dur;
+    }
+    if (sp.cat == "forward" && sp.name != "forward") EXPECT_EQ(parent, "forward") << sp.name;
+    if (sp.cat == "forward" && sp.name != "forward") forward_parts += sp.dur;
+    if (sp.name == "layer") {
+      EXPECT_EQ(parent, "forward");
+      EXPECT_TRUE(sp.args.contains("layer"));
+      forward_parts += sp.dur;
+      layer_total += sp.dur;
+    }
+    if (sp.cat == "op") {
+      EXPECT_EQ(parent, "layer") << sp.name;
+      layer_ops += sp.dur;
+    }
+    if (sp.name == "sample" || sp.name == "detokenize") EXPECT_EQ(parent, "engine_step");
+    if (sp.name == "http_request" &&
+        sp.args.value("detail", std::string()) == "POST /v1/completions")
+      ++count["http_completion"];
+  }
+  EXPECT_TRUE(composition) << "engine steps carry their batch composition";
+  for (const char* name : {"engine_step", "schedule", "forward", "prepare", "layer", "attention",
+                           "qkv_matmul", "ffn_matmul", "attn_norm", "output", "sample",
+                           "detokenize", "prepare_request", "http_request"})
+    EXPECT_GT(count[name], 0) << "no " << name << " span";
+  EXPECT_EQ(count["http_completion"], 2);  // the two completions, named by method and path
+  // The parts (prepare, layers, output head) account for the passes, the operations for the
+  // layers: within 5%.
+  ASSERT_GT(forward_total, 0);
+  EXPECT_NEAR(forward_parts / forward_total, 1.0, 0.05);
+  EXPECT_NEAR(layer_ops / layer_total, 1.0, 0.05);
+  std::filesystem::remove(trace_path);
+}
+
+TEST(Trace, BenchProfileTableAddsUp) {
+  VELA_REQUIRE_SHARED();
+  const std::string cmd = "timeout 120 " + std::string(VELA_BINARY) + " bench -m " +
+                          shell_quote(shared_path("models/aidreams260K.gguf").string()) +
+                          " -p 32 -n 16 -r 1 -t 1 --no-roofline --profile 2>/dev/null";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  ASSERT_NE(out.find("### Profile:"), std::string::npos) << out;
+  for (const char* row : {"| layer 0 |", "| output head |", "| attention |", "| qkv_matmul |"})
+    EXPECT_NE(out.find(row), std::string::npos) << row << "\n" << out;
+  auto share_after = [&](const std::string& label) {
+    const size_t at = out.find(label);
+    if (at == std::string::npos) return -1.0;
+    const size_t bold = out.find("**", at + label.size());
+    return std::atof(out.c_str() + bold + 2);
+  };
+  EXPECT_NEAR(share_after("**sum of parts** | |"), 100.0, 5.0) << out;
+  EXPECT_NEAR(share_after("**sum of operations / layers** | |"), 100.0, 5.0) << out;
+}
+
+}  // namespace
+}  // namespace vela::test
