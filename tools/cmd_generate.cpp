@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "speculative_flags.h"
 #include "vela/llm.h"
 
 namespace vela::cli {
@@ -46,8 +47,7 @@ Status read_sampling(const Args& a, SamplingParams& p) {
 }  // namespace
 
 int run_generate(int argc, char** argv) {
-  Args args("generate", "-m MODEL.gguf -p PROMPT [options]",
-            {{"model", 'm', "FILE", "GGUF model file"},
+  std::vector<Flag> flags = {{"model", 'm', "FILE", "GGUF model file"},
              {"prompt", 'p', "TEXT", "the prompt"},
              {"n-predict", 'n', "N", "tokens to generate at most (default 128)"},
              {"threads", 't', "N", "threads (default: physical cores)"},
@@ -64,7 +64,9 @@ int run_generate(int argc, char** argv) {
              {"logprobs", 0, "N", "print each token's logprob and N alternatives to stderr"},
              {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
-             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}});
+             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}};
+  add_speculative_flags(flags);
+  Args args("generate", "-m MODEL.gguf -p PROMPT [options]", flags);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
     std::fprintf(stderr, "vela generate: expected -m MODEL and -p PROMPT (see --help)\n");
@@ -78,6 +80,16 @@ int run_generate(int argc, char** argv) {
   auto ctx = args.get_int("ctx-size", 0, 0, 1 << 24);
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   Status st = read_sampling(args, params);
+  auto spec = read_speculative_flags(args);
+  if (!spec) {
+    std::fprintf(stderr, "%s\n", spec.message().c_str());
+    return 2;
+  }
+  config.speculative_method = spec->method;
+  config.num_speculative_tokens = spec->num_speculative_tokens;
+  config.prompt_lookup_min = spec->prompt_lookup_min;
+  config.prompt_lookup_max = spec->prompt_lookup_max;
+  config.speculative_adaptive = spec->adaptive;
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
                          batch ? nullptr : &batch.error(), st ? nullptr : &st.error()}) {
     if (e) {

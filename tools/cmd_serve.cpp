@@ -10,6 +10,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "speculative_flags.h"
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
@@ -47,9 +48,8 @@ Result<uint64_t> parse_bytes(const std::string& flag, const std::string& text) {
 }  // namespace
 
 int run_serve(int argc, char** argv) {
-  Args args(
-      "serve", "-m MODEL.gguf [options]",
-      {{"model", 'm', "FILE", "GGUF model file"},
+  std::vector<Flag> flags = {
+      {"model", 'm', "FILE", "GGUF model file"},
        {"host", 0, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"},
        {"port", 0, "N", "TCP port (default 8080; 0 = any free port, printed at start)"},
        {"threads", 't', "N", "forward-pass threads (default: physical cores)"},
@@ -88,7 +88,9 @@ int run_serve(int argc, char** argv) {
        {"max-stream-buffer-bytes", 0, "N",
         "unsent streamed bytes before a slow client is dropped (default 1M)"},
        {"shutdown-grace-seconds", 0, "S",
-        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}});
+        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}};
+  add_speculative_flags(flags);
+  Args args("serve", "-m MODEL.gguf [options]", flags);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela serve: expected -m MODEL (see --help)\n");
@@ -155,6 +157,15 @@ int run_serve(int argc, char** argv) {
     eo.engine.block_size = int32_t(*bs);
   }
   eo.engine.enable_prefix_caching = !args.has("no-prefix-caching");
+  {
+    auto spec = read_speculative_flags(args);
+    if (!spec) return fail("vela serve: " + spec.message());
+    eo.engine.speculative_method = spec->method;
+    eo.engine.num_speculative_tokens = spec->num_speculative_tokens;
+    eo.engine.prompt_lookup_min = spec->prompt_lookup_min;
+    eo.engine.prompt_lookup_max = spec->prompt_lookup_max;
+    eo.engine.speculative_adaptive = spec->adaptive;
+  }
   eo.max_wait_ms = *wait_ms;
   eo.max_queued_requests = int32_t(*queued);
   eo.chat_template_path = args.get("chat-template");

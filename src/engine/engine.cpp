@@ -1,7 +1,11 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
+
+#include "spec/acceptance.h"
+#include "spec/ngram_proposer.h"
 
 namespace vela {
 
@@ -13,6 +17,8 @@ struct Engine::Live {
   StopMatcher stop;
   CompletionOutput output;
   RequestCallback callback;
+  AcceptanceEstimate acceptance;
+  int32_t shadow_proposal = -1;  // a proposal not verified: checked against the next token
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
       : params(p), sampler(p, n_vocab), detokenizer(tok), stop(p.stop) {}
@@ -35,10 +41,18 @@ KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
                        c.kv_type};
 }
 
+// A speculating request takes K + 1 rows; never more rows than tokens in a pass.
+int32_t max_logits_rows(const EngineConfig& c) {
+  const int32_t per_seq =
+      c.speculative.enabled() ? 1 + c.speculative.num_speculative_tokens : 1;
+  return std::min(c.scheduler.max_num_batched_tokens,
+                  int32_t(int64_t(c.scheduler.max_num_seqs) * per_seq));
+}
+
 ForwardOptions forward_options(const EngineConfig& c) {
   ForwardOptions fo;
   fo.max_batch_tokens = c.scheduler.max_num_batched_tokens;
-  fo.max_logits = c.scheduler.max_num_seqs;
+  fo.max_logits = max_logits_rows(c);
   fo.max_context = c.max_context;
   fo.n_threads = c.n_threads;
   return fo;
@@ -53,7 +67,9 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       cache_(cache_config(*model, config)),
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
       kv_(pool_, config.block_size),
-      scheduler_(config.scheduler, kv_) {
+      scheduler_(config.scheduler, kv_),
+      spec_policy_(step_cost_, config.speculative.adaptive) {
+  assert(validate(config.speculative).ok());
   scheduler_.set_cost_estimator(&step_cost_);
   config_.n_blocks = cache_.config().n_blocks;
   const auto& sc = config.scheduler;
@@ -62,9 +78,11 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_positions_.resize(size_t(sc.max_num_batched_tokens));
   batch_seq_.resize(size_t(sc.max_num_batched_tokens));
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
-  logits_rows_.resize(size_t(sc.max_num_seqs));
+  logits_rows_.resize(size_t(max_logits_rows(config)));
   sampling_.resize(size_t(sc.max_num_seqs));
-  logits_.resize(size_t(sc.max_num_seqs) * size_t(model->config().n_vocab));
+  logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
+  drafted_.reserve(size_t(sc.max_num_seqs));
+  proposal_buf_.resize(size_t(kMaxSpeculativeTokens));
 }
 
 Engine::~Engine() = default;
@@ -162,7 +180,7 @@ void Engine::finish(Live& live, FinishReason reason) {
   requests_.erase(id);
 }
 
-void Engine::on_token(Live& live, const SampledToken& s) {
+bool Engine::on_token(Live& live, const SampledToken& s) {
   Request& r = live.request;
   const SamplingParams& p = live.params;
   live.sampler.accept(s.token);
@@ -198,10 +216,95 @@ void Engine::on_token(Live& live, const SampledToken& s) {
     e.request = &r;
     live.callback(e);
   }
-  if (stop_token || live.stop.stopped())
+  if (stop_token || live.stop.stopped()) {
     finish(live, FinishReason::kStop);
-  else if (r.n_output() >= p.max_tokens || int32_t(r.tokens.size()) >= r.max_total_tokens)
+    return false;
+  }
+  if (r.n_output() >= p.max_tokens || int32_t(r.tokens.size()) >= r.max_total_tokens) {
     finish(live, FinishReason::kLength);
+    return false;
+  }
+  return true;
+}
+
+void Engine::propose() {
+  const SpeculativeConfig& sc = config_.speculative;
+  drafted_.clear();
+  StepShape decodes;
+  for (const auto& [id, live] : requests_) {
+    const Request& r = live->request;
+    if (r.status == RequestStatus::kRunning && r.is_decode()) decodes.add(r.num_computed, 1, true);
+  }
+  spec_policy_.begin_step(decodes);
+  const double prior = counters_.spec_draft_tokens > 0
+                           ? double(counters_.spec_accepted_tokens) / counters_.spec_draft_tokens
+                           : 0.5;
+  for (const auto& [id, live] : requests_) {
+    Request& r = live->request;
+    if (r.status != RequestStatus::kRunning || !r.is_decode()) continue;
+    // Room for the proposals and the token after them, within max_tokens and the capacity.
+    const int32_t room = std::min(r.max_total_tokens - int32_t(r.tokens.size()),
+                                  live->params.max_tokens - r.n_output()) -
+                         1;
+    const int32_t max_k = std::min(sc.num_speculative_tokens, room);
+    if (max_k <= 0) continue;
+    const int32_t n = propose_ngram(r.tokens, sc.prompt_lookup_min, sc.prompt_lookup_max,
+                                    std::span<int32_t>(proposal_buf_.data(), size_t(max_k)));
+    if (n == 0) continue;
+    const int32_t k = spec_policy_.choose(r.num_computed, n, live->acceptance.rate(prior));
+    if (k == 0) {
+      live->shadow_proposal = proposal_buf_[0];  // what it would have proposed, for the estimate
+      continue;
+    }
+    r.tokens.insert(r.tokens.end(), proposal_buf_.begin(), proposal_buf_.begin() + k);
+    r.n_draft = k;
+    drafted_.push_back(&r);
+  }
+}
+
+void Engine::trim_unscheduled_proposals() {
+  for (Request* r : drafted_) {
+    int32_t keep = 0;
+    for (const ScheduledRequest& s : sched_out_.scheduled)
+      if (s.request == r) keep = s.num_new_tokens - 1;
+    if (keep >= r->n_draft) continue;
+    r->tokens.resize(r->tokens.size() - size_t(r->n_draft - keep));
+    r->n_draft = keep;
+    // The blocks for dropped proposals go back now (a preempted request holds none).
+    kv_.truncate(r->kv, int32_t(r->tokens.size()));
+  }
+}
+
+void Engine::verify(Live& live, std::span<float> rows) {
+  Request& r = live.request;
+  const int32_t n_draft = r.n_draft;
+  std::array<int32_t, kMaxSpeculativeTokens> proposals{};
+  std::copy(r.tokens.end() - n_draft, r.tokens.end(), proposals.begin());
+  // Back to the verified sequence: its last token's K/V is computed; the tokens the run emits
+  // are appended again by on_token, and each accepted proposal's K/V is already in place.
+  r.tokens.resize(r.tokens.size() - size_t(n_draft));
+  r.n_draft = 0;
+  r.num_computed = int32_t(r.tokens.size());
+  ++counters_.spec_drafts;
+  counters_.spec_draft_tokens += uint64_t(n_draft);
+  int32_t n_accepted = 0;
+  const RunResult run = verify_point_run(
+      live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), {},
+      [&](const SampledToken& token) {
+        const bool is_proposal = n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
+        if (is_proposal) {
+          counters_.spec_accepted_at[size_t(n_accepted)] += 1;
+          ++n_accepted;
+          ++counters_.spec_accepted_tokens;
+        }
+        if (!on_token(live, token)) return false;  // live is gone
+        if (is_proposal) ++r.num_computed;
+        return true;
+      });
+  if (run.ended) return;
+  live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
+  kv_.truncate(r.kv, int32_t(r.tokens.size()));
+  kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
 }
 
 void Engine::record_kv_occupancy() {
@@ -227,13 +330,15 @@ Status Engine::step() {
   aborted_.clear();
 
   const Clock::time_point start = Clock::now();
+  if (config_.speculative.enabled()) propose();
   scheduler_.schedule(start, sched_out_);
+  if (config_.speculative.enabled()) trim_unscheduled_proposals();
   if (sched_out_.empty()) return {};
   ++counters_.steps;
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
   // row for each request whose tokens will all be computed after this step.
-  int32_t n_tokens = 0, n_logits = 0;
+  int32_t n_tokens = 0, n_logits = 0, n_runs = 0;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   const int32_t n_seqs = static_cast<int32_t>(sched_out_.scheduled.size());
   for (int32_t i = 0; i < n_seqs; ++i) {
@@ -248,9 +353,10 @@ Status Engine::step() {
     std::copy(r.kv.blocks.begin(), r.kv.blocks.end(),
               block_tables_.begin() + long(i) * max_blocks_per_seq_);
     if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
-      logits_rows_[size_t(n_logits)] = n_tokens - 1;
-      sampling_[size_t(n_logits)] = requests_.at(r.id).get();
-      ++n_logits;
+      // The last token's row, or the rows after the decode token and after each proposal.
+      const int32_t n_rows = 1 + r.n_draft;
+      for (int32_t k = n_rows; k >= 1; --k) logits_rows_[size_t(n_logits++)] = n_tokens - k;
+      sampling_[size_t(n_runs++)] = {requests_.at(r.id).get(), n_rows};
     }
   }
   ForwardBatch batch;
@@ -269,6 +375,7 @@ Status Engine::step() {
 
   for (const ScheduledRequest& s : sched_out_.scheduled) {
     Request& r = *s.request;
+    if (r.n_draft > 0) continue;  // verify() settles what was computed
     r.num_computed += s.num_new_tokens;
     kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
   }
@@ -283,10 +390,22 @@ Status Engine::step() {
   }
 
   const int32_t n_vocab = forward_->model().config().n_vocab;
-  for (int32_t i = 0; i < n_logits; ++i) {
-    Live& live = *sampling_[size_t(i)];
-    const SampledToken token = live.sampler.sample(
-        std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)));
+  size_t row = 0;
+  for (int32_t i = 0; i < n_runs; ++i) {
+    const LogitsRun run = sampling_[size_t(i)];
+    std::span<float> rows(logits_.data() + row * size_t(n_vocab),
+                          size_t(run.n_rows) * size_t(n_vocab));
+    row += size_t(run.n_rows);
+    if (run.n_rows > 1) {
+      verify(*run.live, rows);  // may finish and destroy the request
+      continue;
+    }
+    Live& live = *run.live;
+    const SampledToken token = live.sampler.sample(rows);
+    if (live.shadow_proposal >= 0) {
+      live.acceptance.observe(token.token == live.shadow_proposal, 1);
+      live.shadow_proposal = -1;
+    }
     on_token(live, token);  // may finish and destroy the request
   }
 

@@ -23,6 +23,8 @@
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
 #include "sched/step_cost_model.h"
+#include "spec/speculation_policy.h"
+#include "spec/speculative_config.h"
 #include "tokenizer/tokenizer.h"
 #include "util/bucket_counts.h"
 #include "vela/llm.h"
@@ -37,6 +39,7 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   int32_t n_threads = 0;  // forward-pass threads, 0 = physical cores
   SchedulerConfig scheduler;
+  SpeculativeConfig speculative;  // must pass validate()
 };
 
 // One report to a request's owner: a generated token and the text that became safe to emit,
@@ -78,6 +81,12 @@ struct EngineCounters {
   BucketCounts<kStepSecondsBounds.size()> step_seconds;
   BucketCounts<kStepPrefillTokensBounds.size()> step_prefill_tokens;
   uint64_t steps_prefill_capped = 0;  // steps whose prefill the latency target limited
+  // Speculative decoding (vLLM's names): verified runs, tokens proposed in them, proposals
+  // accepted, and acceptances by position in the run.
+  uint64_t spec_drafts = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
+  std::array<uint64_t, kMaxSpeculativeTokens> spec_accepted_at{};
 };
 
 class Engine {
@@ -122,8 +131,21 @@ class Engine {
  private:
   struct Live;  // a request with its sampling and streaming state
 
+  // One row of logits (or a request's K + 1 rows when it speculates) in the step's pass.
+  struct LogitsRun {
+    Live* live;
+    int32_t n_rows;
+  };
+
   void finish(Live& live, FinishReason reason);
-  void on_token(Live& live, const SampledToken& s);
+  // Records a generated token; false when it finished (and destroyed) the request.
+  bool on_token(Live& live, const SampledToken& s);
+  // Appends proposals to running decodes (as far as the policy grants) before scheduling.
+  void propose();
+  // Drops proposals the scheduler did not run.
+  void trim_unscheduled_proposals();
+  // The tokens a speculating request keeps from its rows; rolls back the rest.
+  void verify(Live& live, std::span<float> rows);
   void record_kv_occupancy();
   int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
 
@@ -147,9 +169,12 @@ class Engine {
   std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
   std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
   std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
-  std::vector<int32_t> logits_rows_;      // [max_num_seqs]
-  std::vector<Live*> sampling_;           // [max_num_seqs] request of each logits row
-  std::vector<float> logits_;             // [max_num_seqs, n_vocab]
+  std::vector<int32_t> logits_rows_;      // [max_logits]
+  std::vector<LogitsRun> sampling_;       // [max_num_seqs] requests with logits, in row order
+  std::vector<float> logits_;             // [max_logits, n_vocab]
+  SpeculationPolicy spec_policy_;
+  std::vector<Request*> drafted_;         // [max_num_seqs] requests with proposals this step
+  std::vector<int32_t> proposal_buf_;     // [kMaxSpeculativeTokens]
   int32_t max_blocks_per_seq_ = 0;
 };
 

@@ -89,6 +89,14 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.scheduler.target_step_seconds = o.target_itl_ms / 1000.0;
   c.scheduler.target_decode_ratio = o.target_itl_ratio;
   c.scheduler.min_prefill_tokens = o.min_prefill_tokens;
+  auto method = parse_spec_method(o.speculative_method);
+  if (!method) return method.error();
+  c.speculative.method = *method;
+  c.speculative.num_speculative_tokens = o.num_speculative_tokens;
+  c.speculative.prompt_lookup_min = o.prompt_lookup_min;
+  c.speculative.prompt_lookup_max = o.prompt_lookup_max;
+  c.speculative.adaptive = o.speculative_adaptive;
+  if (auto st = validate(c.speculative); !st) return st.error();
 
   KvBudgetInput budget;
   budget.bytes_per_block = KvCache::bytes_per_block(
