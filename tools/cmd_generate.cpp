@@ -86,6 +86,7 @@ int run_generate(int argc, char** argv) {
     return 2;
   }
   config.speculative_method = spec->method;
+  config.draft_model_path = spec->draft_model;
   config.num_speculative_tokens = spec->num_speculative_tokens;
   config.prompt_lookup_min = spec->prompt_lookup_min;
   config.prompt_lookup_max = spec->prompt_lookup_max;

@@ -161,6 +161,7 @@ int run_serve(int argc, char** argv) {
     auto spec = read_speculative_flags(args);
     if (!spec) return fail("vela serve: " + spec.message());
     eo.engine.speculative_method = spec->method;
+    eo.engine.draft_model_path = spec->draft_model;
     eo.engine.num_speculative_tokens = spec->num_speculative_tokens;
     eo.engine.prompt_lookup_min = spec->prompt_lookup_min;
     eo.engine.prompt_lookup_max = spec->prompt_lookup_max;

@@ -4,7 +4,9 @@ namespace vela::cli {
 
 void add_speculative_flags(std::vector<Flag>& flags) {
   flags.push_back({"speculative-method", 0, "M",
-                   "speculative decoding: ngram (prompt lookup) or none (default none)"});
+                   "speculative decoding: ngram (prompt lookup), draft or none (default none)"});
+  flags.push_back({"draft-model", 0, "FILE",
+                   "draft model with the same vocabulary (selects --speculative-method draft)"});
   flags.push_back({"num-speculative-tokens", 0, "K", "proposals per step at most, 1-16 (default 4)"});
   flags.push_back({"prompt-lookup-min", 0, "N", "shortest suffix the n-gram lookup matches (default 1)"});
   flags.push_back({"prompt-lookup-max", 0, "N", "longest suffix the n-gram lookup matches (default 4)"});
@@ -15,6 +17,7 @@ void add_speculative_flags(std::vector<Flag>& flags) {
 Result<SpeculativeFlags> read_speculative_flags(const Args& args) {
   SpeculativeFlags f;
   f.method = args.get("speculative-method", "none");
+  f.draft_model = args.get("draft-model");
   auto k = args.get_int("num-speculative-tokens", 4, -1000000, 1000000);
   if (!k) return k.error();
   auto lo = args.get_int("prompt-lookup-min", 1, -1000000, 1000000);

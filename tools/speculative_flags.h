@@ -1,6 +1,7 @@
 #pragma once
 // The speculative-decoding flags `vela generate`, `vela serve` and `vela bench` share:
-// --speculative-method, --num-speculative-tokens, --prompt-lookup-min/max, --no-spec-adaptive.
+// --speculative-method, --draft-model, --num-speculative-tokens, --prompt-lookup-min/max,
+// --no-spec-adaptive.
 // Free functions; no state.
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace vela::cli {
 
 struct SpeculativeFlags {
   std::string method = "none";
+  std::string draft_model;
   int32_t num_speculative_tokens = 4;
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;

@@ -19,6 +19,7 @@ struct Engine::Live {
   RequestCallback callback;
   AcceptanceEstimate acceptance;
   int32_t shadow_proposal = -1;  // a proposal not verified: checked against the next token
+  std::span<const float> draft_q;  // [n_draft, n_vocab] this step's sampled draft proposals' q
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
       : params(p), sampler(p, n_vocab), detokenizer(tok), stop(p.stop) {}
@@ -83,6 +84,20 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
   drafted_.reserve(size_t(sc.max_num_seqs));
   proposal_buf_.resize(size_t(kMaxSpeculativeTokens));
+  if (config.speculative.method == SpecMethod::kDraft && config.draft_model) {
+    DraftModelOptions o;
+    o.max_seqs = sc.max_num_seqs;
+    o.max_tokens = sc.max_num_batched_tokens;
+    o.max_context = config.max_context;
+    o.n_blocks = config_.n_blocks;
+    o.block_size = config.block_size;
+    o.max_proposals = config.speculative.num_speculative_tokens;
+    o.kv_type = config.kv_type;
+    draft_ = std::make_unique<DraftModel>(config.draft_model, o, forward_->pool());
+    draft_requests_.reserve(size_t(sc.max_num_seqs));
+    draft_out_.resize(size_t(sc.max_num_seqs) * size_t(o.max_proposals));
+  }
+  verify_work_.resize(size_t(model->config().n_vocab));
 }
 
 Engine::~Engine() = default;
@@ -155,6 +170,7 @@ void Engine::finish(Live& live, FinishReason reason) {
     tail = live.stop.push(live.detokenizer.flush()) + live.stop.flush();
   live.output.text += tail;
   scheduler_.remove(&r);
+  if (draft_) draft_->release(r.id);
   r.timeline.finished = Clock::now();
   switch (reason) {
     case FinishReason::kStop:
@@ -227,15 +243,17 @@ bool Engine::on_token(Live& live, const SampledToken& s) {
   return true;
 }
 
-void Engine::propose() {
+Status Engine::propose() {
   const SpeculativeConfig& sc = config_.speculative;
   drafted_.clear();
+  draft_requests_.clear();
   StepShape decodes;
   for (const auto& [id, live] : requests_) {
     const Request& r = live->request;
     if (r.status == RequestStatus::kRunning && r.is_decode()) decodes.add(r.num_computed, 1, true);
   }
-  spec_policy_.begin_step(decodes);
+  const bool drafting = draft_ && !proposer_;
+  spec_policy_.begin_step(decodes, last_step_.seconds, drafting ? draft_->decode_pass_seconds() : 0);
   const double prior = counters_.spec_draft_tokens > 0
                            ? double(counters_.spec_accepted_tokens) / counters_.spec_draft_tokens
                            : 0.5;
@@ -248,10 +266,27 @@ void Engine::propose() {
                          1;
     const int32_t max_k = std::min(sc.num_speculative_tokens, room);
     if (max_k <= 0) continue;
-    const int32_t n = propose_ngram(r.tokens, sc.prompt_lookup_min, sc.prompt_lookup_max,
-                                    std::span<int32_t>(proposal_buf_.data(), size_t(max_k)));
+    const double acceptance = live->acceptance.rate(prior);
+    if (drafting) {
+      // Drafting costs passes: the policy grants a length before the draft runs.
+      const int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance);
+      if (k == 0) continue;
+      DraftRequest d;
+      d.id = r.id;
+      d.tokens = r.tokens;
+      d.params = &live->params;
+      d.max_k = k;
+      d.proposals = std::span<int32_t>(draft_out_).subspan(
+          draft_requests_.size() * size_t(sc.num_speculative_tokens), size_t(k));
+      draft_requests_.push_back(d);
+      continue;
+    }
+    const std::span<int32_t> out(proposal_buf_.data(), size_t(max_k));
+    const int32_t n = proposer_ ? std::clamp(proposer_(r.id, r.tokens, out), 0, max_k)
+                                : propose_ngram(r.tokens, sc.prompt_lookup_min,
+                                                sc.prompt_lookup_max, out);
     if (n == 0) continue;
-    const int32_t k = spec_policy_.choose(r.num_computed, n, live->acceptance.rate(prior));
+    const int32_t k = spec_policy_.choose(r.num_computed, n, acceptance);
     if (k == 0) {
       live->shadow_proposal = proposal_buf_[0];  // what it would have proposed, for the estimate
       continue;
@@ -260,6 +295,33 @@ void Engine::propose() {
     r.n_draft = k;
     drafted_.push_back(&r);
   }
+  return draft_requests_.empty() ? Status{} : propose_with_draft();
+}
+
+Status Engine::propose_with_draft() {
+  if (auto st = draft_->propose(draft_requests_); !st) return st;
+  const size_t n_vocab = size_t(forward_->model().config().n_vocab);
+  for (const DraftRequest& d : draft_requests_) {
+    if (d.n_proposed == 0) continue;
+    Live& live = *requests_.at(d.id);
+    Request& r = live.request;
+    r.tokens.insert(r.tokens.end(), d.proposals.begin(), d.proposals.begin() + d.n_proposed);
+    r.n_draft = d.n_proposed;
+    live.draft_q = d.q.empty() ? std::span<const float>{}
+                               : std::span<const float>(d.q.data(), size_t(d.n_proposed) * n_vocab);
+    drafted_.push_back(&r);
+  }
+  return {};
+}
+
+void Engine::drop_proposals() {
+  for (Request* r : drafted_) {
+    r->tokens.resize(r->tokens.size() - size_t(r->n_draft));
+    r->n_draft = 0;
+    requests_.at(r->id)->draft_q = {};
+    if (draft_) draft_->rollback(r->id, int32_t(r->tokens.size()));
+  }
+  drafted_.clear();
 }
 
 void Engine::trim_unscheduled_proposals() {
@@ -270,6 +332,10 @@ void Engine::trim_unscheduled_proposals() {
     if (keep >= r->n_draft) continue;
     r->tokens.resize(r->tokens.size() - size_t(r->n_draft - keep));
     r->n_draft = keep;
+    Live& live = *requests_.at(r->id);
+    if (!live.draft_q.empty())
+      live.draft_q = live.draft_q.first(size_t(keep) * size_t(live.sampler.n_vocab()));
+    if (draft_) draft_->rollback(r->id, int32_t(r->tokens.size()));
     // The blocks for dropped proposals go back now (a preempted request holds none).
     kv_.truncate(r->kv, int32_t(r->tokens.size()));
   }
@@ -288,8 +354,11 @@ void Engine::verify(Live& live, std::span<float> rows) {
   ++counters_.spec_drafts;
   counters_.spec_draft_tokens += uint64_t(n_draft);
   int32_t n_accepted = 0;
-  const RunResult run = verify_point_run(
-      live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), {},
+  const std::span<const float> q = live.draft_q;
+  live.draft_q = {};
+  const RunResult run = verify_run(
+      live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
+      verify_work_, {},
       [&](const SampledToken& token) {
         const bool is_proposal = n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
         if (is_proposal) {
@@ -304,6 +373,7 @@ void Engine::verify(Live& live, std::span<float> rows) {
   if (run.ended) return;
   live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
   kv_.truncate(r.kv, int32_t(r.tokens.size()));
+  if (draft_) draft_->rollback(r.id, r.num_computed);
   kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
 }
 
@@ -330,7 +400,8 @@ Status Engine::step() {
   aborted_.clear();
 
   const Clock::time_point start = Clock::now();
-  if (config_.speculative.enabled()) propose();
+  // A draft pass that fails only costs this step its proposals.
+  if (config_.speculative.enabled() && !propose()) drop_proposals();
   scheduler_.schedule(start, sched_out_);
   if (config_.speculative.enabled()) trim_unscheduled_proposals();
   if (sched_out_.empty()) return {};

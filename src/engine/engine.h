@@ -23,6 +23,7 @@
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
 #include "sched/step_cost_model.h"
+#include "spec/draft_model.h"
 #include "spec/speculation_policy.h"
 #include "spec/speculative_config.h"
 #include "tokenizer/tokenizer.h"
@@ -40,6 +41,8 @@ struct EngineConfig {
   int32_t n_threads = 0;  // forward-pass threads, 0 = physical cores
   SchedulerConfig scheduler;
   SpeculativeConfig speculative;  // must pass validate()
+  // SpecMethod::kDraft: the draft model, with the model's vocabulary (make_engine checks it).
+  std::shared_ptr<const Model> draft_model;
 };
 
 // One report to a request's owner: a generated token and the text that became safe to emit,
@@ -54,6 +57,11 @@ struct RequestEvent {
   const Request* request = nullptr;          // counters and timeline
 };
 using RequestCallback = std::function<void(const RequestEvent&)>;
+
+// Proposes up to out.size() tokens to follow a request's `tokens` (prompt and output so far);
+// returns how many it wrote. Proposals are deterministic (verified as point masses).
+using TokenProposer = std::function<int32_t(uint64_t request_id, std::span<const int32_t> tokens,
+                                            std::span<int32_t> out)>;
 
 // Bucket bounds of the per-step histograms.
 inline constexpr std::array<double, 16> kStepSecondsBounds = {
@@ -110,6 +118,10 @@ class Engine {
   // Cancels every request at the next step (shutdown).
   void abort_all();
 
+  // Replaces the configured method's proposer (speculation must be enabled), e.g. an oracle in
+  // tests. An empty function restores the configured one.
+  void set_proposer(TokenProposer proposer) { proposer_ = std::move(proposer); }
+
   // Runs one engine step (nothing when no request is ready). If the forward pass fails, the
   // requests of that step are finished (reason abort) and the error is returned.
   Status step();
@@ -127,6 +139,8 @@ class Engine {
   size_t n_running() const { return scheduler_.n_running(); }
   uint64_t n_preemptions() const { return scheduler_.n_preemptions(); }
   std::string check_kv_invariants() const { return pool_.check_invariants(); }
+  // Blocks of the draft model's KV cache held by sequences (0 without a draft model).
+  int32_t draft_kv_blocks_used() const { return draft_ ? draft_->blocks_in_use() : 0; }
 
  private:
   struct Live;  // a request with its sampling and streaming state
@@ -141,7 +155,12 @@ class Engine {
   // Records a generated token; false when it finished (and destroyed) the request.
   bool on_token(Live& live, const SampledToken& s);
   // Appends proposals to running decodes (as far as the policy grants) before scheduling.
-  void propose();
+  Status propose();
+  // The draft model's proposals for the requests in drafted_ (their lengths granted in n_draft
+  // slots of proposal_buf_); appends what it proposed.
+  Status propose_with_draft();
+  // Drops every proposal of this step.
+  void drop_proposals();
   // Drops proposals the scheduler did not run.
   void trim_unscheduled_proposals();
   // The tokens a speculating request keeps from its rows; rolls back the rest.
@@ -173,6 +192,11 @@ class Engine {
   std::vector<LogitsRun> sampling_;       // [max_num_seqs] requests with logits, in row order
   std::vector<float> logits_;             // [max_logits, n_vocab]
   SpeculationPolicy spec_policy_;
+  TokenProposer proposer_;
+  std::unique_ptr<DraftModel> draft_;
+  std::vector<DraftRequest> draft_requests_;  // [max_num_seqs]
+  std::vector<int32_t> draft_out_;            // [max_num_seqs, K] their proposals
+  std::vector<float> verify_work_;            // [n_vocab]
   std::vector<Request*> drafted_;         // [max_num_seqs] requests with proposals this step
   std::vector<int32_t> proposal_buf_;     // [kMaxSpeculativeTokens]
   int32_t max_blocks_per_seq_ = 0;

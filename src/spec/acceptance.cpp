@@ -54,18 +54,23 @@ RowVerdict verify_sampled_proposal(Sampler& sampler, std::span<const float> logi
   return v;
 }
 
-RunResult verify_point_run(Sampler& sampler, std::span<float> rows,
-                           std::span<const int32_t> proposals, const RowProcessor& process,
-                           const TokenSink& emit) {
+RunResult verify_run(Sampler& sampler, std::span<float> rows, std::span<const int32_t> proposals,
+                     std::span<const float> q, std::span<float> work, const RowProcessor& process,
+                     const TokenSink& emit) {
   const size_t n_vocab = size_t(sampler.n_vocab());
   assert(rows.size() == (proposals.size() + 1) * n_vocab);
+  assert(q.empty() || q.size() == proposals.size() * n_vocab);
   RunResult result;
   for (size_t j = 0; j <= proposals.size(); ++j) {
     std::span<float> row = rows.subspan(j * n_vocab, n_vocab);
     if (process) process(row);
     // The last row has no proposal: its draw is the bonus token.
     const int32_t proposal = j < proposals.size() ? proposals[j] : -1;
-    const RowVerdict v = verify_point_proposal(sampler, row, proposal);
+    const RowVerdict v =
+        q.empty() || proposal < 0
+            ? verify_point_proposal(sampler, row, proposal)
+            : verify_sampled_proposal(sampler, row, proposal, q.subspan(j * n_vocab, n_vocab),
+                                      work);
     ++result.n_emitted;
     if (!emit(v.token)) {
       result.ended = true;

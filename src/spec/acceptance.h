@@ -51,11 +51,13 @@ struct RunResult {
   bool ended = false;      // the sink ended the sequence
 };
 
-// Verifies deterministic proposals row by row. rows: [proposals.size() + 1, n_vocab] raw logits
-// (modified in place by `process`). Emits the accepted proposals and then the first rejected
-// row's draw, or the bonus token of the last row when every proposal was accepted.
-RunResult verify_point_run(Sampler& sampler, std::span<float> rows,
-                           std::span<const int32_t> proposals, const RowProcessor& process,
-                           const TokenSink& emit);
+// Verifies proposals row by row. rows: [proposals.size() + 1, n_vocab] raw logits (modified in
+// place by `process`); q: [proposals.size(), n_vocab] the distributions they were drawn from, or
+// empty for deterministic proposals; work: [n_vocab] (used with q). Emits the accepted
+// proposals and then the first rejected row's token, or the bonus token drawn from the last row
+// when every proposal was accepted.
+RunResult verify_run(Sampler& sampler, std::span<float> rows, std::span<const int32_t> proposals,
+                     std::span<const float> q, std::span<float> work, const RowProcessor& process,
+                     const TokenSink& emit);
 
 }  // namespace vela

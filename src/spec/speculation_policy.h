@@ -4,9 +4,11 @@
 // request add delta(k) seconds of verification (the step-cost model's price of k more tokens
 // with logits at that context) and a + a^2 + ... + a^k expected tokens, where a is the
 // request's running acceptance rate. The policy takes the k (0 to K) with the most tokens per
-// second, deciding request after request so each decision sees the tokens already added.
+// second, deciding request after request so each decision sees the tokens already added. A
+// draft model adds its passes: one per proposal position, shared by every sequence (batched),
+// so the step pays for the longest run any sequence asked for.
 // Until the cost model has measured the price of a token with logits, a prior
-// (kPriorTokenCost of a one-token step per extra token) stands in for it.
+// (kPriorTokenCost of the last step's time per extra token) stands in for it.
 // Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
 
@@ -35,19 +37,25 @@ class SpeculationPolicy {
   // grants the proposals.
   SpeculationPolicy(const StepCostModel& cost, bool adaptive) : cost_(cost), adaptive_(adaptive) {}
 
-  // Starts a step whose plain decodes are `decodes` (one token each).
-  void begin_step(const StepShape& decodes);
+  // Starts a step whose plain decodes are `decodes` (one token each). last_step_seconds: the
+  // previous step's measured time; draft_pass_seconds: one draft pass (0 = no draft model or
+  // not measured yet).
+  void begin_step(const StepShape& decodes, double last_step_seconds, double draft_pass_seconds);
   // Proposal tokens (<= max_k) a request whose next token sits at position `position` verifies
   // this step at acceptance rate `acceptance`; the chosen tokens join the step's shape.
   int32_t choose(int32_t position, int32_t max_k, double acceptance);
 
  private:
-  double step_seconds(const StepShape& shape) const;
+  double step_seconds(const StepShape& shape, int32_t draft_passes) const;
   bool model_knows_token_cost() const;
 
   const StepCostModel& cost_;
   bool adaptive_;
   StepShape shape_;
+  int32_t base_tokens_ = 0;     // the plain decodes' tokens
+  double reference_seconds_ = 1;
+  double draft_pass_seconds_ = 0;
+  int32_t draft_passes_ = 0;    // the longest run granted so far this step
   double expected_tokens_ = 0;  // tokens the planned step gives, in expectation
 };
 

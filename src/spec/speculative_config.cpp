@@ -7,17 +7,17 @@ namespace vela {
 Result<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "ngram") return SpecMethod::kNgram;
   if (name == "none") return SpecMethod::kNone;
-  if (name == "draft")
-    return make_error("speculative method 'draft' needs a draft model, which this build does not "
-                      "support; use 'ngram'");
+  if (name == "draft") return SpecMethod::kDraft;
   return make_error("unknown speculative method '" + std::string(name) +
-                    "' (expected ngram or none)");
+                    "' (expected ngram, draft or none)");
 }
 
 std::string_view spec_method_name(SpecMethod method) {
   switch (method) {
     case SpecMethod::kNgram:
       return "ngram";
+    case SpecMethod::kDraft:
+      return "draft";
     case SpecMethod::kNone:
       break;
   }

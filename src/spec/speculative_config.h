@@ -1,6 +1,6 @@
 #pragma once
 // How an engine speculates: which proposer, how many tokens it proposes per step at most, and
-// the n-gram lookup's match lengths. Plain data and its validation; safe to copy anywhere.
+// the n-gram lookup's match lengths (the draft model itself travels in EngineConfig). Plain data and its validation; safe to copy anywhere.
 #include <cstdint>
 #include <string_view>
 
@@ -8,7 +8,8 @@
 
 namespace vela {
 
-enum class SpecMethod { kNone, kNgram };
+// kNgram: prompt lookup; kDraft: a draft model (given to the engine beside this config).
+enum class SpecMethod { kNone, kNgram, kDraft };
 
 // Most tokens one request may propose per step (K); K + 1 logits rows per speculating request.
 inline constexpr int32_t kMaxSpeculativeTokens = 16;
@@ -25,7 +26,7 @@ struct SpeculativeConfig {
   bool enabled() const { return method != SpecMethod::kNone; }
 };
 
-// "ngram" | "none".
+// "ngram" | "draft" | "none".
 Result<SpecMethod> parse_spec_method(std::string_view name);
 std::string_view spec_method_name(SpecMethod method);
 

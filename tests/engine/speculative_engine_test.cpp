@@ -7,8 +7,11 @@
 // speculative options are refused with a clear error.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
@@ -174,6 +177,43 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, SpeculativeAgreement,
                            return n;
                          });
 
+// An oracle that knows plain decoding's outputs proposes them, with every third call's second
+// proposal wrong: most proposals are accepted, so the tokens after each accepted run depend on
+// K/V written during verification, and the rejections roll back mid-run.
+TEST_P(SpeculativeAgreement, MostlyRightProposalsKeepOutputsExact) {
+  VELA_REQUIRE_SHARED();
+  const std::string name = GetParam().model;
+  SpecModel m = load_model(name);
+  const auto prompts = spec_prompts(m, name);
+  const std::vector<SamplingParams> greedy = {params(40)};
+  Engine plain(m.model, *m.tokenizer, config(false));
+  const auto want = ids(generate_all(plain, prompts, greedy));
+
+  for (const auto& [budget, n_blocks] : {std::pair{256, 0}, std::pair{9, 0}, std::pair{64, 12}}) {
+    Engine engine(m.model, *m.tokenizer, config(true, budget, 16, n_blocks));
+    std::map<uint64_t, size_t> prompt_of;  // request id -> prompt index (ids start at 1)
+    for (size_t i = 0; i < prompts.size(); ++i) prompt_of[i + 1] = i;
+    int calls = 0;
+    engine.set_proposer([&](uint64_t id, std::span<const int32_t> tokens, std::span<int32_t> out) {
+      const size_t i = prompt_of.at(id);
+      const size_t done = tokens.size() - prompts[i].size();
+      int32_t n = 0;
+      for (; size_t(n) < out.size() && done + size_t(n) < want[i].size(); ++n)
+        out[size_t(n)] = want[i][done + size_t(n)];
+      if (++calls % 3 == 0 && n > 1) out[1] = (out[1] + 1) % m.tokenizer->n_vocab();
+      return n;
+    });
+    EXPECT_EQ(ids(generate_all(engine, prompts, greedy)), want) << "budget " << budget;
+    const EngineCounters& c = engine.counters();
+    EXPECT_GT(double(c.spec_accepted_tokens), 0.6 * double(c.spec_draft_tokens));
+    EXPECT_LT(c.spec_accepted_tokens, c.spec_draft_tokens);
+    expect_pool_whole(engine);
+    if (n_blocks > 0) {
+      EXPECT_GT(engine.n_preemptions(), 0u);
+    }
+  }
+}
+
 TEST(SpeculativeEngine, PrefixCacheHoldsOnlyVerifiedTokens) {
   VELA_REQUIRE_SHARED();
   SpecModel m = load_model("tiny-qwen3-Q8_0");
@@ -300,6 +340,182 @@ TEST(SpeculativeEngine, BadOptionsAreRefused) {
   auto ok = make_engine(o);
   ASSERT_TRUE(ok.ok()) << ok.message();
   EXPECT_TRUE((*ok)->config().speculative.enabled());
+}
+
+}  // namespace
+}  // namespace vela
+
+namespace vela {
+namespace {
+
+EngineConfig draft_config(std::shared_ptr<const Model> draft, int32_t budget = 64,
+                          int32_t n_blocks = 0) {
+  EngineConfig c = config(true, budget, 16, n_blocks);
+  c.speculative.method = SpecMethod::kDraft;
+  c.draft_model = std::move(draft);
+  return c;
+}
+
+struct DraftCase {
+  const char* target;
+  const char* draft;
+};
+
+class DraftAgreement : public ::testing::TestWithParam<DraftCase> {};
+
+// A lower-bit copy of the target as its draft: greedy outputs equal plain decoding, batched,
+// in chunks and under preemption; the draft's blocks all return when the requests finish.
+TEST_P(DraftAgreement, GreedyOutputsEqualPlainDecoding) {
+  VELA_REQUIRE_SHARED();
+  SpecModel target = load_model(GetParam().target);
+  SpecModel draft = load_model(GetParam().draft);
+  ASSERT_TRUE(check_same_vocabulary(*target.tokenizer, *draft.tokenizer).ok());
+  const auto prompts = spec_prompts(target, GetParam().target);
+  const std::vector<SamplingParams> greedy = {params(32)};
+  Engine plain(target.model, *target.tokenizer, config(false));
+  const auto want = ids(generate_all(plain, prompts, greedy));
+  for (const auto& [what, c] :
+       {std::pair{"batched", draft_config(draft.model, 256)},
+        std::pair{"chunked prefill (budget 7)", draft_config(draft.model, 7)},
+        std::pair{"tiny KV budget (preemption)", draft_config(draft.model, 64, 14)}}) {
+    Engine engine(target.model, *target.tokenizer, c);
+    EXPECT_EQ(ids(generate_all(engine, prompts, greedy)), want) << what;
+    const EngineCounters& k = engine.counters();
+    EXPECT_GT(k.spec_accepted_tokens, 0u) << what;
+    // The target as its own draft: every proposal is what the target computes.
+    if (std::string(GetParam().target) == GetParam().draft) {
+      EXPECT_EQ(k.spec_accepted_tokens, k.spec_draft_tokens) << what;
+    }
+    std::printf("%s drafted by %s, %s: %llu runs, %llu proposed, %llu accepted\n",
+                GetParam().target, GetParam().draft, what, (unsigned long long)k.spec_drafts,
+                (unsigned long long)k.spec_draft_tokens, (unsigned long long)k.spec_accepted_tokens);
+    expect_pool_whole(engine);
+    EXPECT_EQ(engine.draft_kv_blocks_used(), 0) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, DraftAgreement,
+                         ::testing::Values(DraftCase{"tiny-llama-256-F32", "tiny-llama-256-F32"},
+                                           DraftCase{"tiny-llama-256-F32", "tiny-llama-256-Q4_0"},
+                                           DraftCase{"tiny-qwen3-Q8_0", "tiny-qwen3-Q4_K_M"},
+                                           DraftCase{"tiny-mixtral-F32", "tiny-mixtral-Q4_0"},
+                                           DraftCase{"tiny-llama-256-F32", "tiny-qwen3-Q8_0"}),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param.target) + "_by_" + info.param.draft;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+// Two-sample chi-square (homogeneity) of two histograms over the same bins; bins whose pooled
+// count is under 10 are merged. Sets df.
+double homogeneity_chi_square(const std::vector<int>& a, const std::vector<int>& b, int& df) {
+  const double na = std::accumulate(a.begin(), a.end(), 0.0);
+  const double nb = std::accumulate(b.begin(), b.end(), 0.0);
+  std::vector<std::pair<double, double>> bins;
+  double small_a = 0, small_b = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] + b[i] < 10) {
+      small_a += a[i];
+      small_b += b[i];
+    } else {
+      bins.push_back({double(a[i]), double(b[i])});
+    }
+  }
+  if (small_a + small_b > 0) bins.push_back({small_a, small_b});
+  double stat = 0;
+  for (const auto& [x, y] : bins) {
+    const double total = x + y;
+    const double ea = total * na / (na + nb), eb = total * nb / (na + nb);
+    stat += (x - ea) * (x - ea) / ea + (y - eb) * (y - eb) / eb;
+  }
+  df = int(bins.size()) - 1;
+  return stat;
+}
+
+// Upper 0.001 quantile of chi-square (Wilson–Hilferty).
+double critical_0_001(int df) {
+  const double z = 3.0902, v = 2.0 / (9.0 * df);
+  return df * std::pow(1 - v + z * std::sqrt(v), 3);
+}
+
+// Sampled output keeps its distribution with a draft model whose q differs much from p (another
+// random model on the same vocabulary, so rejection sampling does real work): per position, the
+// histograms of 400 seeded requests with and without speculation agree by a chi-square
+// homogeneity test at significance 0.001 — for temperature, top-p and min-p settings. Seeds are
+// fixed, so the test is deterministic.
+TEST(DraftSampling, PerPositionHistogramsMatchPlainSampling) {
+  VELA_REQUIRE_SHARED();
+  SpecModel target = load_model("tiny-llama-256-F32");
+  SpecModel draft = load_model("tiny-qwen3-Q8_0");
+  const std::vector<int32_t> prompt = target.tokenizer->encode("The quick brown fox", true, true);
+  constexpr int kRequests = 400, kPositions = 4;
+  std::vector<SamplingParams> settings(3, params(kPositions, 1.0f));
+  settings[1].top_p = 0.9f;
+  settings[2].min_p = 0.05f;
+  settings[2].temperature = 1.3f;
+  const char* names[] = {"temperature 1", "top_p 0.9", "min_p 0.05 at temperature 1.3"};
+  const int32_t n_vocab = target.tokenizer->n_vocab();
+  for (size_t s = 0; s < settings.size(); ++s) {
+    std::vector<std::vector<int32_t>> prompts(kRequests, prompt);
+    std::vector<SamplingParams> per_request(kRequests, settings[s]);
+    for (int i = 0; i < kRequests; ++i) per_request[size_t(i)].seed = 1000 + uint64_t(i);
+    // Plain and speculative runs use different seeds: independent samples.
+    std::vector<SamplingParams> other = per_request;
+    for (int i = 0; i < kRequests; ++i) other[size_t(i)].seed = 900000 + uint64_t(i);
+    Engine plain(target.model, *target.tokenizer, config(false, 256, 64));
+    EngineConfig dc = draft_config(draft.model, 256);
+    dc.scheduler.max_num_seqs = 64;
+    Engine spec(target.model, *target.tokenizer, dc);
+    const auto a = ids(generate_all(plain, prompts, per_request));
+    const auto b = ids(generate_all(spec, prompts, other));
+    EXPECT_GT(spec.counters().spec_draft_tokens, 0u);
+    const double acceptance = double(spec.counters().spec_accepted_tokens) /
+                              double(std::max<uint64_t>(spec.counters().spec_draft_tokens, 1));
+    for (int pos = 1; pos < kPositions; ++pos) {
+      std::vector<int> ha(static_cast<size_t>(n_vocab)), hb(static_cast<size_t>(n_vocab));
+      for (int i = 0; i < kRequests; ++i) {
+        ++ha[size_t(a[size_t(i)][size_t(pos)])];
+        ++hb[size_t(b[size_t(i)][size_t(pos)])];
+      }
+      int df = 0;
+      const double stat = homogeneity_chi_square(ha, hb, df);
+      ASSERT_GT(df, 0);
+      EXPECT_LT(stat, critical_0_001(df)) << names[s] << ", position " << pos;
+      std::printf("%s, position %d: chi-square %.1f, df %d, critical %.1f (acceptance %.2f)\n",
+                  names[s], pos, stat, df, critical_0_001(df), acceptance);
+    }
+    expect_pool_whole(spec);
+    EXPECT_EQ(spec.draft_kv_blocks_used(), 0);
+  }
+}
+
+TEST(DraftSampling, DraftWithAnotherVocabularyIsRefused) {
+  VELA_REQUIRE_SHARED();
+  EngineOptions o;
+  o.model_path = test::shared_path("models/tiny-llama-256-F32.gguf").string();
+  for (const char* other : {"tiny-qwen2-bpe-F16.gguf"}) {
+    o.draft_model_path = test::shared_path(std::string("models/") + other).string();
+    auto e = make_engine(o);
+    ASSERT_FALSE(e.ok()) << other;
+    EXPECT_NE(e.message().find("vocabulary"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find(other), std::string::npos) << e.message();
+  }
+  o.draft_model_path = test::shared_path("models/tiny-llama-256-Q4_0.gguf").string();
+  auto ok = make_engine(o);  // the draft model alone selects the method
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_EQ((*ok)->config().speculative.method, SpecMethod::kDraft);
+  o.speculative_method = "ngram";
+  EXPECT_FALSE(make_engine(o).ok());
+  o.speculative_method = "draft";
+  o.draft_model_path.clear();
+  auto missing = make_engine(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("needs a draft model"), std::string::npos);
+  o.draft_model_path = "/nonexistent/draft.gguf";
+  auto absent = make_engine(o);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.message().find("draft model"), std::string::npos);
 }
 
 }  // namespace

@@ -189,18 +189,18 @@ TEST(Acceptance, RunStopsAtTheFirstRejectionOrWhenTheSequenceEnds) {
     return true;
   };
   // Both proposals right: both accepted, plus the bonus token of the last row.
-  RunResult r = verify_point_run(sampler, rows, std::vector<int32_t>{5, 6}, {}, keep);
+  RunResult r = verify_run(sampler, rows, std::vector<int32_t>{5, 6}, {}, {}, {}, keep);
   EXPECT_EQ(got, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(r.n_accepted, 2);
   EXPECT_EQ(r.n_emitted, 3);
   // Second proposal wrong: the target's token replaces it, nothing after.
   got.clear();
-  r = verify_point_run(sampler, rows, std::vector<int32_t>{5, 9}, {}, keep);
+  r = verify_run(sampler, rows, std::vector<int32_t>{5, 9}, {}, {}, {}, keep);
   EXPECT_EQ(got, (std::vector<int32_t>{5, 6}));
   EXPECT_EQ(r.n_accepted, 1);
   // The sink ends the sequence at the first token (a stop): nothing more is emitted.
   got.clear();
-  r = verify_point_run(sampler, rows, std::vector<int32_t>{5, 6}, {}, [&](const SampledToken& t) {
+  r = verify_run(sampler, rows, std::vector<int32_t>{5, 6}, {}, {}, {}, [&](const SampledToken& t) {
     got.push_back(t.token);
     return false;
   });
@@ -210,8 +210,8 @@ TEST(Acceptance, RunStopsAtTheFirstRejectionOrWhenTheSequenceEnds) {
   // turns the accepted proposal into a rejection.
   got.clear();
   int calls = 0;
-  r = verify_point_run(
-      sampler, rows, std::vector<int32_t>{5, 6},
+  r = verify_run(
+      sampler, rows, std::vector<int32_t>{5, 6}, {}, {},
       [&](std::span<float> row) {
         if (calls++ == 1) row[6] = -INFINITY;
       },

@@ -16,11 +16,11 @@ StepShape one_decode(int32_t position) {
 TEST(SpeculationPolicy, PriorCostSpeculatesOnlyWithEnoughAcceptance) {
   StepCostModel untrained;
   SpeculationPolicy policy(untrained, true);
-  policy.begin_step(one_decode(100));
+  policy.begin_step(one_decode(100), 0.05, 0);
   EXPECT_EQ(policy.choose(100, 4, 0.9), 4);
-  policy.begin_step(one_decode(100));
+  policy.begin_step(one_decode(100), 0.05, 0);
   EXPECT_EQ(policy.choose(100, 4, 0.02), 0);
-  policy.begin_step(one_decode(100));
+  policy.begin_step(one_decode(100), 0.05, 0);
   const int32_t k = policy.choose(100, 8, 0.4);
   EXPECT_GT(k, 0);
   EXPECT_LT(k, 8);  // later proposals are unlikely to count: not worth their cost
@@ -37,7 +37,7 @@ TEST(SpeculationPolicy, MeasuredCostsDecide) {
     model.observe(s, 0.010 + 0.001 * tokens + (i % 3 == 0 ? 0.016 * 0.0005 : 0));
   }
   SpeculationPolicy policy(model, true);
-  policy.begin_step(one_decode(50));
+  policy.begin_step(one_decode(50), 0.011, 0);
   EXPECT_GT(policy.choose(50, 4, 0.5), 0);  // +1 token expected for +~36% time
 
   // Compute-bound: 64 decodes per step, one extra token costs as much as any other.
@@ -52,14 +52,25 @@ TEST(SpeculationPolicy, MeasuredCostsDecide) {
   SpeculationPolicy busy(heavy, true);
   StepShape decodes;
   for (int r = 0; r < 64; ++r) decodes.add(50, 1, true);
-  busy.begin_step(decodes);
+  busy.begin_step(decodes, 0.641, 0);
   EXPECT_EQ(busy.choose(50, 4, 0.5), 0);
+}
+
+TEST(SpeculationPolicy, DraftPassesCount) {
+  StepCostModel untrained;
+  SpeculationPolicy policy(untrained, true);
+  // A draft pass as dear as the whole step: not worth it even at acceptance 0.8.
+  policy.begin_step(one_decode(100), 0.05, 0.05);
+  EXPECT_EQ(policy.choose(100, 4, 0.8), 0);
+  // A cheap draft (a tenth of the step per pass) pays at that acceptance.
+  policy.begin_step(one_decode(100), 0.05, 0.005);
+  EXPECT_GT(policy.choose(100, 4, 0.8), 0);
 }
 
 TEST(SpeculationPolicy, NotAdaptiveGrantsEverything) {
   StepCostModel untrained;
   SpeculationPolicy policy(untrained, false);
-  policy.begin_step(one_decode(10));
+  policy.begin_step(one_decode(10), 0, 0);
   EXPECT_EQ(policy.choose(10, 3, 0.0), 3);
   EXPECT_EQ(policy.choose(10, 0, 1.0), 0);
 }
