@@ -23,6 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -30,8 +31,8 @@ double median(std::vector<double> v) {
 // Seconds of a pass over n tokens at positions [context, context + n), median of `reps`.
 Result<double> pass_seconds(LlamaForward& fwd, KvCache& cache, const std::vector<int32_t>& table,
                             int32_t context, int32_t n, int32_t reps, std::vector<float>& logits) {
-  std::vector<int32_t> tokens(size_t(n)), positions(size_t(n)), seq(size_t(n), 0),
-      rows(size_t(n));
+  const size_t count = static_cast<size_t>(n);
+  std::vector<int32_t> tokens(count), positions(count), seq(count, 0), rows(count);
   for (int32_t i = 0; i < n; ++i) {
     tokens[size_t(i)] = (i * 7919 + 13) % fwd.model().config().n_vocab;
     positions[size_t(i)] = context + i;
@@ -43,7 +44,9 @@ Result<double> pass_seconds(LlamaForward& fwd, KvCache& cache, const std::vector
   b.seq_index = seq;
   b.block_tables = table;
   b.max_blocks_per_seq = int32_t(table.size());
-  b.logits_indices = rows;
+  // Logits for every token of a verification pass; for the last token only when filling.
+  b.logits_indices = std::span<const int32_t>(rows).last(
+      std::min(count, fwd.options().max_logits > 0 ? size_t(fwd.options().max_logits) : 1));
   std::vector<double> times;
   for (int32_t r = 0; r <= reps; ++r) {
     const auto t0 = Clock::now();
@@ -92,7 +95,8 @@ int run_bench_spec(int argc, char** argv) {
       {"model", 'm', "FILE", "GGUF model file"},
       {"threads", 't', "N", "threads (default: physical cores)"},
       {"context", 'c', "N", "context the verification passes run at (default 128)"},
-      {"repetitions", 'r', "N", "passes per verification measurement (default 5)"},
+      {"repetitions", 'r', "N",
+       "passes per verification measurement, and end-to-end runs of each kind (default 5)"},
       {"n-gen", 'n', "N", "tokens generated per end-to-end run (default 64; 0 = skip)"},
       {"prompt", 'p', "TEXT", "end-to-end prompt (default: a passage that repeats itself)"},
       {"prompt-file", 0, "FILE", "read the prompt from FILE"}};
@@ -188,18 +192,29 @@ int run_bench_spec(int argc, char** argv) {
       return 1;
     }
     const std::vector<int32_t> prompt = tok->encode(text, true, true);
-    auto plain = run_stream(o, prompt, int32_t(*n_gen));
-    o.speculative_method = spec->method;
-    o.draft_model_path = spec->draft_model;
-    o.num_speculative_tokens = k;
-    o.prompt_lookup_min = spec->prompt_lookup_min;
-    o.prompt_lookup_max = spec->prompt_lookup_max;
-    o.speculative_adaptive = spec->adaptive;
-    auto fast = run_stream(o, prompt, int32_t(*n_gen));
-    if (!plain || !fast) {
-      std::fprintf(stderr, "vela bench spec: %s\n", (plain ? fast : plain).message().c_str());
-      return 1;
+    EngineOptions spec_options = o;
+    spec_options.speculative_method = spec->method;
+    spec_options.draft_model_path = spec->draft_model;
+    spec_options.num_speculative_tokens = k;
+    spec_options.prompt_lookup_min = spec->prompt_lookup_min;
+    spec_options.prompt_lookup_max = spec->prompt_lookup_max;
+    spec_options.speculative_adaptive = spec->adaptive;
+    // Plain and speculative runs alternate, so a change in the machine's load hits both; the
+    // medians are reported.
+    std::vector<double> plain_rates, spec_rates;
+    Result<StreamResult> plain = make_error("no run"), fast = make_error("no run");
+    for (int32_t rep = 0; rep < *reps; ++rep) {
+      plain = run_stream(o, prompt, int32_t(*n_gen));
+      fast = run_stream(spec_options, prompt, int32_t(*n_gen));
+      if (!plain || !fast) {
+        std::fprintf(stderr, "vela bench spec: %s\n", (plain ? fast : plain).message().c_str());
+        return 1;
+      }
+      plain_rates.push_back(plain->decode_tokens_per_s);
+      spec_rates.push_back(fast->decode_tokens_per_s);
     }
+    plain->decode_tokens_per_s = median(plain_rates);
+    fast->decode_tokens_per_s = median(spec_rates);
     const EngineCounters& c = fast->counters;
     const double acceptance =
         c.spec_draft_tokens ? double(c.spec_accepted_tokens) / double(c.spec_draft_tokens) : 0;

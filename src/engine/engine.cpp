@@ -253,7 +253,15 @@ Status Engine::propose() {
     if (r.status == RequestStatus::kRunning && r.is_decode()) decodes.add(r.num_computed, 1, true);
   }
   const bool drafting = draft_ && !proposer_;
-  spec_policy_.begin_step(decodes, last_step_.seconds, drafting ? draft_->decode_pass_seconds() : 0);
+  // Until a draft pass was timed, it is priced as the step scaled by the models' sizes (decode
+  // reads every weight once).
+  const double reference = last_step_.seconds > 0 ? last_step_.seconds : 1.0;
+  const double draft_pass = !drafting ? 0
+                            : draft_->decode_pass_seconds() > 0
+                                ? draft_->decode_pass_seconds()
+                                : reference * double(draft_->model().gguf().file_size()) /
+                                      double(std::max<size_t>(model().gguf().file_size(), 1));
+  spec_policy_.begin_step(decodes, reference, draft_pass);
   const double prior = counters_.spec_draft_tokens > 0
                            ? double(counters_.spec_accepted_tokens) / counters_.spec_draft_tokens
                            : 0.5;
@@ -400,8 +408,10 @@ Status Engine::step() {
   aborted_.clear();
 
   const Clock::time_point start = Clock::now();
-  // A draft pass that fails only costs this step its proposals.
+  // A draft pass that fails only costs this step its proposals. The draft's time is the
+  // policy's to weigh, not the step-cost model's (it prices the target's pass).
   if (config_.speculative.enabled() && !propose()) drop_proposals();
+  const double propose_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   scheduler_.schedule(start, sched_out_);
   if (config_.speculative.enabled()) trim_unscheduled_proposals();
   if (sched_out_.empty()) return {};
@@ -486,7 +496,7 @@ Status Engine::step() {
   last_step_.predicted_seconds =
       step_cost_.ready() ? step_cost_.predict_seconds(sched_out_.shape) : -1;
   last_step_.prefill_capped = sched_out_.prefill_capped;
-  step_cost_.observe(sched_out_.shape, last_step_.seconds);
+  step_cost_.observe(sched_out_.shape, last_step_.seconds - propose_seconds);
   counters_.step_seconds.observe(kStepSecondsBounds, last_step_.seconds);
   counters_.step_prefill_tokens.observe(kStepPrefillTokensBounds,
                                         double(sched_out_.shape.prefill_tokens));
