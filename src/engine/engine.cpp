@@ -276,8 +276,16 @@ Status Engine::propose() {
     if (max_k <= 0) continue;
     const double acceptance = live->acceptance.rate(prior);
     if (drafting) {
-      // Drafting costs passes: the policy grants a length before the draft runs.
-      const int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance);
+      // Drafting costs passes: the policy grants a length before the draft runs. A draft that
+      // has not read the prompt yet must catch up first (priced at a quarter of a decode pass
+      // per token until measured).
+      const int32_t behind = draft_->behind(r.id, int32_t(r.tokens.size())) - 1;
+      const double per_token = draft_->catch_up_token_seconds() > 0
+                                   ? draft_->catch_up_token_seconds()
+                                   : 0.25 * draft_pass;
+      const int32_t remaining = live->params.max_tokens - r.n_output();
+      const int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance,
+                                            behind > 0 ? behind * per_token : 0, remaining);
       if (k == 0) continue;
       DraftRequest d;
       d.id = r.id;

@@ -170,7 +170,16 @@ Status DraftModel::propose(std::span<DraftRequest> requests) {
     active_.push_back({&r, &s, n_tokens - 1});
   }
   if (active_.empty()) return {};
+  const auto catch_up_start = std::chrono::steady_clock::now();
   if (auto st = run_pass(n_tokens, active_); !st) return st;
+  // A pass mostly made of catch-up tokens prices them.
+  if (n_tokens >= 4 * int32_t(active_.size())) {
+    const double per_token =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - catch_up_start).count() /
+        n_tokens;
+    catch_up_token_seconds_ =
+        catch_up_token_seconds_ > 0 ? 0.8 * catch_up_token_seconds_ + 0.2 * per_token : per_token;
+  }
   // Proposal 1 from each complete sequence's row; then one pass per further proposal.
   size_t n_live = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
@@ -215,6 +224,11 @@ Status DraftModel::propose(std::span<DraftRequest> requests) {
     }
   }
   return {};
+}
+
+int32_t DraftModel::behind(uint64_t id, int32_t n_tokens) const {
+  const auto it = seqs_.find(id);
+  return n_tokens - (it == seqs_.end() ? 0 : std::min(it->second.n_computed, n_tokens));
 }
 
 void DraftModel::rollback(uint64_t id, int32_t n_valid) {

@@ -71,6 +71,10 @@ class DraftModel {
   // Seconds of one decode pass (a proposal for every sequence), running average; 0 until
   // measured. Catch-up passes are not counted: they are a once-per-sequence cost.
   double decode_pass_seconds() const { return decode_pass_seconds_; }
+  // Tokens of this sequence the draft has not read yet (its catch-up), and the seconds one
+  // catch-up token costs (measured in catch-up passes; 0 until then).
+  int32_t behind(uint64_t id, int32_t n_tokens) const;
+  double catch_up_token_seconds() const { return catch_up_token_seconds_; }
   // Draft blocks in use (tests).
   int32_t blocks_in_use() const { return pool_.usage().used; }
 
@@ -99,6 +103,7 @@ class DraftModel {
   std::unordered_map<uint64_t, Sequence> seqs_;
   int32_t max_blocks_per_seq_ = 0;
   double decode_pass_seconds_ = 0;
+  double catch_up_token_seconds_ = 0;
 
   // Pass buffers, sized once.
   std::vector<int32_t> tokens_;        // [max_tokens]

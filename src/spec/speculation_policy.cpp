@@ -35,7 +35,8 @@ void SpeculationPolicy::begin_step(const StepShape& decodes, double last_step_se
   expected_tokens_ = decodes.decode_tokens;
 }
 
-int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double acceptance) {
+int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double acceptance,
+                                  double upfront_seconds, int32_t remaining_tokens) {
   if (max_k <= 0) return 0;
   if (!adaptive_) {
     shape_.add(position + 1, max_k, true);
@@ -61,6 +62,12 @@ int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double accept
       best_gain = gain;
     }
   }
+  // Seconds per token saved, times the tokens left, against the one-off cost.
+  const double base_rate = base_seconds > 0 ? expected_tokens_ / base_seconds : 0;
+  if (best_k > 0 && upfront_seconds > 0 &&
+      !(base_rate > 0 &&
+        remaining_tokens * (1.0 / base_rate - 1.0 / best_rate) > upfront_seconds))
+    best_k = 0;
   if (best_k > 0) {
     shape_.add(position + 1, best_k, true);
     draft_passes_ = std::max(draft_passes_, best_k);

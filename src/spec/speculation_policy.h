@@ -7,6 +7,8 @@
 // second, deciding request after request so each decision sees the tokens already added. A
 // draft model adds its passes: one per proposal position, shared by every sequence (batched),
 // so the step pays for the longest run any sequence asked for.
+// A draft that has not read a sequence's prompt yet must first catch up, once: that starts
+// only when the request has enough tokens left for the expected saving to repay it.
 // Until the cost model has measured the price of a token with logits, a prior
 // (kPriorTokenCost of the last step's time per extra token) stands in for it.
 // Thread-safety: not synchronised; the engine thread owns it.
@@ -43,7 +45,10 @@ class SpeculationPolicy {
   void begin_step(const StepShape& decodes, double last_step_seconds, double draft_pass_seconds);
   // Proposal tokens (<= max_k) a request whose next token sits at position `position` verifies
   // this step at acceptance rate `acceptance`; the chosen tokens join the step's shape.
-  int32_t choose(int32_t position, int32_t max_k, double acceptance);
+  // upfront_seconds: a one-off cost of starting (a draft model catching up on the prompt), paid
+  // only if the time the request's remaining_tokens save at the chosen rate exceeds it.
+  int32_t choose(int32_t position, int32_t max_k, double acceptance, double upfront_seconds = 0,
+                 int32_t remaining_tokens = 0);
 
  private:
   double step_seconds(const StepShape& shape, int32_t draft_passes) const;

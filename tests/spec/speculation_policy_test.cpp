@@ -65,6 +65,11 @@ TEST(SpeculationPolicy, DraftPassesCount) {
   // A cheap draft (a tenth of the step per pass) pays at that acceptance.
   policy.begin_step(one_decode(100), 0.05, 0.005);
   EXPECT_GT(policy.choose(100, 4, 0.8), 0);
+  // ... unless it must first catch up on a long prompt and few tokens are left to repay it.
+  policy.begin_step(one_decode(100), 0.05, 0.005);
+  EXPECT_EQ(policy.choose(100, 4, 0.8, /*upfront_seconds=*/2.0, /*remaining_tokens=*/10), 0);
+  policy.begin_step(one_decode(100), 0.05, 0.005);
+  EXPECT_GT(policy.choose(100, 4, 0.8, 2.0, 10000), 0);
 }
 
 TEST(SpeculationPolicy, NotAdaptiveGrantsEverything) {
