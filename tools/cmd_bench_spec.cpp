@@ -100,8 +100,8 @@ int run_bench_spec(int argc, char** argv) {
       {"n-gen", 'n', "N", "tokens generated per end-to-end run (default 64; 0 = skip)"},
       {"prompt", 'p', "TEXT", "end-to-end prompt (default: a passage that repeats itself)"},
       {"prompt-file", 0, "FILE", "read the prompt from FILE"}};
-  add_speculative_flags(flags);
   Args args("bench spec", "-m MODEL.gguf [options]", flags);
+  add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela bench spec: expected -m MODEL (see --help)\n");
@@ -144,7 +144,7 @@ int run_bench_spec(int argc, char** argv) {
     fo.n_threads = int32_t(*threads);
     LlamaForward fwd(*model, fo);
     const ModelConfig& mc = (*model)->config();
-    KvCacheConfig kc{mc.n_layer, mc.n_head_kv, mc.head_dim, 16, (ctx + k + 1 + 15) / 16,
+    KvCacheConfig kc{mc.n_layer,  mc.n_head_kv, mc.head_dim, 16, (ctx + k + 1 + 15) / 16,
                      KvType::kF16};
     KvCache cache(kc);
     std::vector<int32_t> table(size_t(kc.n_blocks));
@@ -165,9 +165,10 @@ int run_bench_spec(int argc, char** argv) {
       std::fprintf(stderr, "vela bench spec: %s\n", (one ? many : one).message().c_str());
       return 1;
     }
-    std::printf("verification at context %d, %d threads: 1 token %.2f ms, %d tokens %.2f ms: "
-                "%.3fx\n",
-                ctx, fwd.n_threads(), *one * 1e3, k + 1, *many * 1e3, *many / *one);
+    std::printf(
+        "verification at context %d, %d threads: 1 token %.2f ms, %d tokens %.2f ms: "
+        "%.3fx\n",
+        ctx, fwd.n_threads(), *one * 1e3, k + 1, *many * 1e3, *many / *one);
   }
 
   // 2. End to end, one stream.
@@ -193,12 +194,7 @@ int run_bench_spec(int argc, char** argv) {
     }
     const std::vector<int32_t> prompt = tok->encode(text, true, true);
     EngineOptions spec_options = o;
-    spec_options.speculative_method = spec->method;
-    spec_options.draft_model_path = spec->draft_model;
-    spec_options.num_speculative_tokens = k;
-    spec_options.prompt_lookup_min = spec->prompt_lookup_min;
-    spec_options.prompt_lookup_max = spec->prompt_lookup_max;
-    spec_options.speculative_adaptive = spec->adaptive;
+    apply_speculative_flags(*spec, spec_options);
     // Plain and speculative runs alternate, so a change in the machine's load hits both; the
     // medians are reported.
     std::vector<double> plain_rates, spec_rates;
@@ -218,16 +214,18 @@ int run_bench_spec(int argc, char** argv) {
     const EngineCounters& c = fast->counters;
     const double acceptance =
         c.spec_draft_tokens ? double(c.spec_accepted_tokens) / double(c.spec_draft_tokens) : 0;
-    const double mean_run = c.spec_drafts ? double(c.spec_accepted_tokens) / double(c.spec_drafts) : 0;
-    std::printf("end to end (%s, K=%d%s), prompt %zu tokens, %zu generated: plain %.2f tok/s, "
-                "speculative %.2f tok/s: %.3fx; %llu runs, %llu proposed, %llu accepted "
-                "(acceptance %.3f, mean accepted per run %.2f); outputs %s\n",
-                spec->method.c_str(), k, spec->adaptive ? ", adaptive" : "", prompt.size(),
-                plain->tokens.size(), plain->decode_tokens_per_s, fast->decode_tokens_per_s,
-                fast->decode_tokens_per_s / std::max(plain->decode_tokens_per_s, 1e-12),
-                (unsigned long long)c.spec_drafts, (unsigned long long)c.spec_draft_tokens,
-                (unsigned long long)c.spec_accepted_tokens, acceptance, mean_run,
-                plain->tokens == fast->tokens ? "identical" : "DIFFER");
+    const double mean_run =
+        c.spec_drafts ? double(c.spec_accepted_tokens) / double(c.spec_drafts) : 0;
+    std::printf(
+        "end to end (%s, K=%d%s), prompt %zu tokens, %zu generated: plain %.2f tok/s, "
+        "speculative %.2f tok/s: %.3fx; %llu runs, %llu proposed, %llu accepted "
+        "(acceptance %.3f, mean accepted per run %.2f); outputs %s\n",
+        spec->method.c_str(), k, spec->adaptive ? ", adaptive" : "", prompt.size(),
+        plain->tokens.size(), plain->decode_tokens_per_s, fast->decode_tokens_per_s,
+        fast->decode_tokens_per_s / std::max(plain->decode_tokens_per_s, 1e-12),
+        (unsigned long long)c.spec_drafts, (unsigned long long)c.spec_draft_tokens,
+        (unsigned long long)c.spec_accepted_tokens, acceptance, mean_run,
+        plain->tokens == fast->tokens ? "identical" : "DIFFER");
     if (plain->tokens != fast->tokens) return 1;
   }
   return 0;

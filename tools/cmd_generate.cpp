@@ -47,7 +47,8 @@ Status read_sampling(const Args& a, SamplingParams& p) {
 }  // namespace
 
 int run_generate(int argc, char** argv) {
-  std::vector<Flag> flags = {{"model", 'm', "FILE", "GGUF model file"},
+  Args args("generate", "-m MODEL.gguf -p PROMPT [options]",
+            {{"model", 'm', "FILE", "GGUF model file"},
              {"prompt", 'p', "TEXT", "the prompt"},
              {"n-predict", 'n', "N", "tokens to generate at most (default 128)"},
              {"threads", 't', "N", "threads (default: physical cores)"},
@@ -64,9 +65,8 @@ int run_generate(int argc, char** argv) {
              {"logprobs", 0, "N", "print each token's logprob and N alternatives to stderr"},
              {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
-             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}};
-  add_speculative_flags(flags);
-  Args args("generate", "-m MODEL.gguf -p PROMPT [options]", flags);
+             {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"}});
+  add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
     std::fprintf(stderr, "vela generate: expected -m MODEL and -p PROMPT (see --help)\n");
@@ -85,12 +85,7 @@ int run_generate(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", spec.message().c_str());
     return 2;
   }
-  config.speculative_method = spec->method;
-  config.draft_model_path = spec->draft_model;
-  config.num_speculative_tokens = spec->num_speculative_tokens;
-  config.prompt_lookup_min = spec->prompt_lookup_min;
-  config.prompt_lookup_max = spec->prompt_lookup_max;
-  config.speculative_adaptive = spec->adaptive;
+  apply_speculative_flags(*spec, config);
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
                          batch ? nullptr : &batch.error(), st ? nullptr : &st.error()}) {
     if (e) {

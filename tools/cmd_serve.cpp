@@ -48,8 +48,9 @@ Result<uint64_t> parse_bytes(const std::string& flag, const std::string& text) {
 }  // namespace
 
 int run_serve(int argc, char** argv) {
-  std::vector<Flag> flags = {
-      {"model", 'm', "FILE", "GGUF model file"},
+  Args args(
+      "serve", "-m MODEL.gguf [options]",
+      {{"model", 'm', "FILE", "GGUF model file"},
        {"host", 0, "ADDR", "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"},
        {"port", 0, "N", "TCP port (default 8080; 0 = any free port, printed at start)"},
        {"threads", 't', "N", "forward-pass threads (default: physical cores)"},
@@ -88,9 +89,8 @@ int run_serve(int argc, char** argv) {
        {"max-stream-buffer-bytes", 0, "N",
         "unsent streamed bytes before a slow client is dropped (default 1M)"},
        {"shutdown-grace-seconds", 0, "S",
-        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}};
-  add_speculative_flags(flags);
-  Args args("serve", "-m MODEL.gguf [options]", flags);
+        "on SIGTERM/SIGINT, let running requests finish for up to S seconds (default 30)"}});
+  add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela serve: expected -m MODEL (see --help)\n");
@@ -160,12 +160,7 @@ int run_serve(int argc, char** argv) {
   {
     auto spec = read_speculative_flags(args);
     if (!spec) return fail("vela serve: " + spec.message());
-    eo.engine.speculative_method = spec->method;
-    eo.engine.draft_model_path = spec->draft_model;
-    eo.engine.num_speculative_tokens = spec->num_speculative_tokens;
-    eo.engine.prompt_lookup_min = spec->prompt_lookup_min;
-    eo.engine.prompt_lookup_max = spec->prompt_lookup_max;
-    eo.engine.speculative_adaptive = spec->adaptive;
+    apply_speculative_flags(*spec, eo.engine);
   }
   eo.max_wait_ms = *wait_ms;
   eo.max_queued_requests = int32_t(*queued);

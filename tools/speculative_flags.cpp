@@ -2,16 +2,22 @@
 
 namespace vela::cli {
 
-void add_speculative_flags(std::vector<Flag>& flags) {
+void add_speculative_flags(Args& args) {
+  std::vector<Flag> flags;
   flags.push_back({"speculative-method", 0, "M",
                    "speculative decoding: ngram (prompt lookup), draft or none (default none)"});
   flags.push_back({"draft-model", 0, "FILE",
                    "draft model with the same vocabulary (selects --speculative-method draft)"});
-  flags.push_back({"num-speculative-tokens", 0, "K", "proposals per step at most, 1-16 (default 4)"});
-  flags.push_back({"prompt-lookup-min", 0, "N", "shortest suffix the n-gram lookup matches (default 1)"});
-  flags.push_back({"prompt-lookup-max", 0, "N", "longest suffix the n-gram lookup matches (default 4)"});
-  flags.push_back({"no-spec-adaptive", 0, "",
-                   "always verify every proposal (default: only where measured costs predict a gain)"});
+  flags.push_back(
+      {"num-speculative-tokens", 0, "K", "proposals per step at most, 1-16 (default 4)"});
+  flags.push_back(
+      {"prompt-lookup-min", 0, "N", "shortest suffix the n-gram lookup matches (default 1)"});
+  flags.push_back(
+      {"prompt-lookup-max", 0, "N", "longest suffix the n-gram lookup matches (default 4)"});
+  flags.push_back(
+      {"no-spec-adaptive", 0, "",
+       "always verify every proposal (default: only where measured costs predict a gain)"});
+  args.add_flags(flags);
 }
 
 Result<SpeculativeFlags> read_speculative_flags(const Args& args) {

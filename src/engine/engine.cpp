@@ -18,7 +18,7 @@ struct Engine::Live {
   CompletionOutput output;
   RequestCallback callback;
   AcceptanceEstimate acceptance;
-  int32_t shadow_proposal = -1;  // a proposal not verified: checked against the next token
+  int32_t shadow_proposal = -1;    // a proposal not verified: checked against the next token
   std::span<const float> draft_q;  // [n_draft, n_vocab] this step's sampled draft proposals' q
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
@@ -44,8 +44,7 @@ KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
 
 // A speculating request takes K + 1 rows; never more rows than tokens in a pass.
 int32_t max_logits_rows(const EngineConfig& c) {
-  const int32_t per_seq =
-      c.speculative.enabled() ? 1 + c.speculative.num_speculative_tokens : 1;
+  const int32_t per_seq = c.speculative.enabled() ? 1 + c.speculative.num_speculative_tokens : 1;
   return std::min(c.scheduler.max_num_batched_tokens,
                   int32_t(int64_t(c.scheduler.max_num_seqs) * per_seq));
 }
@@ -292,15 +291,16 @@ Status Engine::propose() {
       d.tokens = r.tokens;
       d.params = &live->params;
       d.max_k = k;
-      d.proposals = std::span<int32_t>(draft_out_).subspan(
-          draft_requests_.size() * size_t(sc.num_speculative_tokens), size_t(k));
+      d.proposals =
+          std::span<int32_t>(draft_out_)
+              .subspan(draft_requests_.size() * size_t(sc.num_speculative_tokens), size_t(k));
       draft_requests_.push_back(d);
       continue;
     }
     const std::span<int32_t> out(proposal_buf_.data(), size_t(max_k));
-    const int32_t n = proposer_ ? std::clamp(proposer_(r.id, r.tokens, out), 0, max_k)
-                                : propose_ngram(r.tokens, sc.prompt_lookup_min,
-                                                sc.prompt_lookup_max, out);
+    const int32_t n =
+        proposer_ ? std::clamp(proposer_(r.id, r.tokens, out), 0, max_k)
+                  : propose_ngram(r.tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, out);
     if (n == 0) continue;
     const int32_t k = spec_policy_.choose(r.num_computed, n, acceptance);
     if (k == 0) {
@@ -372,20 +372,20 @@ void Engine::verify(Live& live, std::span<float> rows) {
   int32_t n_accepted = 0;
   const std::span<const float> q = live.draft_q;
   live.draft_q = {};
-  const RunResult run = verify_run(
-      live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
-      verify_work_, {},
-      [&](const SampledToken& token) {
-        const bool is_proposal = n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
-        if (is_proposal) {
-          counters_.spec_accepted_at[size_t(n_accepted)] += 1;
-          ++n_accepted;
-          ++counters_.spec_accepted_tokens;
-        }
-        if (!on_token(live, token)) return false;  // live is gone
-        if (is_proposal) ++r.num_computed;
-        return true;
-      });
+  const RunResult run =
+      verify_run(live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
+                 verify_work_, {}, [&](const SampledToken& token) {
+                   const bool is_proposal =
+                       n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
+                   if (is_proposal) {
+                     counters_.spec_accepted_at[size_t(n_accepted)] += 1;
+                     ++n_accepted;
+                     ++counters_.spec_accepted_tokens;
+                   }
+                   if (!on_token(live, token)) return false;  // live is gone
+                   if (is_proposal) ++r.num_computed;
+                   return true;
+                 });
   if (run.ended) return;
   live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
   kv_.truncate(r.kv, int32_t(r.tokens.size()));

@@ -197,8 +197,8 @@ class Engine {
   std::vector<DraftRequest> draft_requests_;  // [max_num_seqs]
   std::vector<int32_t> draft_out_;            // [max_num_seqs, K] their proposals
   std::vector<float> verify_work_;            // [n_vocab]
-  std::vector<Request*> drafted_;         // [max_num_seqs] requests with proposals this step
-  std::vector<int32_t> proposal_buf_;     // [kMaxSpeculativeTokens]
+  std::vector<Request*> drafted_;             // [max_num_seqs] requests with proposals this step
+  std::vector<int32_t> proposal_buf_;         // [kMaxSpeculativeTokens]
   int32_t max_blocks_per_seq_ = 0;
 };
 

@@ -97,8 +97,8 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   if (*method == SpecMethod::kDraft && o.draft_model_path.empty())
     return make_error("speculative method 'draft' needs a draft model (--draft-model FILE)");
   if (*method != SpecMethod::kDraft && !o.draft_model_path.empty())
-    return make_error("a draft model was given with speculative method '" +
-                      o.speculative_method + "' (use 'draft', or leave the method out)");
+    return make_error("a draft model was given with speculative method '" + o.speculative_method +
+                      "' (use 'draft', or leave the method out)");
   c.speculative.num_speculative_tokens = o.num_speculative_tokens;
   c.speculative.prompt_lookup_min = o.prompt_lookup_min;
   c.speculative.prompt_lookup_max = o.prompt_lookup_max;

@@ -66,11 +66,10 @@ RunResult verify_run(Sampler& sampler, std::span<float> rows, std::span<const in
     if (process) process(row);
     // The last row has no proposal: its draw is the bonus token.
     const int32_t proposal = j < proposals.size() ? proposals[j] : -1;
-    const RowVerdict v =
-        q.empty() || proposal < 0
-            ? verify_point_proposal(sampler, row, proposal)
-            : verify_sampled_proposal(sampler, row, proposal, q.subspan(j * n_vocab, n_vocab),
-                                      work);
+    const RowVerdict v = q.empty() || proposal < 0
+                             ? verify_point_proposal(sampler, row, proposal)
+                             : verify_sampled_proposal(sampler, row, proposal,
+                                                       q.subspan(j * n_vocab, n_vocab), work);
     ++result.n_emitted;
     if (!emit(v.token)) {
       result.ended = true;

@@ -28,8 +28,7 @@ struct RowVerdict {
 };
 
 // Row against a deterministic proposal. logits: [n_vocab] raw.
-RowVerdict verify_point_proposal(Sampler& sampler, std::span<const float> logits,
-                                 int32_t proposal);
+RowVerdict verify_point_proposal(Sampler& sampler, std::span<const float> logits, int32_t proposal);
 
 // Row against a proposal drawn from q: [n_vocab] (normalised, q[proposal] > 0). work: [n_vocab].
 RowVerdict verify_sampled_proposal(Sampler& sampler, std::span<const float> logits,

@@ -17,8 +17,8 @@ Status check_same_vocabulary(const Tokenizer& target, const Tokenizer& draft) {
   for (int32_t id = 0; id < target.n_vocab(); ++id)
     if (target.token_text(id) != draft.token_text(id))
       return make_error("the draft model's vocabulary differs from the target's at token " +
-                        std::to_string(id) + " ('" + std::string(draft.token_text(id)) +
-                        "' vs '" + std::string(target.token_text(id)) + "')");
+                        std::to_string(id) + " ('" + std::string(draft.token_text(id)) + "' vs '" +
+                        std::string(target.token_text(id)) + "')");
   const struct {
     const char* name;
     int32_t target, draft;
@@ -48,9 +48,12 @@ ForwardOptions draft_forward_options(const DraftModelOptions& o) {
 KvCacheConfig draft_cache_config(const Model& m, const DraftModelOptions& o) {
   const ModelConfig& c = m.config();
   const int32_t per_seq = (o.max_context + o.block_size - 1) / o.block_size;
-  return KvCacheConfig{c.n_layer,    c.n_head_kv,
-                       c.head_dim,   o.block_size,
-                       o.n_blocks > 0 ? o.n_blocks : o.max_seqs * per_seq, o.kv_type};
+  return KvCacheConfig{c.n_layer,
+                       c.n_head_kv,
+                       c.head_dim,
+                       o.block_size,
+                       o.n_blocks > 0 ? o.n_blocks : o.max_seqs * per_seq,
+                       o.kv_type};
 }
 
 }  // namespace
@@ -185,9 +188,8 @@ Status DraftModel::propose(std::span<DraftRequest> requests) {
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = active_[i];
     if (a.request->max_k == 0) continue;
-    a.request->proposals[0] = pick(a, std::span<const float>(logits_.data() + i * size_t(n_vocab),
-                                                              size_t(n_vocab)),
-                                   0);
+    a.request->proposals[0] =
+        pick(a, std::span<const float>(logits_.data() + i * size_t(n_vocab), size_t(n_vocab)), 0);
     a.request->n_proposed = 1;
     active_[n_live++] = a;
   }
@@ -218,8 +220,8 @@ Status DraftModel::propose(std::span<DraftRequest> requests) {
     for (size_t i = 0; i < active_.size(); ++i) {
       Active& a = active_[i];
       ++a.seq->n_computed;
-      a.request->proposals[size_t(j)] = pick(
-          a, std::span<const float>(logits_.data() + i * size_t(n_vocab), size_t(n_vocab)), j);
+      a.request->proposals[size_t(j)] =
+          pick(a, std::span<const float>(logits_.data() + i * size_t(n_vocab), size_t(n_vocab)), j);
       a.request->n_proposed = j + 1;
     }
   }

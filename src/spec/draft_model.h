@@ -29,12 +29,12 @@ namespace vela {
 Status check_same_vocabulary(const Tokenizer& target, const Tokenizer& draft);
 
 struct DraftModelOptions {
-  int32_t max_seqs = 64;          // sequences proposed for in one step at most
-  int32_t max_tokens = 512;       // tokens one draft pass takes (catch-up chunks included)
-  int32_t max_context = 2048;     // positions < max_context
-  int32_t n_blocks = 0;           // draft KV budget (0 = max_seqs full contexts)
+  int32_t max_seqs = 64;       // sequences proposed for in one step at most
+  int32_t max_tokens = 512;    // tokens one draft pass takes (catch-up chunks included)
+  int32_t max_context = 2048;  // positions < max_context
+  int32_t n_blocks = 0;        // draft KV budget (0 = max_seqs full contexts)
   int32_t block_size = 16;
-  int32_t max_proposals = 4;      // K
+  int32_t max_proposals = 4;  // K
   int32_t n_threads = 0;
   KvType kv_type = KvType::kF16;
 };
@@ -44,7 +44,7 @@ struct DraftRequest {
   uint64_t id = 0;
   std::span<const int32_t> tokens;  // [n] prompt and output so far (all verified)
   const SamplingParams* params = nullptr;
-  int32_t max_k = 0;                 // proposals wanted at most
+  int32_t max_k = 0;  // proposals wanted at most
   // Results.
   int32_t n_proposed = 0;
   std::span<int32_t> proposals;  // [max_k]
@@ -81,7 +81,7 @@ class DraftModel {
  private:
   struct Sequence {
     KvSequence kv;
-    int32_t n_computed = 0;  // leading tokens whose draft K/V is in the cache
+    int32_t n_computed = 0;            // leading tokens whose draft K/V is in the cache
     std::unique_ptr<Sampler> sampler;  // sampled requests: transforms and draws for q
   };
   struct Active {

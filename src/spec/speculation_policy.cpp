@@ -65,8 +65,7 @@ int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double accept
   // Seconds per token saved, times the tokens left, against the one-off cost.
   const double base_rate = base_seconds > 0 ? expected_tokens_ / base_seconds : 0;
   if (best_k > 0 && upfront_seconds > 0 &&
-      !(base_rate > 0 &&
-        remaining_tokens * (1.0 / base_rate - 1.0 / best_rate) > upfront_seconds))
+      !(base_rate > 0 && remaining_tokens * (1.0 / base_rate - 1.0 / best_rate) > upfront_seconds))
     best_k = 0;
   if (best_k > 0) {
     shape_.add(position + 1, best_k, true);

@@ -57,7 +57,7 @@ class SpeculationPolicy {
   const StepCostModel& cost_;
   bool adaptive_;
   StepShape shape_;
-  int32_t base_tokens_ = 0;     // the plain decodes' tokens
+  int32_t base_tokens_ = 0;  // the plain decodes' tokens
   double reference_seconds_ = 1;
   double draft_pass_seconds_ = 0;
   int32_t draft_passes_ = 0;    // the longest run granted so far this step

@@ -34,9 +34,9 @@ Status validate(const SpeculativeConfig& c) {
     return make_error("prompt-lookup-min must be at least 1, got " +
                       std::to_string(c.prompt_lookup_min));
   if (c.prompt_lookup_max < c.prompt_lookup_min || c.prompt_lookup_max > 64)
-    return make_error("prompt-lookup-max must be in [prompt-lookup-min = " +
-                      std::to_string(c.prompt_lookup_min) + ", 64], got " +
-                      std::to_string(c.prompt_lookup_max));
+    return make_error(
+        "prompt-lookup-max must be in [prompt-lookup-min = " + std::to_string(c.prompt_lookup_min) +
+        ", 64], got " + std::to_string(c.prompt_lookup_max));
   return {};
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // How an engine speculates: which proposer, how many tokens it proposes per step at most, and
-// the n-gram lookup's match lengths (the draft model itself travels in EngineConfig). Plain data and its validation; safe to copy anywhere.
+// the n-gram lookup's match lengths (the draft model itself travels in EngineConfig). Plain data
+// and its validation; safe to copy anywhere.
 #include <cstdint>
 #include <string_view>
 

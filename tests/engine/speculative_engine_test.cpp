@@ -9,10 +9,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "engine/engine.h"
 #include "engine/engine_factory.h"
@@ -49,8 +49,8 @@ std::vector<std::vector<int32_t>> spec_prompts(const SpecModel& m, const std::st
   prompts.push_back(m.tokenizer->encode(
       "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef add(", true,
       true));
-  prompts.push_back(m.tokenizer->encode("one two three four one two three four one two", true,
-                                        true));
+  prompts.push_back(
+      m.tokenizer->encode("one two three four one two three four one two", true, true));
   return prompts;
 }
 
@@ -392,7 +392,8 @@ TEST_P(DraftAgreement, GreedyOutputsEqualPlainDecoding) {
     }
     std::printf("%s drafted by %s, %s: %llu runs, %llu proposed, %llu accepted\n",
                 GetParam().target, GetParam().draft, what, (unsigned long long)k.spec_drafts,
-                (unsigned long long)k.spec_draft_tokens, (unsigned long long)k.spec_accepted_tokens);
+                (unsigned long long)k.spec_draft_tokens,
+                (unsigned long long)k.spec_accepted_tokens);
     expect_pool_whole(engine);
     EXPECT_EQ(engine.draft_kv_blocks_used(), 0) << what;
   }
@@ -405,7 +406,8 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, DraftAgreement,
                                            DraftCase{"tiny-mixtral-F32", "tiny-mixtral-Q4_0"},
                                            DraftCase{"tiny-llama-256-F32", "tiny-qwen3-Q8_0"}),
                          [](const auto& info) {
-                           std::string n = std::string(info.param.target) + "_by_" + info.param.draft;
+                           std::string n =
+                               std::string(info.param.target) + "_by_" + info.param.draft;
                            for (char& c : n)
                              if (c == '-') c = '_';
                            return n;

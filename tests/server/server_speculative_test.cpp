@@ -65,6 +65,29 @@ TEST(ServeSpeculative, CompletionsEqualAPlainServers) {
   }
 }
 
+std::string run_output(const std::string& args, int* exit_status = nullptr) {
+  const std::string cmd = "timeout 60 " + std::string(VELA_BINARY) + " " + args + " 2>&1";
+  std::string out;
+  int status = -1;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    status = pclose(p);
+  }
+  if (exit_status) *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+TEST(ServeSpeculative, HelpListsTheFlags) {
+  for (const char* command : {"serve", "generate", "bench spec"}) {
+    const std::string help = run_output(std::string(command) + " --help");
+    for (const char* flag : {"--speculative-method", "--draft-model", "--num-speculative-tokens",
+                             "--prompt-lookup-min", "--prompt-lookup-max", "--no-spec-adaptive"})
+      EXPECT_NE(help.find(flag), std::string::npos) << command << " " << flag;
+  }
+}
+
 TEST(ServeSpeculative, BadOptionsAreOneLineErrors) {
   VELA_REQUIRE_SHARED();
   const std::string model = shared_path("models/tiny-llama-256-F32.gguf").string();
@@ -74,9 +97,8 @@ TEST(ServeSpeculative, BadOptionsAreOneLineErrors) {
         std::string("--speculative-method medusa"), std::string("--speculative-method draft"),
         "--draft-model " + shared_path("models/tiny-qwen2-bpe-F16.gguf").string(),
         std::string("--speculative-method ngram --prompt-lookup-min 4 --prompt-lookup-max 2")}) {
-    const std::string cmd =
-        "timeout 60 " + std::string(VELA_BINARY) + " serve --port 0 -m " + model + " " + flags +
-        " 2>&1";
+    const std::string cmd = "timeout 60 " + std::string(VELA_BINARY) + " serve --port 0 -m " +
+                            model + " " + flags + " 2>&1";
     std::string out;
     int status = -1;
     if (FILE* p = popen(cmd.c_str(), "r")) {
