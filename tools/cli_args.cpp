@@ -12,6 +12,10 @@ Args::Args(std::string command, std::string usage, std::vector<Flag> flags)
   flags_.push_back({"help", 'h', "", "show this help and exit"});
 }
 
+void Args::add_flags(const std::vector<Flag>& flags) {
+  flags_.insert(flags_.end() - 1, flags.begin(), flags.end());  // --help stays last
+}
+
 const Flag* Args::find_long(const std::string& name) const {
   for (const Flag& f : flags_)
     if (f.long_name == name) return &f;

@@ -22,6 +22,8 @@ struct Flag {
 class Args {
  public:
   Args(std::string command, std::string usage, std::vector<Flag> flags);
+  // Declares more flags (before parse()), listed after the constructor's.
+  void add_flags(const std::vector<Flag>& flags);
 
   // Parses argv after the subcommand name. Positional arguments are collected in order.
   Status parse(int argc, char** argv);

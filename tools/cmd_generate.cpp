@@ -7,6 +7,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "trace_option.h"
+#include "speculative_flags.h"
 #include "vela/llm.h"
 
 namespace vela::cli {
@@ -67,6 +68,7 @@ int run_generate(int argc, char** argv) {
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
              {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"},
              {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE"}});
+  add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
     std::fprintf(stderr, "vela generate: expected -m MODEL and -p PROMPT (see --help)\n");
@@ -80,6 +82,12 @@ int run_generate(int argc, char** argv) {
   auto ctx = args.get_int("ctx-size", 0, 0, 1 << 24);
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   Status st = read_sampling(args, params);
+  auto spec = read_speculative_flags(args);
+  if (!spec) {
+    std::fprintf(stderr, "%s\n", spec.message().c_str());
+    return 2;
+  }
+  apply_speculative_flags(*spec, config);
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
                          batch ? nullptr : &batch.error(), st ? nullptr : &st.error()}) {
     if (e) {

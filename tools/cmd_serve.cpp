@@ -10,6 +10,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "speculative_flags.h"
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
@@ -108,6 +109,7 @@ int run_serve(int argc, char** argv) {
         "/v1/embeddings: mean (of the final hidden states, default) or last (token's)"},
        {"request-threads", 0, "N",
         "threads that parse, template and tokenize requests beside the I/O thread (default 2)"}});
+  add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela serve: expected -m MODEL (see --help)\n");
@@ -182,6 +184,11 @@ int run_serve(int argc, char** argv) {
     eo.engine.block_size = int32_t(*bs);
   }
   eo.engine.enable_prefix_caching = !args.has("no-prefix-caching");
+  {
+    auto spec = read_speculative_flags(args);
+    if (!spec) return fail("vela serve: " + spec.message());
+    apply_speculative_flags(*spec, eo.engine);
+  }
   eo.max_wait_ms = *wait_ms;
   eo.max_queued_requests = int32_t(*queued);
   eo.chat_template_path = args.get("chat-template");

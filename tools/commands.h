@@ -12,6 +12,7 @@ int run_bench_throughput(int argc, char** argv);  // `vela bench throughput`
 int run_bench_serve(int argc, char** argv);       // `vela bench serve`
 int run_bench_soak(int argc, char** argv);        // `vela bench serve --duration S`
 int run_bench_matmul(int argc, char** argv);      // `vela bench matmul`
+int run_bench_spec(int argc, char** argv);        // `vela bench spec`
 int run_serve(int argc, char** argv);
 
 }  // namespace vela::cli

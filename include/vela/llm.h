@@ -38,6 +38,17 @@ struct LLMConfig {
   // Requests without SamplingParams::seed take seeds drawn from this one, in submission order,
   // so a script reruns the same (vLLM's `seed`); unset: random.
   std::optional<uint64_t> seed;
+  // Speculative decoding: "none" (default), "ngram" (proposals looked up in the prompt and
+  // output) or "draft" (a smaller model's), verified in the batched pass; greedy outputs are
+  // unchanged and sampled ones keep their distribution. Up to num_speculative_tokens
+  // proposals per step, matching suffixes of prompt_lookup_min..max tokens; adaptive:
+  // speculate only where the measured costs and acceptance predict a speed-up.
+  std::string speculative_method = "none";
+  std::string draft_model_path;  // a draft model with the same vocabulary: selects "draft"
+  int32_t num_speculative_tokens = 4;
+  int32_t prompt_lookup_min = 1;
+  int32_t prompt_lookup_max = 4;
+  bool speculative_adaptive = true;
 };
 
 // kStop: a stop token or string; kLength: max_tokens or the context; kAbort: cancelled.

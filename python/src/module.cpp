@@ -179,7 +179,10 @@ PYBIND11_MODULE(_vela, m) {
       .def(py::init([](const std::string& model, int32_t n_threads, int32_t max_context,
                        int32_t max_batch_tokens, int32_t max_num_seqs,
                        const std::string& kv_cache_type, int64_t kv_cache_bytes,
-                       bool enable_prefix_caching, std::optional<uint64_t> seed) {
+                       bool enable_prefix_caching, std::optional<uint64_t> seed,
+                       const std::string& speculative_method, const std::string& draft_model,
+                       int32_t num_speculative_tokens, int32_t prompt_lookup_min,
+                       int32_t prompt_lookup_max) {
              vela::LLMConfig c;
              c.model_path = model;
              c.n_threads = n_threads;
@@ -190,12 +193,20 @@ PYBIND11_MODULE(_vela, m) {
              c.kv_cache_bytes = kv_cache_bytes;
              c.enable_prefix_caching = enable_prefix_caching;
              c.seed = seed;
+             c.speculative_method = speculative_method;
+             c.draft_model_path = draft_model;
+             c.num_speculative_tokens = num_speculative_tokens;
+             c.prompt_lookup_min = prompt_lookup_min;
+             c.prompt_lookup_max = prompt_lookup_max;
              return std::make_unique<Engine>(c);
            }),
            py::arg("model"), py::arg("n_threads") = 0, py::arg("max_context") = 0,
            py::arg("max_batch_tokens") = 512, py::arg("max_num_seqs") = 64,
            py::arg("kv_cache_type") = "f16", py::arg("kv_cache_bytes") = 0,
-           py::arg("enable_prefix_caching") = true, py::arg("seed") = py::none())
+           py::arg("enable_prefix_caching") = true, py::arg("seed") = py::none(),
+           py::arg("speculative_method") = "none", py::arg("draft_model") = "",
+           py::arg("num_speculative_tokens") = 4, py::arg("prompt_lookup_min") = 1,
+           py::arg("prompt_lookup_max") = 4)
       .def("generate", &Engine::generate, py::arg("requests"), py::arg("on_delta") = py::none(),
            py::arg("on_step") = py::none())
       .def("encode", &Engine::encode, py::arg("text"), py::arg("add_special") = true)

@@ -20,6 +20,11 @@ class Engine:
         kv_cache_bytes: int = 0,
         enable_prefix_caching: bool = True,
         seed: Optional[int] = None,
+        speculative_method: str = "none",
+        draft_model: str = "",
+        num_speculative_tokens: int = 4,
+        prompt_lookup_min: int = 1,
+        prompt_lookup_max: int = 4,
     ) -> None: ...
     def generate(
         self,

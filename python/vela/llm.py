@@ -21,6 +21,41 @@ _KV_TYPES = {"auto": "f16", "f16": "f16", "fp16": "f16", "float16": "f16", "half
              "fp32": "f32", "float32": "f32"}
 
 
+_SPECULATIVE_KEYS = ("method", "model", "num_speculative_tokens", "prompt_lookup_min",
+                     "prompt_lookup_max")
+
+
+def _speculative_arguments(config: Optional[dict]) -> dict:
+    """vLLM's speculative_config dict as the engine's keyword arguments (ranges are checked
+    by the engine when it loads)."""
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise TypeError("LLM: speculative_config must be a dict or None")
+    unknown = sorted(set(config) - set(_SPECULATIVE_KEYS))
+    if unknown:
+        raise TypeError(f"LLM: speculative_config: unknown key(s) {', '.join(unknown)} "
+                        f"(known: {', '.join(_SPECULATIVE_KEYS)})")
+    args: dict = {}
+    if config.get("model") is not None:
+        args["draft_model"] = os.fspath(config["model"])
+    method = config.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            raise TypeError("LLM: speculative_config['method'] must be a string")
+        args["speculative_method"] = method
+    elif "draft_model" not in args:
+        raise ValueError("LLM: speculative_config needs 'method' (\"ngram\") or 'model' "
+                         "(a draft model file)")
+    for key in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"):
+        if key in config:
+            value = config[key]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"LLM: speculative_config['{key}'] must be an int")
+            args[key] = value
+    return args
+
+
 def _positive_int(name: str, value: Any, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
@@ -48,6 +83,11 @@ class LLM:
         num_threads: forward-pass threads; ``None``: the physical cores.
         kv_cache_memory_bytes: KV cache budget; ``None``: enough for ``max_num_seqs`` full
             contexts, at most a quarter of the available memory.
+        speculative_config: speculative decoding, as vLLM's dict: ``{"method": "ngram",
+            "num_speculative_tokens": 4, "prompt_lookup_min": 1, "prompt_lookup_max": 4}`` or
+            ``{"model": "draft.gguf", "num_speculative_tokens": 4}`` (a draft model with the
+            same vocabulary); outputs are unchanged (greedy) or keep their distribution
+            (sampled). ``None``: off.
         dtype, trust_remote_code, enforce_eager, gpu_memory_utilization, disable_log_stats:
             vLLM options with no effect here (GGUF sets the weights' types; there is no
             remote code, graph capture or GPU); ``dtype`` must be ``"auto"``.
@@ -74,6 +114,7 @@ class LLM:
         *,
         num_threads: Optional[int] = None,
         kv_cache_memory_bytes: Optional[int] = None,
+        speculative_config: Optional[dict] = None,
         dtype: str = "auto",
         trust_remote_code: bool = False,
         enforce_eager: bool = False,
@@ -111,6 +152,7 @@ class LLM:
         if not os.path.isfile(model):
             raise FileNotFoundError(f"LLM: model file not found: {model!r}")
         self.model = model
+        spec = _speculative_arguments(speculative_config)
         self._engine = _vela.Engine(
             model,
             n_threads=num_threads or 0,
@@ -120,7 +162,8 @@ class LLM:
             kv_cache_type=_KV_TYPES[kv_cache_dtype.lower()],
             kv_cache_bytes=kv_cache_memory_bytes or 0,
             enable_prefix_caching=bool(enable_prefix_caching),
-            seed=None if seed is None else seed % 2**64)
+            seed=None if seed is None else seed % 2**64,
+            **spec)
         self._request_ids = itertools.count()
 
     # -- lifetime -------------------------------------------------------------------------

@@ -1,10 +1,13 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <optional>
 #include <string>
 
+#include "spec/acceptance.h"
+#include "spec/ngram_proposer.h"
 #include "util/trace.h"
 
 namespace vela {
@@ -19,6 +22,9 @@ struct Engine::Live {
   RequestCallback callback;
   std::optional<Pooling> pooling;  // embedding requests
   std::vector<float> pooled;       // [n_embd] sum (mean) or last row, then the result
+  AcceptanceEstimate acceptance;
+  int32_t shadow_proposal = -1;    // a proposal not verified: checked against the next token
+  std::span<const float> draft_q;  // [n_draft, n_vocab] this step's sampled draft proposals' q
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
       : params(p), sampler(p, n_vocab), detokenizer(tok), stop(p.stop) {}
@@ -41,10 +47,17 @@ KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
                        c.kv_type};
 }
 
+// A speculating request takes K + 1 rows; never more rows than tokens in a pass.
+int32_t max_logits_rows(const EngineConfig& c) {
+  const int32_t per_seq = c.speculative.enabled() ? 1 + c.speculative.num_speculative_tokens : 1;
+  return std::min(c.scheduler.max_num_batched_tokens,
+                  int32_t(int64_t(c.scheduler.max_num_seqs) * per_seq));
+}
+
 ForwardOptions forward_options(const EngineConfig& c) {
   ForwardOptions fo;
   fo.max_batch_tokens = c.scheduler.max_num_batched_tokens;
-  fo.max_logits = c.scheduler.max_num_seqs;
+  fo.max_logits = max_logits_rows(c);
   fo.max_context = c.max_context;
   fo.n_threads = c.n_threads;
   return fo;
@@ -59,7 +72,9 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       cache_(cache_config(*model, config)),
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
       kv_(pool_, config.block_size),
-      scheduler_(config.scheduler, kv_) {
+      scheduler_(config.scheduler, kv_),
+      spec_policy_(step_cost_, config.speculative.adaptive) {
+  assert(validate(config.speculative).ok());
   scheduler_.set_cost_estimator(&step_cost_);
   config_.n_blocks = cache_.config().n_blocks;
   const auto& sc = config.scheduler;
@@ -68,9 +83,25 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_positions_.resize(size_t(sc.max_num_batched_tokens));
   batch_seq_.resize(size_t(sc.max_num_batched_tokens));
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
-  logits_rows_.resize(size_t(sc.max_num_seqs));
+  logits_rows_.resize(size_t(max_logits_rows(config)));
   sampling_.resize(size_t(sc.max_num_seqs));
-  logits_.resize(size_t(sc.max_num_seqs) * size_t(model->config().n_vocab));
+  logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
+  drafted_.reserve(size_t(sc.max_num_seqs));
+  proposal_buf_.resize(size_t(kMaxSpeculativeTokens));
+  if (config.speculative.method == SpecMethod::kDraft && config.draft_model) {
+    DraftModelOptions o;
+    o.max_seqs = sc.max_num_seqs;
+    o.max_tokens = sc.max_num_batched_tokens;
+    o.max_context = config.max_context;
+    o.n_blocks = config_.n_blocks;
+    o.block_size = config.block_size;
+    o.max_proposals = config.speculative.num_speculative_tokens;
+    o.kv_type = config.kv_type;
+    draft_ = std::make_unique<DraftModel>(config.draft_model, o, forward_->pool());
+    draft_requests_.reserve(size_t(sc.max_num_seqs));
+    draft_out_.resize(size_t(sc.max_num_seqs) * size_t(o.max_proposals));
+  }
+  verify_work_.resize(size_t(model->config().n_vocab));
 }
 
 Engine::~Engine() = default;
@@ -215,6 +246,7 @@ void Engine::finish(Live& live, FinishReason reason) {
     tail = live.stop.push(live.detokenizer.flush()) + live.stop.flush();
   live.output.text += tail;
   scheduler_.remove(&r);
+  if (draft_) draft_->release(r.id);
   r.timeline.finished = Clock::now();
   switch (reason) {
     case FinishReason::kStop:
@@ -241,7 +273,7 @@ void Engine::finish(Live& live, FinishReason reason) {
   requests_.erase(id);
 }
 
-void Engine::on_token(Live& live, const SampledToken& s) {
+bool Engine::on_token(Live& live, const SampledToken& s) {
   Request& r = live.request;
   const SamplingParams& p = live.params;
   live.sampler.accept(s.token);
@@ -277,10 +309,166 @@ void Engine::on_token(Live& live, const SampledToken& s) {
     e.request = &r;
     live.callback(e);
   }
-  if (stop_token || live.stop.stopped())
+  if (stop_token || live.stop.stopped()) {
     finish(live, FinishReason::kStop);
-  else if (r.n_output() >= p.max_tokens || int32_t(r.tokens.size()) >= r.max_total_tokens)
+    return false;
+  }
+  if (r.n_output() >= p.max_tokens || int32_t(r.tokens.size()) >= r.max_total_tokens) {
     finish(live, FinishReason::kLength);
+    return false;
+  }
+  return true;
+}
+
+Status Engine::propose() {
+  const SpeculativeConfig& sc = config_.speculative;
+  drafted_.clear();
+  draft_requests_.clear();
+  StepShape decodes;
+  for (const auto& [id, live] : requests_) {
+    const Request& r = live->request;
+    if (r.status == RequestStatus::kRunning && r.is_decode()) decodes.add(r.num_computed, 1, true);
+  }
+  const bool drafting = draft_ && !proposer_;
+  // Until a draft pass was timed, it is priced as the step scaled by the models' sizes (decode
+  // reads every weight once).
+  const double reference = last_step_.seconds > 0 ? last_step_.seconds : 1.0;
+  const double draft_pass = !drafting ? 0
+                            : draft_->decode_pass_seconds() > 0
+                                ? draft_->decode_pass_seconds()
+                                : reference * double(draft_->model().gguf().file_size()) /
+                                      double(std::max<size_t>(model().gguf().file_size(), 1));
+  spec_policy_.begin_step(decodes, reference, draft_pass);
+  const double prior = counters_.spec_draft_tokens > 0
+                           ? double(counters_.spec_accepted_tokens) / counters_.spec_draft_tokens
+                           : 0.5;
+  for (const auto& [id, live] : requests_) {
+    Request& r = live->request;
+    if (r.status != RequestStatus::kRunning || !r.is_decode()) continue;
+    // Room for the proposals and the token after them, within max_tokens and the capacity.
+    const int32_t room = std::min(r.max_total_tokens - int32_t(r.tokens.size()),
+                                  live->params.max_tokens - r.n_output()) -
+                         1;
+    const int32_t max_k = std::min(sc.num_speculative_tokens, room);
+    if (max_k <= 0) continue;
+    const double acceptance = live->acceptance.rate(prior);
+    if (drafting) {
+      // Drafting costs passes: the policy grants a length before the draft runs. A draft that
+      // has not read the prompt yet must catch up first (priced at a quarter of a decode pass
+      // per token until measured).
+      const int32_t behind = draft_->behind(r.id, int32_t(r.tokens.size())) - 1;
+      const double per_token = draft_->catch_up_token_seconds() > 0
+                                   ? draft_->catch_up_token_seconds()
+                                   : 0.25 * draft_pass;
+      const int32_t remaining = live->params.max_tokens - r.n_output();
+      const int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance,
+                                            behind > 0 ? behind * per_token : 0, remaining);
+      if (k == 0) continue;
+      DraftRequest d;
+      d.id = r.id;
+      d.tokens = r.tokens;
+      d.params = &live->params;
+      d.max_k = k;
+      d.proposals =
+          std::span<int32_t>(draft_out_)
+              .subspan(draft_requests_.size() * size_t(sc.num_speculative_tokens), size_t(k));
+      draft_requests_.push_back(d);
+      continue;
+    }
+    const std::span<int32_t> out(proposal_buf_.data(), size_t(max_k));
+    const int32_t n =
+        proposer_ ? std::clamp(proposer_(r.id, r.tokens, out), 0, max_k)
+                  : propose_ngram(r.tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, out);
+    if (n == 0) continue;
+    const int32_t k = spec_policy_.choose(r.num_computed, n, acceptance);
+    if (k == 0) {
+      live->shadow_proposal = proposal_buf_[0];  // what it would have proposed, for the estimate
+      continue;
+    }
+    r.tokens.insert(r.tokens.end(), proposal_buf_.begin(), proposal_buf_.begin() + k);
+    r.n_draft = k;
+    drafted_.push_back(&r);
+  }
+  return draft_requests_.empty() ? Status{} : propose_with_draft();
+}
+
+Status Engine::propose_with_draft() {
+  if (auto st = draft_->propose(draft_requests_); !st) return st;
+  const size_t n_vocab = size_t(forward_->model().config().n_vocab);
+  for (const DraftRequest& d : draft_requests_) {
+    if (d.n_proposed == 0) continue;
+    Live& live = *requests_.at(d.id);
+    Request& r = live.request;
+    r.tokens.insert(r.tokens.end(), d.proposals.begin(), d.proposals.begin() + d.n_proposed);
+    r.n_draft = d.n_proposed;
+    live.draft_q = d.q.empty() ? std::span<const float>{}
+                               : std::span<const float>(d.q.data(), size_t(d.n_proposed) * n_vocab);
+    drafted_.push_back(&r);
+  }
+  return {};
+}
+
+void Engine::drop_proposals() {
+  for (Request* r : drafted_) {
+    r->tokens.resize(r->tokens.size() - size_t(r->n_draft));
+    r->n_draft = 0;
+    requests_.at(r->id)->draft_q = {};
+    if (draft_) draft_->rollback(r->id, int32_t(r->tokens.size()));
+  }
+  drafted_.clear();
+}
+
+void Engine::trim_unscheduled_proposals() {
+  for (Request* r : drafted_) {
+    int32_t keep = 0;
+    for (const ScheduledRequest& s : sched_out_.scheduled)
+      if (s.request == r) keep = s.num_new_tokens - 1;
+    if (keep >= r->n_draft) continue;
+    r->tokens.resize(r->tokens.size() - size_t(r->n_draft - keep));
+    r->n_draft = keep;
+    Live& live = *requests_.at(r->id);
+    if (!live.draft_q.empty())
+      live.draft_q = live.draft_q.first(size_t(keep) * size_t(live.sampler.n_vocab()));
+    if (draft_) draft_->rollback(r->id, int32_t(r->tokens.size()));
+    // The blocks for dropped proposals go back now (a preempted request holds none).
+    kv_.truncate(r->kv, int32_t(r->tokens.size()));
+  }
+}
+
+void Engine::verify(Live& live, std::span<float> rows) {
+  Request& r = live.request;
+  const int32_t n_draft = r.n_draft;
+  std::array<int32_t, kMaxSpeculativeTokens> proposals{};
+  std::copy(r.tokens.end() - n_draft, r.tokens.end(), proposals.begin());
+  // Back to the verified sequence: its last token's K/V is computed; the tokens the run emits
+  // are appended again by on_token, and each accepted proposal's K/V is already in place.
+  r.tokens.resize(r.tokens.size() - size_t(n_draft));
+  r.n_draft = 0;
+  r.num_computed = int32_t(r.tokens.size());
+  ++counters_.spec_drafts;
+  counters_.spec_draft_tokens += uint64_t(n_draft);
+  int32_t n_accepted = 0;
+  const std::span<const float> q = live.draft_q;
+  live.draft_q = {};
+  const RunResult run =
+      verify_run(live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
+                 verify_work_, {}, [&](const SampledToken& token) {
+                   const bool is_proposal =
+                       n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
+                   if (is_proposal) {
+                     counters_.spec_accepted_at[size_t(n_accepted)] += 1;
+                     ++n_accepted;
+                     ++counters_.spec_accepted_tokens;
+                   }
+                   if (!on_token(live, token)) return false;  // live is gone
+                   if (is_proposal) ++r.num_computed;
+                   return true;
+                 });
+  if (run.ended) return;
+  live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
+  kv_.truncate(r.kv, int32_t(r.tokens.size()));
+  if (draft_) draft_->rollback(r.id, r.num_computed);
+  kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
 }
 
 void Engine::record_kv_occupancy() {
@@ -311,7 +499,12 @@ Status Engine::step() {
   trace::Phases phases("engine");
   phases.next("schedule");
   const Clock::time_point start = Clock::now();
+  // A draft pass that fails only costs this step its proposals. The draft's time is the
+  // policy's to weigh, not the step-cost model's (it prices the target's pass).
+  if (config_.speculative.enabled() && !propose()) drop_proposals();
+  const double propose_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   scheduler_.schedule(start, sched_out_);
+  if (config_.speculative.enabled()) trim_unscheduled_proposals();
   if (sched_out_.empty()) {
     step_span.cancel();
     phases.cancel();
@@ -325,7 +518,7 @@ Status Engine::step() {
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
   // row for each request whose tokens will all be computed after this step.
-  int32_t n_tokens = 0, n_logits = 0;
+  int32_t n_tokens = 0, n_logits = 0, n_runs = 0;
   n_hidden_ = 0;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   const int32_t n_seqs = static_cast<int32_t>(sched_out_.scheduled.size());
@@ -343,9 +536,10 @@ Status Engine::step() {
     if (r.embedding) {
       add_hidden_rows(*requests_.at(r.id), n_tokens - s.num_new_tokens, s.num_new_tokens);
     } else if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
-      logits_rows_[size_t(n_logits)] = n_tokens - 1;
-      sampling_[size_t(n_logits)] = requests_.at(r.id).get();
-      ++n_logits;
+      // The last token's row, or the rows after the decode token and after each proposal.
+      const int32_t n_rows = 1 + r.n_draft;
+      for (int32_t k = n_rows; k >= 1; --k) logits_rows_[size_t(n_logits++)] = n_tokens - k;
+      sampling_[size_t(n_runs++)] = {requests_.at(r.id).get(), n_rows};
     }
   }
   ForwardBatch batch;
@@ -368,6 +562,7 @@ Status Engine::step() {
   phases.next("bookkeeping");
   for (const ScheduledRequest& s : sched_out_.scheduled) {
     Request& r = *s.request;
+    if (r.n_draft > 0) continue;  // verify() settles what was computed
     r.num_computed += s.num_new_tokens;
     kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
   }
@@ -384,11 +579,23 @@ Status Engine::step() {
   if (n_hidden_ > 0 || !embeddings_done_.empty()) pool_hidden_rows();  // may finish requests
 
   const int32_t n_vocab = forward_->model().config().n_vocab;
-  for (int32_t i = 0; i < n_logits; ++i) {
-    Live& live = *sampling_[size_t(i)];
+  size_t row = 0;
+  for (int32_t i = 0; i < n_runs; ++i) {
+    const LogitsRun run = sampling_[size_t(i)];
     phases.next("sample");
-    const SampledToken token = live.sampler.sample(
-        std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)));
+    std::span<float> rows(logits_.data() + row * size_t(n_vocab),
+                          size_t(run.n_rows) * size_t(n_vocab));
+    row += size_t(run.n_rows);
+    if (run.n_rows > 1) {
+      verify(*run.live, rows);  // may finish and destroy the request
+      continue;
+    }
+    Live& live = *run.live;
+    const SampledToken token = live.sampler.sample(rows);
+    if (live.shadow_proposal >= 0) {
+      live.acceptance.observe(token.token == live.shadow_proposal, 1);
+      live.shadow_proposal = -1;
+    }
     phases.next("detokenize");
     on_token(live, token);  // may finish and destroy the request
   }
@@ -400,7 +607,7 @@ Status Engine::step() {
   last_step_.predicted_seconds =
       step_cost_.ready() ? step_cost_.predict_seconds(sched_out_.shape) : -1;
   last_step_.prefill_capped = sched_out_.prefill_capped;
-  step_cost_.observe(sched_out_.shape, last_step_.seconds);
+  step_cost_.observe(sched_out_.shape, last_step_.seconds - propose_seconds);
   counters_.step_seconds.observe(kStepSecondsBounds, last_step_.seconds);
   counters_.step_prefill_tokens.observe(kStepPrefillTokensBounds,
                                         double(sched_out_.shape.prefill_tokens));

@@ -23,6 +23,9 @@
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
 #include "sched/step_cost_model.h"
+#include "spec/draft_model.h"
+#include "spec/speculation_policy.h"
+#include "spec/speculative_config.h"
 #include "tokenizer/tokenizer.h"
 #include "util/bucket_counts.h"
 #include "vela/llm.h"
@@ -37,6 +40,9 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   int32_t n_threads = 0;  // forward-pass threads, 0 = physical cores
   SchedulerConfig scheduler;
+  SpeculativeConfig speculative;  // must pass validate()
+  // SpecMethod::kDraft: the draft model, with the model's vocabulary (make_engine checks it).
+  std::shared_ptr<const Model> draft_model;
 };
 
 // One report to a request's owner: a generated token and the text that became safe to emit,
@@ -56,6 +62,11 @@ struct RequestEvent {
 // How an embedding request turns its prompt's final hidden states into one vector.
 enum class Pooling { kMean, kLast };
 using RequestCallback = std::function<void(const RequestEvent&)>;
+
+// Proposes up to out.size() tokens to follow a request's `tokens` (prompt and output so far);
+// returns how many it wrote. Proposals are deterministic (verified as point masses).
+using TokenProposer = std::function<int32_t(uint64_t request_id, std::span<const int32_t> tokens,
+                                            std::span<int32_t> out)>;
 
 // Bucket bounds of the per-step histograms.
 inline constexpr std::array<double, 16> kStepSecondsBounds = {
@@ -83,6 +94,12 @@ struct EngineCounters {
   BucketCounts<kStepSecondsBounds.size()> step_seconds;
   BucketCounts<kStepPrefillTokensBounds.size()> step_prefill_tokens;
   uint64_t steps_prefill_capped = 0;  // steps whose prefill the latency target limited
+  // Speculative decoding (vLLM's names): verified runs, tokens proposed in them, proposals
+  // accepted, and acceptances by position in the run.
+  uint64_t spec_drafts = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
+  std::array<uint64_t, kMaxSpeculativeTokens> spec_accepted_at{};
 };
 
 class Engine {
@@ -112,6 +129,10 @@ class Engine {
   // Cancels every request at the next step (shutdown).
   void abort_all();
 
+  // Replaces the configured method's proposer (speculation must be enabled), e.g. an oracle in
+  // tests. An empty function restores the configured one.
+  void set_proposer(TokenProposer proposer) { proposer_ = std::move(proposer); }
+
   // Runs one engine step (nothing when no request is ready). If the forward pass fails, the
   // requests of that step are finished (reason abort) and the error is returned.
   Status step();
@@ -129,16 +150,36 @@ class Engine {
   size_t n_running() const { return scheduler_.n_running(); }
   uint64_t n_preemptions() const { return scheduler_.n_preemptions(); }
   std::string check_kv_invariants() const { return pool_.check_invariants(); }
+  // Blocks of the draft model's KV cache held by sequences (0 without a draft model).
+  int32_t draft_kv_blocks_used() const { return draft_ ? draft_->blocks_in_use() : 0; }
 
  private:
   struct Live;  // a request with its sampling and streaming state
+
+  // One row of logits (or a request's K + 1 rows when it speculates) in the step's pass.
+  struct LogitsRun {
+    Live* live;
+    int32_t n_rows;
+  };
 
   void finish(Live& live, FinishReason reason);
   // The hidden-state rows of an embedding request's scheduled tokens (batch indices first ..
   // first + n - 1), and, once its prompt is done, its pooled vector.
   void add_hidden_rows(Live& live, int32_t first, int32_t n);
   void pool_hidden_rows();
-  void on_token(Live& live, const SampledToken& s);
+  // Records a generated token; false when it finished (and destroyed) the request.
+  bool on_token(Live& live, const SampledToken& s);
+  // Appends proposals to running decodes (as far as the policy grants) before scheduling.
+  Status propose();
+  // The draft model's proposals for the requests in drafted_ (their lengths granted in n_draft
+  // slots of proposal_buf_); appends what it proposed.
+  Status propose_with_draft();
+  // Drops every proposal of this step.
+  void drop_proposals();
+  // Drops proposals the scheduler did not run.
+  void trim_unscheduled_proposals();
+  // The tokens a speculating request keeps from its rows; rolls back the rest.
+  void verify(Live& live, std::span<float> rows);
   void record_kv_occupancy();
   int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
 
@@ -162,15 +203,23 @@ class Engine {
   std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
   std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
   std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
-  std::vector<int32_t> logits_rows_;      // [max_num_seqs]
-  std::vector<Live*> sampling_;           // [max_num_seqs] request of each logits row
-  std::vector<float> logits_;             // [max_num_seqs, n_vocab]
+  std::vector<int32_t> logits_rows_;      // [max_logits]
+  std::vector<LogitsRun> sampling_;       // [max_num_seqs] requests with logits, in row order
+  std::vector<float> logits_;             // [max_logits, n_vocab]
   // Embedding requests only (sized at the first one): rows whose final hidden state is wanted.
   std::vector<int32_t> hidden_rows_;    // [max_num_batched_tokens] batch indices
   std::vector<Live*> hidden_owner_;     // [max_num_batched_tokens] request of each row
   std::vector<float> hidden_;           // [max_num_batched_tokens, n_embd]
   std::vector<Live*> embeddings_done_;  // [max_num_seqs] prompts completed this step
   int32_t n_hidden_ = 0;
+  SpeculationPolicy spec_policy_;
+  TokenProposer proposer_;
+  std::unique_ptr<DraftModel> draft_;
+  std::vector<DraftRequest> draft_requests_;  // [max_num_seqs]
+  std::vector<int32_t> draft_out_;            // [max_num_seqs, K] their proposals
+  std::vector<float> verify_work_;            // [n_vocab]
+  std::vector<Request*> drafted_;             // [max_num_seqs] requests with proposals this step
+  std::vector<int32_t> proposal_buf_;         // [kMaxSpeculativeTokens]
   int32_t max_blocks_per_seq_ = 0;
 };
 

@@ -91,6 +91,31 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.scheduler.target_step_seconds = o.target_itl_ms / 1000.0;
   c.scheduler.target_decode_ratio = o.target_itl_ratio;
   c.scheduler.min_prefill_tokens = o.min_prefill_tokens;
+  auto method = parse_spec_method(o.draft_model_path.empty() || o.speculative_method != "none"
+                                      ? o.speculative_method
+                                      : "draft");
+  if (!method) return method.error();
+  c.speculative.method = *method;
+  if (*method == SpecMethod::kDraft && o.draft_model_path.empty())
+    return make_error("speculative method 'draft' needs a draft model (--draft-model FILE)");
+  if (*method != SpecMethod::kDraft && !o.draft_model_path.empty())
+    return make_error("a draft model was given with speculative method '" + o.speculative_method +
+                      "' (use 'draft', or leave the method out)");
+  c.speculative.num_speculative_tokens = o.num_speculative_tokens;
+  c.speculative.prompt_lookup_min = o.prompt_lookup_min;
+  c.speculative.prompt_lookup_max = o.prompt_lookup_max;
+  c.speculative.adaptive = o.speculative_adaptive;
+  if (auto st = validate(c.speculative); !st) return st.error();
+  if (*method == SpecMethod::kDraft) {
+    auto draft = Model::load(o.draft_model_path);
+    if (!draft) return make_error("draft model: " + draft.message());
+    auto draft_tokenizer = Tokenizer::from_gguf((*draft)->gguf());
+    if (!draft_tokenizer)
+      return make_error("draft model '" + o.draft_model_path + "': " + draft_tokenizer.message());
+    if (auto st = check_same_vocabulary(*tokenizer, *draft_tokenizer); !st)
+      return make_error("draft model '" + o.draft_model_path + "': " + st.message());
+    c.draft_model = std::move(*draft);
+  }
 
   KvBudgetInput budget;
   budget.bytes_per_block = KvCache::bytes_per_block(

@@ -32,6 +32,15 @@ struct EngineOptions {
   double target_itl_ms = 0;
   double target_itl_ratio = 0;
   int32_t min_prefill_tokens = kDefaultMinPrefillTokens;  // per step under the target
+  // Speculative decoding: "none" or "ngram" (prompt lookup); K proposals per step at most; the
+  // lookup's suffix lengths; adaptive = speculate only where it is predicted to pay.
+  std::string speculative_method = "none";
+  // A draft model (GGUF with the same vocabulary); given alone it selects method "draft".
+  std::string draft_model_path;
+  int32_t num_speculative_tokens = 4;
+  int32_t prompt_lookup_min = 1;
+  int32_t prompt_lookup_max = 4;
+  bool speculative_adaptive = true;
 };
 
 // Share of MemAvailable the KV cache takes by default when max_num_seqs full contexts would

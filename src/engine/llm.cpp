@@ -79,6 +79,12 @@ Result<std::unique_ptr<LLM>> LLM::load(const LLMConfig& config) {
   if (config.kv_cache_bytes < 0) return make_error("kv_cache_bytes must not be negative");
   if (config.kv_cache_bytes > 0) o.kv_cache_bytes = uint64_t(config.kv_cache_bytes);
   o.enable_prefix_caching = config.enable_prefix_caching;
+  o.speculative_method = config.speculative_method;
+  o.draft_model_path = config.draft_model_path;
+  o.num_speculative_tokens = config.num_speculative_tokens;
+  o.prompt_lookup_min = config.prompt_lookup_min;
+  o.prompt_lookup_max = config.prompt_lookup_max;
+  o.speculative_adaptive = config.speculative_adaptive;
   auto engine = make_engine(o);
   if (!engine) return engine.error();
   auto impl = std::make_unique<Impl>(std::move(*engine));

@@ -47,6 +47,16 @@ void KvCacheManager::cache_full_blocks(std::span<const int32_t> tokens, int32_t 
   seq.n_cached_blocks = n_full;
 }
 
+void KvCacheManager::truncate(KvSequence& seq, int32_t n_tokens) {
+  const int32_t keep = blocks_for(n_tokens);
+  const int32_t have = static_cast<int32_t>(seq.blocks.size());
+  if (keep >= have) return;
+  assert(seq.n_cached_blocks <= keep);
+  std::reverse(seq.blocks.begin() + keep, seq.blocks.end());
+  pool_.release(std::span<const int32_t>(seq.blocks).subspan(size_t(keep)));
+  seq.blocks.resize(size_t(keep));
+}
+
 void KvCacheManager::release(KvSequence& seq) {
   std::reverse(seq.blocks.begin(), seq.blocks.end());
   pool_.release(seq.blocks);

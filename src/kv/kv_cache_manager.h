@@ -38,6 +38,10 @@ class KvCacheManager {
   // Registers every block fully covered by the first n_computed tokens with the prefix cache.
   void cache_full_blocks(std::span<const int32_t> tokens, int32_t n_computed, KvSequence& seq);
 
+  // Returns the blocks past the first n_tokens positions (rolled-back speculative tokens). They
+  // hold no verified full block, so none of them is registered with the prefix cache.
+  void truncate(KvSequence& seq, int32_t n_tokens);
+
   // Drops the request's references, tail first (so its shared head is evicted last).
   void release(KvSequence& seq);
 

@@ -48,6 +48,8 @@ class LlamaForward {
   const Model& model() const { return *model_; }
   const ForwardOptions& options() const { return options_; }
   int32_t n_threads() const { return pool_->n_threads(); }
+  // The pool passes run on, for another model's passes to share (e.g. a draft model's).
+  const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
 
   // Runs the batch, stores its K/V in `cache`, and writes the logits of the tokens named by
   // batch.logits_indices to `logits`: [n_logits, n_vocab], and the final hidden states (after

@@ -117,21 +117,18 @@ void Sampler::accept(int32_t token) {
   ++n_accepted_;
 }
 
-SampledToken Sampler::sample(std::span<const float> logits) {
+float Sampler::load_raw(std::span<const float> logits) {
   assert(logits.size() == static_cast<size_t>(n_vocab_));
   const size_t n_given = std::min(logits.size(), logits_.size());
   for (size_t i = 0; i < n_given; ++i) logits_[i] = sanitized(logits[i]);
   std::fill(logits_.begin() + static_cast<ptrdiff_t>(n_given), logits_.end(), kNegInf);
-
-  // Logprobs come from the raw logits, so measure them before penalties touch the buffer.
   const float raw_max = sampling::max_value(logits_);
-  const float log_z =
-      std::isfinite(raw_max)
-          ? raw_max + static_cast<float>(std::log(sampling::sum_exp(logits_, raw_max)))
-          : raw_max;
-  SampledToken out;
-  if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
+  return std::isfinite(raw_max)
+             ? raw_max + static_cast<float>(std::log(sampling::sum_exp(logits_, raw_max)))
+             : raw_max;
+}
 
+void Sampler::apply_transforms() {
   penalties_.apply(logits_);
   for (const auto& [token, bias] : logit_bias_)
     if (token < n_vocab_) logits_[static_cast<size_t>(token)] += bias;
@@ -139,12 +136,66 @@ SampledToken Sampler::sample(std::span<const float> logits) {
   if (n_accepted_ < min_tokens_)
     for (const int32_t token : min_tokens_banned_)
       if (token < n_vocab_) logits_[static_cast<size_t>(token)] = kNegInf;
+}
+
+SampledToken Sampler::sample(std::span<const float> logits) {
+  // Logprobs come from the raw logits, so measure them before penalties touch the buffer.
+  const float log_z = load_raw(logits);
+  SampledToken out;
+  if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
+  apply_transforms();
   out.token = is_greedy() ? sampling::argmax(logits_) : pick_random();
 
-  const float raw_logit =
-      static_cast<size_t>(out.token) < n_given ? sanitized(logits[out.token]) : kNegInf;
+  const float raw_logit = static_cast<size_t>(out.token) < logits.size()
+                              ? sanitized(logits[size_t(out.token)])
+                              : kNegInf;
   out.logprob = raw_logit == kNegInf ? kNegInf : raw_logit - log_z;
   return out;
+}
+
+SampledToken Sampler::describe(std::span<const float> logits, int32_t token) {
+  const float log_z = load_raw(logits);
+  SampledToken out;
+  if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
+  out.token = token;
+  const float raw_logit = logits_[size_t(token)];
+  out.logprob = raw_logit == kNegInf ? kNegInf : raw_logit - log_z;
+  return out;
+}
+
+void Sampler::target_probabilities(std::span<const float> logits, std::span<float> probs) {
+  assert(probs.size() == static_cast<size_t>(n_vocab_));
+  load_raw(logits);
+  apply_transforms();
+  const auto one_hot = [&](int32_t token) {
+    std::fill(probs.begin(), probs.end(), 0.0f);
+    probs[size_t(token)] = 1.0f;
+  };
+  if (is_greedy()) return one_hot(sampling::argmax(logits_));
+  for (float& logit : logits_) logit /= temperature_;
+  const float max_logit = sampling::max_value(logits_);
+  if (!std::isfinite(max_logit)) return one_hot(sampling::argmax(logits_));
+  // The same weights pick_random() draws from.
+  double total = 0.0;
+  if (top_k_ > 0 || top_p_ < 1.0f) {
+    std::span<sampling::Candidate> kept(candidates_);
+    for (size_t i = 0; i < logits_.size(); ++i) kept[i] = {logits_[i], static_cast<int32_t>(i)};
+    kept = kept.first(sampling::keep_top_k(kept, top_k_));
+    kept = kept.first(sampling::keep_top_p(kept, top_p_, max_logit));
+    kept = kept.first(sampling::keep_min_p(kept, min_p_, max_logit));
+    std::fill(probs.begin(), probs.end(), 0.0f);
+    for (const sampling::Candidate& c : kept) {
+      const float w = sampling::exp_approx(c.logit - max_logit);
+      probs[size_t(c.token)] = w;
+      total += w;
+    }
+  } else {
+    const float threshold = min_p_ > 0.0f ? max_logit + std::log(min_p_) : kNegInf;
+    total = sampling::exp_weights_in_place(logits_, max_logit, threshold, block_sums_);
+    std::copy(logits_.begin(), logits_.end(), probs.begin());
+  }
+  const float scale = static_cast<float>(1.0 / total);
+  for (float& p : probs) p *= scale;
 }
 
 int32_t Sampler::pick_random() {

@@ -55,10 +55,24 @@ class Sampler {
   // Records a generated token for the presence/frequency/repetition penalties.
   void accept(int32_t token);
 
+  // For speculative verification (src/spec): the distribution sample() draws from at this point
+  // — after penalties, min_tokens, temperature, top-k, top-p and min-p — normalised into
+  // probs: [n_vocab]. Greedy (or no finite logit): one-hot at the argmax. logits: [n_vocab] raw.
+  void target_probabilities(std::span<const float> logits, std::span<float> probs);
+  // A uniform draw in [0, 1) from this sampler's generator (seeded like sample()).
+  double uniform() { return uniform01(); }
+  // `token` reported as sample() would had it drawn it: its raw logprob and, when requested,
+  // the top logprobs. logits: [n_vocab] raw.
+  SampledToken describe(std::span<const float> logits, int32_t token);
+
   int32_t n_vocab() const { return n_vocab_; }
   bool is_greedy() const { return temperature_ < kGreedyTemperature; }
 
  private:
+  // Copies logits into logits_ (NaN as -inf) and returns the raw log-normaliser.
+  float load_raw(std::span<const float> logits);
+  // Penalties and the min_tokens mask on logits_.
+  void apply_transforms();
   int32_t pick_random();
   int32_t draw_full_vocabulary(float max_logit);
   int32_t draw_candidates(std::span<sampling::Candidate> candidates, float max_logit);

@@ -35,12 +35,17 @@ struct Request {
   int32_t n_preemptions = 0;
   int32_t cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache at admission
   bool embedding = false;  // every prompt token is computed (no prefix-cache hits), none sampled
+  // Proposed tokens at the end of `tokens`, not yet verified (speculative decoding). Set by the
+  // engine before a step and resolved within it; the scheduler runs them with the decode token.
+  int32_t n_draft = 0;
   RequestStatus status = RequestStatus::kWaiting;
   KvSequence kv;
   RequestTimeline timeline;
 
   int32_t n_output() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+  // Computing its one remaining verified token (and any proposals after it).
+  bool is_decode() const { return n_pending() - n_draft == 1; }
 };
 
 }  // namespace vela

@@ -101,20 +101,20 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
   planned_ = {};
   if (config_.target_step_seconds > 0 && config_.enable_chunked_prefill && cost_)
     for (const Request* r : running_)
-      if (r->n_pending() == 1) planned_.add(r->num_computed, 1, true);
+      if (r->is_decode()) planned_.add(r->num_computed, 1 + r->n_draft, true);
   cap_prefill_ = planned_.decode_tokens > 0;
   if (cap_prefill_ && cost_->ready()) step_target_ = latency_target(now);
 
   // Tokens the request computes this step, as much of `wanted` as the target lets through.
   const auto allowance = [&](const Request& r, int32_t wanted) {
-    if (r.n_pending() == 1) return wanted;  // a decode: already in the plan
+    if (r.is_decode()) return wanted;  // a decode: already in the plan
     const int32_t n = prefill_allowance(r, wanted);
     out.prefill_capped |= n < wanted;
     return n;
   };
   // `from_waiting`: a decode admitted now was not in the plan yet.
   const auto take = [&](Request* r, int32_t n, bool from_waiting) {
-    const bool decode = r->n_pending() == 1;
+    const bool decode = r->is_decode();
     if (!decode || from_waiting) planned_.add(r->num_computed, n, decode);
     out.shape.add(r->num_computed, n, decode);
     out.scheduled.push_back({r, n});
@@ -125,11 +125,13 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
   sort_by_priority(running_, now);
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int32_t n = allowance(*r, std::min(r->n_pending(), budget));
+    int32_t n = allowance(*r, std::min(r->n_pending(), budget));
     if (n <= 0) {
       ++i;
       continue;
     }
+    // Proposals never preempt anyone: without room for them the decode runs alone.
+    if (r->n_draft > 0 && !kv_.allocate(r->kv, r->num_computed + n)) n = 1;
     bool self_preempted = false;
     while (!kv_.allocate(r->kv, r->num_computed + n)) {
       Request* victim = running_.back();

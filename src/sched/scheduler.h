@@ -10,6 +10,10 @@
 //                      + preemption_boost x times preempted,
 // so nothing starves and a preempted request is not thrashed.
 //
+// Speculative proposals (Request::n_draft) are tokens like any others: a decode runs its token
+// and its proposals together, counted in the token budget, the plan and its KV blocks; when
+// blocks are short the proposals are dropped before anyone is preempted for them.
+//
 // Latency target: a step that carries running decodes admits only as many prefill tokens as
 // keep its time, as the cost estimator predicts it, under the target, so every stream's
 // inter-token latency stays near it while long prompts are split over several steps. The

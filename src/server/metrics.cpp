@@ -188,6 +188,30 @@ uint64_t ServerMetrics::event_count(ServerEvent event) const {
   return events_[size_t(event)].load(std::memory_order_relaxed);
 }
 
+namespace {
+
+// Speculative decoding, vLLM's names; per-position acceptances once anything was proposed.
+void append_speculative(std::string& out, const EngineCounters& c, const std::string& l) {
+  const std::pair<const char*, uint64_t> totals[] = {
+      {"vela:spec_decode_num_drafts_total", c.spec_drafts},
+      {"vela:spec_decode_num_draft_tokens_total", c.spec_draft_tokens},
+      {"vela:spec_decode_num_accepted_tokens_total", c.spec_accepted_tokens}};
+  const char* helps[] = {"Number of speculative runs verified.", "Number of tokens proposed.",
+                         "Number of proposed tokens accepted."};
+  for (size_t i = 0; i < 3; ++i) {
+    append_header(out, totals[i].first, "counter", helps[i]);
+    append_sample(out, totals[i].first, l, double(totals[i].second));
+  }
+  if (c.spec_drafts == 0) return;
+  append_header(out, "vela:spec_decode_num_accepted_tokens_per_pos", "counter",
+                "Accepted proposals by position in the speculative run.");
+  for (size_t pos = 0; pos < c.spec_accepted_at.size(); ++pos)
+    append_sample(out, "vela:spec_decode_num_accepted_tokens_per_pos",
+                  "position=\"" + std::to_string(pos) + "\"," + l, double(c.spec_accepted_at[pos]));
+}
+
+}  // namespace
+
 std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) const {
   const EngineStats s = stats ? *stats : EngineStats{};
   const std::string& l = labels_;
@@ -300,6 +324,7 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
                 "Engine steps whose prefill tokens the ITL target held back.");
   append_sample(out, "vela:engine_steps_prefill_capped_total", l,
                 double(s.counters.steps_prefill_capped));
+  append_speculative(out, s.counters, l);
   return out;
 }
 

@@ -111,5 +111,29 @@ TEST(Metrics, RenderMapsEngineStats) {
             std::string::npos);
 }
 
+TEST(Metrics, RenderSpeculativeDecodingCounters) {
+  ServerMetrics m("m", 1000);
+  EngineStats s;
+  const std::string l = "model_name=\"m\"";
+  // Nothing proposed yet: the totals read 0 and no per-position series is shown.
+  std::string text = m.render(&s, 16);
+  EXPECT_NE(text.find("vela:spec_decode_num_drafts_total{" + l + "} 0\n"), std::string::npos);
+  EXPECT_EQ(text.find("spec_decode_num_accepted_tokens_per_pos"), std::string::npos);
+  s.counters.spec_drafts = 5;
+  s.counters.spec_draft_tokens = 20;
+  s.counters.spec_accepted_tokens = 9;
+  s.counters.spec_accepted_at[0] = 5;
+  s.counters.spec_accepted_at[1] = 4;
+  text = m.render(&s, 16);
+  for (const std::string& line :
+       {"vela:spec_decode_num_drafts_total{" + l + "} 5",
+        "vela:spec_decode_num_draft_tokens_total{" + l + "} 20",
+        "vela:spec_decode_num_accepted_tokens_total{" + l + "} 9",
+        "vela:spec_decode_num_accepted_tokens_per_pos{position=\"0\"," + l + "} 5",
+        "vela:spec_decode_num_accepted_tokens_per_pos{position=\"1\"," + l + "} 4",
+        "vela:spec_decode_num_accepted_tokens_per_pos{position=\"2\"," + l + "} 0"})
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace vela::server

@@ -1,0 +1,78 @@
+#include "spec/speculation_policy.h"
+
+#include <algorithm>
+
+namespace vela {
+
+void AcceptanceEstimate::observe(int32_t n_accepted, int32_t n_proposed) {
+  accepted = accepted * kDecay + n_accepted;
+  proposed = proposed * kDecay + n_proposed;
+}
+
+double AcceptanceEstimate::rate(double prior) const {
+  return (accepted + prior * kPriorTokens) / (proposed + kPriorTokens);
+}
+
+bool SpeculationPolicy::model_knows_token_cost() const {
+  // The per-token coefficient is fitted only once steps with different token counts were seen.
+  return cost_.steps_observed() >= 8 && cost_.coefficients()[1] > 0;
+}
+
+double SpeculationPolicy::step_seconds(const StepShape& shape, int32_t draft_passes) const {
+  const double draft = draft_pass_seconds_ * draft_passes;
+  if (model_knows_token_cost()) return cost_.predict_seconds(shape) + draft;
+  return reference_seconds_ * (1.0 + kPriorTokenCost * std::max(0, shape.tokens() - base_tokens_)) +
+         draft;
+}
+
+void SpeculationPolicy::begin_step(const StepShape& decodes, double last_step_seconds,
+                                   double draft_pass_seconds) {
+  shape_ = decodes;
+  base_tokens_ = decodes.tokens();
+  reference_seconds_ = last_step_seconds > 0 ? last_step_seconds : 1.0;
+  draft_pass_seconds_ = draft_pass_seconds;
+  draft_passes_ = 0;
+  expected_tokens_ = decodes.decode_tokens;
+}
+
+int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double acceptance,
+                                  double upfront_seconds, int32_t remaining_tokens) {
+  if (max_k <= 0) return 0;
+  if (!adaptive_) {
+    shape_.add(position + 1, max_k, true);
+    draft_passes_ = std::max(draft_passes_, max_k);
+    return max_k;
+  }
+  const double base_seconds = step_seconds(shape_, draft_passes_);
+  double best_rate = base_seconds > 0 ? expected_tokens_ / base_seconds : 0;
+  int32_t best_k = 0;
+  double best_gain = 0;
+  double gain = 0, a_pow = 1;
+  for (int32_t k = 1; k <= max_k; ++k) {
+    a_pow *= acceptance;
+    gain += a_pow;
+    StepShape s = shape_;
+    s.add(position + 1, k, true);
+    const double seconds = step_seconds(s, std::max(draft_passes_, k));
+    if (seconds <= 0) continue;
+    const double rate = (expected_tokens_ + gain) / seconds;
+    if (rate > best_rate) {
+      best_rate = rate;
+      best_k = k;
+      best_gain = gain;
+    }
+  }
+  // Seconds per token saved, times the tokens left, against the one-off cost.
+  const double base_rate = base_seconds > 0 ? expected_tokens_ / base_seconds : 0;
+  if (best_k > 0 && upfront_seconds > 0 &&
+      !(base_rate > 0 && remaining_tokens * (1.0 / base_rate - 1.0 / best_rate) > upfront_seconds))
+    best_k = 0;
+  if (best_k > 0) {
+    shape_.add(position + 1, best_k, true);
+    draft_passes_ = std::max(draft_passes_, best_k);
+    expected_tokens_ += best_gain;
+  }
+  return best_k;
+}
+
+}  // namespace vela

@@ -1,0 +1,67 @@
+#pragma once
+// How far each request speculates in a step, so that speculation never makes the step slower
+// per token. A step that runs N decode tokens in T seconds gives N tokens; k proposals of one
+// request add delta(k) seconds of verification (the step-cost model's price of k more tokens
+// with logits at that context) and a + a^2 + ... + a^k expected tokens, where a is the
+// request's running acceptance rate. The policy takes the k (0 to K) with the most tokens per
+// second, deciding request after request so each decision sees the tokens already added. A
+// draft model adds its passes: one per proposal position, shared by every sequence (batched),
+// so the step pays for the longest run any sequence asked for.
+// A draft that has not read a sequence's prompt yet must first catch up, once: that starts
+// only when the request has enough tokens left for the expected saving to repay it.
+// Until the cost model has measured the price of a token with logits, a prior
+// (kPriorTokenCost of the last step's time per extra token) stands in for it.
+// Thread-safety: not synchronised; the engine thread owns it.
+#include <cstdint>
+
+#include "sched/step_cost_model.h"
+
+namespace vela {
+
+// Running acceptance of one request's proposals, with a prior so a new request starts from the
+// engine's experience.
+struct AcceptanceEstimate {
+  double accepted = 0;  // decayed counts
+  double proposed = 0;
+  void observe(int32_t n_accepted, int32_t n_proposed);
+  // Acceptance rate per proposed token, `prior` weighing as kPriorTokens proposals.
+  double rate(double prior) const;
+  static constexpr double kPriorTokens = 4;
+  static constexpr double kDecay = 0.9;  // per observation: recent proposals weigh more
+};
+
+class SpeculationPolicy {
+ public:
+  // Extra token's cost relative to a one-token step while the cost model cannot say.
+  static constexpr double kPriorTokenCost = 0.1;
+
+  // `cost`: the engine's step-cost model (must outlive the policy); adaptive = false always
+  // grants the proposals.
+  SpeculationPolicy(const StepCostModel& cost, bool adaptive) : cost_(cost), adaptive_(adaptive) {}
+
+  // Starts a step whose plain decodes are `decodes` (one token each). last_step_seconds: the
+  // previous step's measured time; draft_pass_seconds: one draft pass (0 = no draft model or
+  // not measured yet).
+  void begin_step(const StepShape& decodes, double last_step_seconds, double draft_pass_seconds);
+  // Proposal tokens (<= max_k) a request whose next token sits at position `position` verifies
+  // this step at acceptance rate `acceptance`; the chosen tokens join the step's shape.
+  // upfront_seconds: a one-off cost of starting (a draft model catching up on the prompt), paid
+  // only if the time the request's remaining_tokens save at the chosen rate exceeds it.
+  int32_t choose(int32_t position, int32_t max_k, double acceptance, double upfront_seconds = 0,
+                 int32_t remaining_tokens = 0);
+
+ private:
+  double step_seconds(const StepShape& shape, int32_t draft_passes) const;
+  bool model_knows_token_cost() const;
+
+  const StepCostModel& cost_;
+  bool adaptive_;
+  StepShape shape_;
+  int32_t base_tokens_ = 0;  // the plain decodes' tokens
+  double reference_seconds_ = 1;
+  double draft_pass_seconds_ = 0;
+  int32_t draft_passes_ = 0;    // the longest run granted so far this step
+  double expected_tokens_ = 0;  // tokens the planned step gives, in expectation
+};
+
+}  // namespace vela

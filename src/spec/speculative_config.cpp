@@ -1,0 +1,43 @@
+#include "spec/speculative_config.h"
+
+#include <string>
+
+namespace vela {
+
+Result<SpecMethod> parse_spec_method(std::string_view name) {
+  if (name == "ngram") return SpecMethod::kNgram;
+  if (name == "none") return SpecMethod::kNone;
+  if (name == "draft") return SpecMethod::kDraft;
+  return make_error("unknown speculative method '" + std::string(name) +
+                    "' (expected ngram, draft or none)");
+}
+
+std::string_view spec_method_name(SpecMethod method) {
+  switch (method) {
+    case SpecMethod::kNgram:
+      return "ngram";
+    case SpecMethod::kDraft:
+      return "draft";
+    case SpecMethod::kNone:
+      break;
+  }
+  return "none";
+}
+
+Status validate(const SpeculativeConfig& c) {
+  if (!c.enabled()) return {};
+  if (c.num_speculative_tokens < 1 || c.num_speculative_tokens > kMaxSpeculativeTokens)
+    return make_error("the number of speculative tokens must be in [1, " +
+                      std::to_string(kMaxSpeculativeTokens) + "], got " +
+                      std::to_string(c.num_speculative_tokens));
+  if (c.prompt_lookup_min < 1)
+    return make_error("prompt-lookup-min must be at least 1, got " +
+                      std::to_string(c.prompt_lookup_min));
+  if (c.prompt_lookup_max < c.prompt_lookup_min || c.prompt_lookup_max > 64)
+    return make_error(
+        "prompt-lookup-max must be in [prompt-lookup-min = " + std::to_string(c.prompt_lookup_min) +
+        ", 64], got " + std::to_string(c.prompt_lookup_max));
+  return {};
+}
+
+}  // namespace vela

@@ -1,0 +1,40 @@
+#include "speculative_flags.h"
+
+namespace vela::cli {
+
+void add_speculative_flags(Args& args) {
+  std::vector<Flag> flags;
+  flags.push_back({"speculative-method", 0, "M",
+                   "speculative decoding: ngram (prompt lookup), draft or none (default none)"});
+  flags.push_back({"draft-model", 0, "FILE",
+                   "draft model with the same vocabulary (selects --speculative-method draft)"});
+  flags.push_back(
+      {"num-speculative-tokens", 0, "K", "proposals per step at most, 1-16 (default 4)"});
+  flags.push_back(
+      {"prompt-lookup-min", 0, "N", "shortest suffix the n-gram lookup matches (default 1)"});
+  flags.push_back(
+      {"prompt-lookup-max", 0, "N", "longest suffix the n-gram lookup matches (default 4)"});
+  flags.push_back(
+      {"no-spec-adaptive", 0, "",
+       "always verify every proposal (default: only where measured costs predict a gain)"});
+  args.add_flags(flags);
+}
+
+Result<SpeculativeFlags> read_speculative_flags(const Args& args) {
+  SpeculativeFlags f;
+  f.method = args.get("speculative-method", "none");
+  f.draft_model = args.get("draft-model");
+  auto k = args.get_int("num-speculative-tokens", 4, -1000000, 1000000);
+  if (!k) return k.error();
+  auto lo = args.get_int("prompt-lookup-min", 1, -1000000, 1000000);
+  if (!lo) return lo.error();
+  auto hi = args.get_int("prompt-lookup-max", 4, -1000000, 1000000);
+  if (!hi) return hi.error();
+  f.num_speculative_tokens = int32_t(*k);
+  f.prompt_lookup_min = int32_t(*lo);
+  f.prompt_lookup_max = int32_t(*hi);
+  f.adaptive = !args.has("no-spec-adaptive");
+  return f;
+}
+
+}  // namespace vela::cli
