@@ -11,6 +11,7 @@ int run_bench(int argc, char** argv);
 int run_bench_throughput(int argc, char** argv);  // `vela bench throughput`
 int run_bench_serve(int argc, char** argv);       // `vela bench serve`
 int run_bench_matmul(int argc, char** argv);      // `vela bench matmul`
+int run_bench_mask(int argc, char** argv);        // `vela bench mask`
 int run_serve(int argc, char** argv);
 
 }  // namespace vela::cli

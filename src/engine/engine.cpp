@@ -13,6 +13,7 @@ struct Engine::Live {
   StopMatcher stop;
   CompletionOutput output;
   RequestCallback callback;
+  std::unique_ptr<constraint::SequenceConstraint> constraint;  // structured output, if any
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
       : params(p), sampler(p, n_vocab), detokenizer(tok), stop(p.stop) {}
@@ -53,7 +54,9 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       cache_(cache_config(*model, config)),
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
       kv_(pool_, config.block_size),
-      scheduler_(config.scheduler, kv_) {
+      scheduler_(config.scheduler, kv_),
+      constraints_(std::make_unique<constraint::ConstraintCompiler>(
+          [tok = tokenizer_] { return constraint::TokenVocabulary::from_tokenizer(tok); })) {
   scheduler_.set_cost_estimator(&step_cost_);
   config_.n_blocks = cache_.config().n_blocks;
   const auto& sc = config.scheduler;
@@ -73,6 +76,8 @@ Status Engine::validate_request(std::span<const int32_t> prompt,
                                 const SamplingParams& params) const {
   if (auto st = Sampler::validate(params); !st) return st;
   if (prompt.empty()) return make_error("the prompt is empty (no tokens)");
+  if (params.structured_outputs.active())
+    if (auto g = constraints_->compile(params.structured_outputs); !g) return g.error();
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t t : prompt)
     if (t < 0 || t >= n_vocab)
@@ -108,6 +113,9 @@ Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const Sampling
   r.timeline.arrival = Clock::now();
   live->sampler.set_prompt(r.tokens);
   live->callback = std::move(callback);
+  if (params.structured_outputs.active())  // compiled by validate_request: a cache hit
+    live->constraint = std::make_unique<constraint::SequenceConstraint>(
+        *constraints_->compile(params.structured_outputs));
   id = r.id;
   counters_.prompt_tokens += uint64_t(r.n_prompt);
   if (params.max_tokens == 0) {  // nothing to generate: finish at once
@@ -198,7 +206,10 @@ void Engine::on_token(Live& live, const SampledToken& s) {
     e.request = &r;
     live.callback(e);
   }
-  if (stop_token || live.stop.stopped())
+  // A complete structured output that nothing can extend ends here, as a stop token would.
+  const bool constraint_done =
+      live.constraint && (!live.constraint->accept(s.token) || live.constraint->finished());
+  if (stop_token || live.stop.stopped() || constraint_done)
     finish(live, FinishReason::kStop);
   else if (r.n_output() >= p.max_tokens || int32_t(r.tokens.size()) >= r.max_total_tokens)
     finish(live, FinishReason::kLength);
@@ -285,8 +296,11 @@ Status Engine::step() {
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t i = 0; i < n_logits; ++i) {
     Live& live = *sampling_[size_t(i)];
+    const std::span<const uint64_t> allowed =
+        live.constraint ? live.constraint->mask() : std::span<const uint64_t>();
     const SampledToken token = live.sampler.sample(
-        std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)));
+        std::span<const float>(logits_.data() + size_t(i) * size_t(n_vocab), size_t(n_vocab)),
+        allowed);
     on_token(live, token);  // may finish and destroy the request
   }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "sampling/token_mask.h"
 #include "sampling/vector_math.h"
 
 namespace vela {
@@ -111,7 +112,7 @@ void Sampler::accept(int32_t token) {
   ++n_accepted_;
 }
 
-SampledToken Sampler::sample(std::span<const float> logits) {
+SampledToken Sampler::sample(std::span<const float> logits, std::span<const uint64_t> allowed) {
   assert(logits.size() == static_cast<size_t>(n_vocab_));
   const size_t n_given = std::min(logits.size(), logits_.size());
   for (size_t i = 0; i < n_given; ++i) logits_[i] = sanitized(logits[i]);
@@ -126,6 +127,7 @@ SampledToken Sampler::sample(std::span<const float> logits) {
   SampledToken out;
   if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
 
+  if (!allowed.empty()) sampling::mask_disallowed(logits_, allowed);
   penalties_.apply(logits_);
   // min_tokens (vLLM's rule): stop tokens are impossible until enough tokens were generated.
   if (n_accepted_ < min_tokens_)

@@ -50,7 +50,10 @@ class Sampler {
 
   // Samples one token. logits: [n_vocab] raw model output (NaN is treated as -inf). Does not
   // record the token: call accept() with the token actually appended to the sequence.
-  SampledToken sample(std::span<const float> logits);
+  // allowed: empty, or [ceil(n_vocab / 64)] bits (bit t of word t / 64 = token t may be drawn),
+  // a structured-output mask applied before penalties and the other transforms; reported
+  // logprobs still come from the raw logits.
+  SampledToken sample(std::span<const float> logits, std::span<const uint64_t> allowed = {});
 
   // Records a generated token for the presence/frequency/repetition penalties.
   void accept(int32_t token);
