@@ -145,17 +145,27 @@ TEST(Hostile, DeepNestingHugeEnumsAndLargeSchemasAreBounded) {
 
   // A 1 MB schema: many properties; compiles or is refused, either way in bounded time.
   nlohmann::json props = nlohmann::json::object();
-  for (int i = 0; props.dump().size() < (1u << 20); ++i)
-    props["property_number_" + std::to_string(i)] = {{"type", "string"}, {"maxLength", 8}};
+  for (size_t i = 0, size = 0; size < (1u << 20); ++i) {
+    const std::string key = "property_number_" + std::to_string(i);
+    props[key] = {{"type", "string"}, {"maxLength", 8}};
+    size += key.size() + 40;  // the member's length in the dump
+  }
   auto large =
       compile_spec(json_spec(nlohmann::json{{"type", "object"}, {"properties", props}}.dump()));
   if (large) {
     SequenceConstraint s(*large);
     EXPECT_FALSE(s.mask().empty());
   }
-  // Repetition bombs are refused by the size limit.
+  // A nested repetition bomb shares its rules (a^(10^9) in a few thousand elements); a flat
+  // one over the element limit is refused.
   StructuredOutputs bomb;
   bomb.regex = "((a{1000}){1000}){1000}";
+  auto nested = compile_spec(bomb);
+  ASSERT_TRUE(nested) << nested.message();
+  EXPECT_LT((*nested)->grammar().elements.size(), 10000u);
+  std::string flat;
+  for (int i = 0; i < 21; ++i) flat += "a{100000}";  // 2.1 million elements in one sequence
+  bomb.regex = flat;
   EXPECT_FALSE(compile_spec(bomb));
   EXPECT_LT(seconds_since(t), 120.0);
 }
