@@ -14,6 +14,7 @@ packages=(
   prometheus                                     # promtool + a real scrape in the metrics tests
   python3-dev pybind11-dev python3-pybind11      # the Python module (python/)
   python3-pytest python3-tqdm                    # its tests; generate()'s progress bar
+  python3-jsonschema                             # independent validator of structured output
   python3-venv python3-pip python3-setuptools python3-wheel  # pip install . (offline)
 )
 # The openai npm client drives the server in integration tests: Node.js and npm from Debian,

@@ -27,8 +27,9 @@ int run_bench(int argc, char** argv) {
   if (argc > 0 && std::string_view(argv[0]) == "matmul")
     return run_bench_matmul(argc - 1, argv + 1);
   if (argc > 0 && std::string_view(argv[0]) == "serve") return run_bench_serve(argc - 1, argv + 1);
+  if (argc > 0 && std::string_view(argv[0]) == "mask") return run_bench_mask(argc - 1, argv + 1);
   if (argc > 0 && std::string_view(argv[0]) == "spec") return run_bench_spec(argc - 1, argv + 1);
-  Args args("bench", "-m MODEL.gguf [options]   (also: vela bench throughput|serve|matmul|spec --help)",
+  Args args("bench", "-m MODEL.gguf [options]   (also: vela bench throughput|serve|matmul|spec|mask --help)",
             {{"model", 'm', "FILE", "GGUF model file"},
              {"n-prompt", 'p', "N[,N..]", "prompt tokens per pp test; 0 = skip (default 512)"},
              {"n-gen", 'n', "N[,N..]", "generated tokens per tg test; 0 = skip (default 128)"},

@@ -45,8 +45,10 @@ struct Sample {
 };
 
 // One streaming completion request; measures as the chunks arrive.
+// `extra`: more body fields (e.g. a response_format), merged in.
 Sample run_request(const Target& target, const std::string& model, const std::string& prompt,
-                   int max_tokens, const std::string& api_key, double timeout_s) {
+                   int max_tokens, const std::string& api_key, double timeout_s,
+                   const nlohmann::json& extra) {
   Sample s;
   const auto start = Clock::now();
   try {
@@ -56,13 +58,14 @@ Sample run_request(const Target& target, const std::string& model, const std::st
     stream.expires_after(
         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s)));
     stream.connect(resolver.resolve(target.host, target.port));
-    const nlohmann::json body = {{"model", model},
-                                 {"prompt", prompt},
-                                 {"max_tokens", max_tokens},
-                                 {"stream", true},
-                                 {"temperature", 0},
-                                 {"ignore_eos", true},
-                                 {"stream_options", {{"include_usage", true}}}};
+    nlohmann::json body = {{"model", model},
+                           {"prompt", prompt},
+                           {"max_tokens", max_tokens},
+                           {"stream", true},
+                           {"temperature", 0},
+                           {"ignore_eos", true},
+                           {"stream_options", {{"include_usage", true}}}};
+    body.update(extra);
     http::request<http::string_body> req{http::verb::post, target.path_prefix + "/v1/completions",
                                          11};
     req.set(http::field::host, target.host);
@@ -203,6 +206,8 @@ int run_bench_serve(int argc, char** argv) {
        {"goodput", 0, "KEY:MS",
         "goodput objectives as vLLM's bench names them: ttft, tpot, e2el, and itl (every gap); "
         "repeatable or comma-separated"},
+       {"json-schema", 0, "FILE",
+        "constrain every output to this JSON Schema (response_format json_schema, strict)"},
        {"output", 'o', "md|json", "output format (default md)"}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto n = args.get_int("num-requests", 100, 1, 1000000);
@@ -266,6 +271,19 @@ int run_bench_serve(int argc, char** argv) {
       prompts.push_back(p);
     }
   }
+  nlohmann::json extra = nlohmann::json::object();
+  if (args.has("json-schema")) {
+    std::ifstream in(args.get("json-schema"));
+    const nlohmann::json schema = nlohmann::json::parse(in, nullptr, false);
+    if (schema.is_discarded()) {
+      std::fprintf(stderr, "vela bench serve: '%s' is not a readable JSON file\n",
+                   args.get("json-schema").c_str());
+      return 2;
+    }
+    extra["response_format"] = {
+        {"type", "json_schema"},
+        {"json_schema", {{"name", "bench"}, {"schema", schema}, {"strict", true}}}};
+  }
   const std::string api_key = args.get("api-key");
   std::string model = args.get("model");
   if (model.empty()) {
@@ -303,7 +321,7 @@ int run_bench_serve(int argc, char** argv) {
         }
         ++in_flight;
         samples[i] = run_request(*target, model, prompts[i % prompts.size()], int(*out_len),
-                                 api_key, *timeout);
+                                 api_key, *timeout, extra);
         --in_flight;
       }
     });

@@ -13,6 +13,7 @@ int run_bench_serve(int argc, char** argv);       // `vela bench serve`
 int run_bench_soak(int argc, char** argv);        // `vela bench serve --duration S`
 int run_bench_matmul(int argc, char** argv);      // `vela bench matmul`
 int run_bench_spec(int argc, char** argv);        // `vela bench spec`
+int run_bench_mask(int argc, char** argv);        // `vela bench mask`
 int run_serve(int argc, char** argv);
 
 }  // namespace vela::cli

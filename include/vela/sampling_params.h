@@ -11,6 +11,24 @@
 
 namespace vela {
 
+// Structured output, shaped like vLLM's StructuredOutputsParams: at most one of json,
+// json_object, regex, choice and grammar; the generated text then matches it (the sampler only
+// draws tokens that keep the text a prefix of a match, and end-of-generation only once it is a
+// complete match). A request that reaches max_tokens first finishes with "length".
+struct StructuredOutputs {
+  std::optional<std::string> json;     // a JSON Schema, as JSON text
+  bool json_object = false;            // any JSON object
+  std::optional<std::string> regex;    // the whole output matches this regular expression
+  std::vector<std::string> choice;     // the output is exactly one of these strings
+  std::optional<std::string> grammar;  // a context-free grammar in GBNF (llama.cpp's syntax)
+  // JSON: at most one space after ':' and ','; false allows a few spaces, tabs and newlines.
+  bool compact_whitespace = true;
+
+  bool active() const {
+    return json || json_object || regex || !choice.empty() || grammar;
+  }
+};
+
 struct SamplingParams {
   // Sampling. temperature == 0 means greedy (argmax); the other filters are then ignored.
   float temperature = 1.0f;
@@ -46,6 +64,8 @@ struct SamplingParams {
   // Used by the LLM API (the engine sees one completion per request):
   int32_t n = 1;                    // completions per prompt; completion j > 0 uses seed + j
   bool skip_special_tokens = true;  // false: the final text shows control tokens' text
+
+  StructuredOutputs structured_outputs;  // inactive by default
 };
 
 // The checks generate() and the server make: every range, with a message naming the parameter

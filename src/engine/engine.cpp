@@ -25,6 +25,7 @@ struct Engine::Live {
   AcceptanceEstimate acceptance;
   int32_t shadow_proposal = -1;    // a proposal not verified: checked against the next token
   std::span<const float> draft_q;  // [n_draft, n_vocab] this step's sampled draft proposals' q
+  std::unique_ptr<constraint::SequenceConstraint> constraint;  // structured output, if any
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)
       : params(p), sampler(p, n_vocab), detokenizer(tok), stop(p.stop) {}
@@ -73,6 +74,8 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
       kv_(pool_, config.block_size),
       scheduler_(config.scheduler, kv_),
+      constraints_(std::make_unique<constraint::ConstraintCompiler>(
+          [tok = tokenizer_] { return constraint::TokenVocabulary::from_tokenizer(tok); })),
       spec_policy_(step_cost_, config.speculative.adaptive) {
   assert(validate(config.speculative).ok());
   scheduler_.set_cost_estimator(&step_cost_);
@@ -110,6 +113,8 @@ Status Engine::validate_request(std::span<const int32_t> prompt,
                                 const SamplingParams& params) const {
   if (auto st = Sampler::validate(params); !st) return st;
   if (prompt.empty()) return make_error("the prompt is empty (no tokens)");
+  if (params.structured_outputs.active())
+    if (auto g = constraints_->compile(params.structured_outputs); !g) return g.error();
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t t : prompt)
     if (t < 0 || t >= n_vocab)
@@ -145,6 +150,9 @@ Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const Sampling
   r.timeline.arrival = Clock::now();
   live->sampler.set_prompt(r.tokens);
   live->callback = std::move(callback);
+  if (params.structured_outputs.active())  // compiled by validate_request: a cache hit
+    live->constraint = std::make_unique<constraint::SequenceConstraint>(
+        *constraints_->compile(params.structured_outputs));
   id = r.id;
   counters_.prompt_tokens += uint64_t(r.n_prompt);
   if (params.max_tokens == 0) {  // nothing to generate: finish at once
@@ -309,7 +317,10 @@ bool Engine::on_token(Live& live, const SampledToken& s) {
     e.request = &r;
     live.callback(e);
   }
-  if (stop_token || live.stop.stopped()) {
+  // A complete structured output that nothing can extend ends here, as a stop token would.
+  const bool constraint_done =
+      live.constraint && (!live.constraint->accept(s.token) || live.constraint->finished());
+  if (stop_token || live.stop.stopped() || constraint_done) {
     finish(live, FinishReason::kStop);
     return false;
   }
@@ -345,6 +356,9 @@ Status Engine::propose() {
   for (const auto& [id, live] : requests_) {
     Request& r = live->request;
     if (r.status != RequestStatus::kRunning || !r.is_decode()) continue;
+    // A structured-output request decodes one token at a time: its grammar state, and so its
+    // mask, is known only for the next position.
+    if (live->constraint) continue;
     // Room for the proposals and the token after them, within max_tokens and the capacity.
     const int32_t room = std::min(r.max_total_tokens - int32_t(r.tokens.size()),
                                   live->params.max_tokens - r.n_output()) -
@@ -591,7 +605,9 @@ Status Engine::step() {
       continue;
     }
     Live& live = *run.live;
-    const SampledToken token = live.sampler.sample(rows);
+    const std::span<const uint64_t> allowed =
+        live.constraint ? live.constraint->mask() : std::span<const uint64_t>();
+    const SampledToken token = live.sampler.sample(rows, allowed);
     if (live.shadow_proposal >= 0) {
       live.acceptance.observe(token.token == live.shadow_proposal, 1);
       live.shadow_proposal = -1;

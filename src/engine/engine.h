@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "constraint/constraint.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_cache_manager.h"
@@ -142,6 +143,8 @@ class Engine {
   const Model& model() const { return forward_->model(); }
   const EngineConfig& config() const { return config_; }
   const EngineCounters& counters() const { return counters_; }
+  // Compiles (and caches) structured-output grammars for this engine's vocabulary.
+  constraint::ConstraintCompiler& constraints() const { return *constraints_; }
   // The step-time model the latency target uses, and the last step it learned from.
   const StepCostModel& step_cost() const { return step_cost_; }
   const StepRecord& last_step() const { return last_step_; }
@@ -196,6 +199,7 @@ class Engine {
   std::vector<uint64_t> aborted_;
   std::atomic<uint64_t> next_id_{1};
   EngineCounters counters_;
+  std::unique_ptr<constraint::ConstraintCompiler> constraints_;  // thread-safe
 
   // Step buffers, sized once.
   SchedulerOutput sched_out_;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "sampling/token_mask.h"
 #include "sampling/vector_math.h"
 
 namespace vela {
@@ -128,7 +129,8 @@ float Sampler::load_raw(std::span<const float> logits) {
              : raw_max;
 }
 
-void Sampler::apply_transforms() {
+void Sampler::apply_transforms(std::span<const uint64_t> allowed) {
+  if (!allowed.empty()) sampling::mask_disallowed(logits_, allowed);
   penalties_.apply(logits_);
   for (const auto& [token, bias] : logit_bias_)
     if (token < n_vocab_) logits_[static_cast<size_t>(token)] += bias;
@@ -138,12 +140,12 @@ void Sampler::apply_transforms() {
       if (token < n_vocab_) logits_[static_cast<size_t>(token)] = kNegInf;
 }
 
-SampledToken Sampler::sample(std::span<const float> logits) {
+SampledToken Sampler::sample(std::span<const float> logits, std::span<const uint64_t> allowed) {
   // Logprobs come from the raw logits, so measure them before penalties touch the buffer.
   const float log_z = load_raw(logits);
   SampledToken out;
   if (n_logprobs_ > 0) fill_top_logprobs(log_z, out);
-  apply_transforms();
+  apply_transforms(allowed);
   out.token = is_greedy() ? sampling::argmax(logits_) : pick_random();
 
   const float raw_logit = static_cast<size_t>(out.token) < logits.size()

@@ -50,7 +50,10 @@ class Sampler {
 
   // Samples one token. logits: [n_vocab] raw model output (NaN is treated as -inf). Does not
   // record the token: call accept() with the token actually appended to the sequence.
-  SampledToken sample(std::span<const float> logits);
+  // allowed: empty, or [ceil(n_vocab / 64)] bits (bit t of word t / 64 = token t may be drawn),
+  // a structured-output mask applied before penalties and the other transforms; reported
+  // logprobs still come from the raw logits.
+  SampledToken sample(std::span<const float> logits, std::span<const uint64_t> allowed = {});
 
   // Records a generated token for the presence/frequency/repetition penalties.
   void accept(int32_t token);
@@ -72,7 +75,9 @@ class Sampler {
   // Copies logits into logits_ (NaN as -inf) and returns the raw log-normaliser.
   float load_raw(std::span<const float> logits);
   // Penalties and the min_tokens mask on logits_.
-  void apply_transforms();
+  // Penalties, logit_bias and min_tokens on logits_, after the structured-output mask `allowed`
+  // (a bitset over the vocabulary; empty: every token allowed).
+  void apply_transforms(std::span<const uint64_t> allowed = {});
   int32_t pick_random();
   int32_t draw_full_vocabulary(float max_logit);
   int32_t draw_candidates(std::span<sampling::Candidate> candidates, float max_logit);

@@ -20,7 +20,8 @@ Result<ChatFormatter> ChatFormatter::create(const std::string& source, std::stri
 }
 
 Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
-                                          bool add_generation_prompt) const {
+                                          bool add_generation_prompt,
+                                          const nlohmann::json& tools) const {
   if (!messages.is_array()) return make_error("messages must be an array");
   // Templates see each message's keys in the order clients write them: role, then content.
   nlohmann::ordered_json ordered = nlohmann::ordered_json::array();
@@ -32,8 +33,14 @@ Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
       if (key != "role" && key != "content") o[key] = value;
     ordered.push_back(std::move(o));
   }
+  nlohmann::ordered_json extra;
+  if (!tools.is_null()) extra["tools"] = nlohmann::ordered_json::parse(tools.dump());
   return render_chat(impl_->tmpl, ordered, add_generation_prompt, impl_->bos_token,
-                     impl_->eos_token);
+                     impl_->eos_token, extra);
+}
+
+const std::string& ChatFormatter::source() const {
+  return impl_->tmpl.source();
 }
 
 const char* ChatFormatter::engine_name() {

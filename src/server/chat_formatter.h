@@ -20,7 +20,11 @@ class ChatFormatter {
   // messages: [{"role": string, "content": string}, ...] (the request parser has already
   // flattened content parts to strings). Template errors (e.g. raise_exception for roles
   // that do not alternate) come back as errors.
-  Result<std::string> render(const nlohmann::json& messages, bool add_generation_prompt) const;
+  // tools: the request's `tools` array (null when none), passed to the template as `tools`.
+  Result<std::string> render(const nlohmann::json& messages, bool add_generation_prompt,
+                             const nlohmann::json& tools = nullptr) const;
+  // The template's text (to recognise the model's tool-call syntax).
+  const std::string& source() const;
 
   // Which renderer backs this build, for the startup log.
   static const char* engine_name();

@@ -91,6 +91,7 @@ std::optional<ApiError> GenerationHandler::prepare(std::string_view body,
   // Another model's name: on_prepared() says so; no need to tokenize.
   if (!request_.model.empty() && request_.model != ctx_.options.served_model_name)
     return std::nullopt;
+  if (auto error = prepare_tools()) return error;
   return prepare_prompts(prompts);
 }
 
@@ -154,7 +155,8 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
                                  "); start the server with --chat-template FILE, or use "
                                  "/v1/completions",
                              "messages", "chat_template_missing");
-    auto text = model_->chat->render(request_.messages, /*add_generation_prompt=*/true);
+    auto text = model_->chat->render(request_.messages, /*add_generation_prompt=*/true,
+                                     request_.tools.active() ? request_.tools.tools : nullptr);
     if (!text) return invalid_request("the chat template failed: " + text.message(), "messages");
     // The template writes any BOS itself (as vLLM and HF tokenizers do for chat).
     prompts.push_back(tokenizer.encode(*text, /*add_special=*/false, /*parse_special=*/true));
@@ -206,6 +208,8 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
 void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
   const int32_t n = request_.best_of;  // candidates per prompt (n unless best_of asks more)
   choices_.resize(prompts.size() * size_t(n));
+  if (parses_tool_calls() && request_.stream)
+    tool_parsers_.assign(choices_.size(), ToolCallStreamParser(tool_format_));
   last_token_time_.assign(choices_.size(), Clock::time_point{});
   AsyncEngine& engine = *model_->engine;
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
@@ -327,6 +331,17 @@ void GenerationHandler::handle_stream_event(const Event& e) {
   const char* finish = e.finished ? finish_reason_name(e.reason) : nullptr;
   auto sink = live_sink();
   if (!sink) return;
+  if (!tool_parsers_.empty()) {
+    ToolCallStreamParser& parser = tool_parsers_[size_t(e.choice)];
+    if (!stream_tool_deltas(e.choice, parser.push(e.text))) return;
+    if (!e.finished) return;
+    if (!stream_tool_deltas(e.choice, parser.finish())) return;
+    if (parser.saw_calls() && e.reason == FinishReason::kStop) finish = "tool_calls";
+    if (!sink->stream_write(sse_event(stream_chunk(meta_, e.choice, "", false, std::move(logprobs),
+                                                   finish, request_.include_usage))))
+      client_gone();
+    return;
+  }
   if (!sink->stream_write(sse_event(stream_chunk(
           meta_, e.choice, e.text, false, std::move(logprobs), finish, request_.include_usage))))
     client_gone();
@@ -372,8 +387,17 @@ void GenerationHandler::finish_response() {
     }
     const std::string text =
         echo_text_.empty() ? c.output.text : echo_text_[size_t(c.prompt_index)] + c.output.text;
-    choices.push_back(response_choice(request_.endpoint, int32_t(choices.size()), text,
-                                      std::move(logprobs), finish_reason_name(c.reason)));
+    json choice = response_choice(request_.endpoint, int32_t(choices.size()), text,
+                                  std::move(logprobs), finish_reason_name(c.reason));
+    if (parses_tool_calls()) {
+      ParsedToolOutput parsed = parse_tool_calls(c.output.text, tool_format_);
+      if (!parsed.calls.empty()) {
+        choice["message"]["content"] = parsed.content ? json(*parsed.content) : json(nullptr);
+        choice["message"]["tool_calls"] = tool_calls_json(parsed.calls);
+        if (c.reason == FinishReason::kStop) choice["finish_reason"] = "tool_calls";
+      }
+    }
+    choices.push_back(std::move(choice));
   }
   sink->send_json(200, dump_json(full_response(meta_, std::move(choices), usage)));
 }
@@ -396,6 +420,52 @@ std::vector<size_t> GenerationHandler::returned_choices() const {
     out.insert(out.end(), group.begin(), group.end());
   }
   return out;
+}
+
+bool GenerationHandler::parses_tool_calls() const {
+  return request_.endpoint == Endpoint::kChatCompletions && request_.tools.active() &&
+         request_.tools.choice != ToolRequest::Choice::kNone;
+}
+
+std::optional<ApiError> GenerationHandler::prepare_tools() {
+  if (!parses_tool_calls() || !model_->chat) return std::nullopt;
+  tool_format_ = detect_tool_call_format(model_->chat->source());
+  if (!request_.tools.forced()) return std::nullopt;
+  // required / a named function: a grammar over the tools' schemas forces the call.
+  if (request_.params.structured_outputs.active())
+    return invalid_request(
+        "tool_choice 'required' or a named function cannot be combined with "
+        "another structured-output constraint",
+        "tool_choice");
+  auto grammar = tool_call_grammar(request_.tools, tool_format_);
+  if (!grammar) return invalid_request(grammar.message(), "tools");
+  request_.params.structured_outputs.grammar = std::move(*grammar);
+  return std::nullopt;
+}
+
+bool GenerationHandler::stream_tool_deltas(int32_t choice,
+                                           std::vector<ToolCallStreamParser::Delta> deltas) {
+  auto sink = live_sink();
+  if (!sink) return false;
+  for (ToolCallStreamParser::Delta& d : deltas) {
+    json chunk =
+        stream_chunk(meta_, choice, d.content, false, nullptr, nullptr, request_.include_usage);
+    if (d.index >= 0) {
+      json call = {{"index", d.index}};
+      if (!d.id.empty()) {
+        call["id"] = d.id;
+        call["type"] = "function";
+        call["function"]["name"] = d.name;
+      }
+      call["function"]["arguments"] = d.arguments;
+      chunk["choices"][0]["delta"] = json{{"tool_calls", json::array({std::move(call)})}};
+    }
+    if (!sink->stream_write(sse_event(chunk))) {
+      client_gone();
+      return false;
+    }
+  }
+  return true;
 }
 
 void GenerationHandler::client_gone() {

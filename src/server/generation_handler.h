@@ -28,6 +28,7 @@
 
 #include "server/openai_response.h"
 #include "server/server_context.h"
+#include "server/tool_calls.h"
 
 namespace vela::server {
 
@@ -115,6 +116,10 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   // prompt the n of best_of candidates with the highest cumulative logprob.
   std::vector<size_t> returned_choices() const;
   std::shared_ptr<ResponseSink> live_sink() const;
+  // Tool calling (chat with tools and tool_choice other than none): outputs are parsed.
+  bool parses_tool_calls() const;
+  std::optional<ApiError> prepare_tools();
+  bool stream_tool_deltas(int32_t choice, std::vector<ToolCallStreamParser::Delta> deltas);
 
   ServerContext& ctx_;
   std::weak_ptr<ResponseSink> sink_;
@@ -131,6 +136,8 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   bool timed_out_ = false;  // --request-timeout passed: the engine requests were aborted
   boost::asio::steady_timer deadline_;
   std::optional<Clock::time_point> first_token_;
+  ToolCallFormat tool_format_ = ToolCallFormat::kHermes;
+  std::vector<ToolCallStreamParser> tool_parsers_;  // [choices] when streaming tool calls
 
   // Engine thread only: when each choice's previous token came (inter-token latency).
   std::vector<Clock::time_point> last_token_time_;

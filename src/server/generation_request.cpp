@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sampling/sampler.h"
+#include "server/structured_output_request.h"
 
 namespace vela::server {
 
@@ -183,7 +184,19 @@ void read_messages(Fields& f, GenerationRequest& r) {
     } else {
       return f.fail(where + ".content must be a string or an array of text parts", "messages");
     }
-    r.messages.push_back(json{{"role", role_name}, {"content", std::move(content)}});
+    json out{{"role", role_name}, {"content", std::move(content)}};
+    // Tool calling: an assistant's calls and a tool result's id reach the template as given.
+    for (const char* key : {"tool_calls", "tool_call_id", "name"})
+      if (auto it = msg.find(key); it != msg.end() && !it->is_null()) out[key] = *it;
+    // Templates index into arguments (Hugging Face's convention): JSON text becomes an object.
+    if (out.contains("tool_calls") && out["tool_calls"].is_array())
+      for (json& call : out["tool_calls"])
+        if (call.is_object() && call.contains("function") && call["function"].is_object() &&
+            call["function"].contains("arguments") && call["function"]["arguments"].is_string()) {
+          json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+          if (args.is_object()) call["function"]["arguments"] = std::move(args);
+        }
+    r.messages.push_back(std::move(out));
   }
 }
 
@@ -213,14 +226,11 @@ void refuse_unsupported(Fields& f, Endpoint endpoint) {
     f.fail("'echo' is a completions option", "echo");
   std::string suffix;
   if (f.string("suffix", suffix) && !suffix.empty()) f.fail("'suffix' is not supported", "suffix");
-  for (const char* name : {"tools", "functions"})
-    if (const json* t = f.get(name); t && !(t->is_array() && t->empty()))
-      f.fail(std::string("'") + name + "' (tool calling) is not supported", name);
-  if (const json* rf = f.get("response_format")) {
-    const bool text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
-    if (!text)
-      f.fail("only 'response_format' {\"type\": \"text\"} is supported", "response_format");
-  }
+  if (const json* t = f.get("functions"); t && !(t->is_array() && t->empty()))
+    f.fail("'functions' is not supported; use 'tools'", "functions");
+  if (const json* t = f.get("tools");
+      endpoint == Endpoint::kCompletions && t && !(t->is_array() && t->empty()))
+    f.fail("'tools' needs /v1/chat/completions", "tools");
 }
 
 // logit_bias: {"token id": bias, ...} (OpenAI's shape: keys are decimal token ids).
@@ -297,6 +307,9 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
   else
     read_messages(f, r);
   refuse_unsupported(f, endpoint);
+  if (auto error = read_structured_outputs(doc, p.structured_outputs)) return error;
+  if (endpoint == Endpoint::kChatCompletions)
+    if (auto error = read_tool_request(doc, r.tools)) return error;
 
   int64_t v = 0;
   // Chat prefers max_completion_tokens (max_tokens is its deprecated alias).

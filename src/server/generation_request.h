@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/tool_calls.h"
 #include "vela/sampling_params.h"
 
 namespace vela::server {
@@ -52,6 +53,7 @@ struct GenerationRequest {
   int32_t top_logprobs = 0;    // alternatives per token
   int32_t priority = 0;        // engine priority: higher first (the API's value, negated)
   std::string user;
+  ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
 };
 
 // Parses `body` for `endpoint`. On failure returns the 4xx error to send.

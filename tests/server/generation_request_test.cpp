@@ -146,7 +146,7 @@ TEST(GenerationRequest, ErrorsNameTheParameter) {
       {R"({"messages":[{"role":"user","content":"x"}],"logprobs":1})", "logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})", "tools"},
-      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})",
        "response_format"},
   };
   for (const auto& [body, param] : chat) {

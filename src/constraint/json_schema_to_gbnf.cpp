@@ -1,0 +1,618 @@
+#include "constraint/json_schema_to_gbnf.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "constraint/regex_to_gbnf.h"
+
+namespace vela::constraint {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr int kMaxSchemaDepth = 128;
+constexpr uint64_t kMaxIntegerBound = 999'999'999'999'999;  // 15 digits
+constexpr size_t kMaxEnumerated = 100'000;
+constexpr uint64_t kMaxItemsBound = 10'000;
+
+// Keywords that only annotate, or that the grammar already honours.
+const std::set<std::string> kKnownKeywords = {"type",
+                                              "properties",
+                                              "required",
+                                              "additionalProperties",
+                                              "items",
+                                              "prefixItems",
+                                              "minItems",
+                                              "maxItems",
+                                              "enum",
+                                              "const",
+                                              "anyOf",
+                                              "oneOf",
+                                              "allOf",
+                                              "$ref",
+                                              "$defs",
+                                              "definitions",
+                                              "minLength",
+                                              "maxLength",
+                                              "pattern",
+                                              "format",
+                                              "minimum",
+                                              "maximum",
+                                              "exclusiveMinimum",
+                                              "exclusiveMaximum",
+                                              "title",
+                                              "description",
+                                              "default",
+                                              "examples",
+                                              "$schema",
+                                              "$id",
+                                              "$comment",
+                                              "strict",
+                                              "name",
+                                              "nullable",
+                                              "deprecated",
+                                              "readOnly",
+                                              "writeOnly",
+                                              "contentEncoding",
+                                              "contentMediaType",
+                                              "unevaluatedProperties"};
+
+std::string json_literal(const json& value) {
+  return gbnf_literal(value.dump(-1, ' ', false, json::error_handler_t::strict));
+}
+
+// Decimal-digit patterns for the integers lo..hi (0 <= lo <= hi), as GBNF alternatives.
+void same_length_range(const std::string& lo, const std::string& hi, std::string prefix,
+                       std::vector<std::string>& out) {
+  if (lo.empty()) {
+    out.push_back(prefix.empty() ? "\"\"" : prefix);
+    return;
+  }
+  const auto join = [](const std::string& a, const std::string& b) {
+    return a.empty() ? b : a + " " + b;
+  };
+  if (lo[0] == hi[0]) {
+    same_length_range(lo.substr(1), hi.substr(1), join(prefix, gbnf_literal(lo.substr(0, 1))), out);
+    return;
+  }
+  const size_t rest = lo.size() - 1;
+  const bool lo_full = lo.substr(1) == std::string(rest, '0');
+  const bool hi_full = hi.substr(1) == std::string(rest, '9');
+  char first_lo = lo[0], first_hi = hi[0];
+  if (!lo_full) {
+    same_length_range(lo.substr(1), std::string(rest, '9'),
+                      join(prefix, gbnf_literal(lo.substr(0, 1))), out);
+    ++first_lo;
+  }
+  if (!hi_full) --first_hi;
+  if (first_lo <= first_hi) {
+    std::string p = join(prefix, std::string("[") + first_lo + "-" + first_hi + "]");
+    if (rest > 0) p += " [0-9]{" + std::to_string(rest) + "}";
+    out.push_back(p);
+  }
+  if (!hi_full)
+    same_length_range(std::string(rest, '0'), hi.substr(1),
+                      join(prefix, gbnf_literal(hi.substr(0, 1))), out);
+}
+
+std::vector<std::string> digit_range(uint64_t lo, uint64_t hi) {
+  std::vector<std::string> out;
+  uint64_t start = lo;
+  while (start <= hi) {
+    const std::string s = std::to_string(start);
+    uint64_t limit = 9;
+    for (size_t i = 1; i < s.size(); ++i) limit = limit * 10 + 9;
+    const uint64_t end = std::min(hi, limit);
+    same_length_range(s, std::to_string(end), "", out);
+    if (end == hi) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+class Converter {
+ public:
+  Converter(const json& root, const JsonGrammarOptions& options) : root_(root), options_(options) {}
+
+  Result<std::string> run() {
+    std::string root;
+    if (!visit(root_, "#", 0, root)) return error_;
+    std::string out = "root ::= " + root + "\n";
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    return out;
+  }
+
+  // The grammar of any JSON object, for json_object.
+  std::string any_object() {
+    std::string out = "root ::= " + base("object") + "\n";
+    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+    return out;
+  }
+
+ private:
+  bool fail(const std::string& where, const std::string& what) {
+    if (error_.message.empty())
+      error_ = make_error("invalid JSON schema at " + where + ": " + what);
+    return false;
+  }
+
+  std::string add_rule(const std::string& hint, const std::string& body) {
+    std::string name;
+    for (char c : hint) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    if (name.empty() || name.size() > 40) name = "r";
+    name = "s-" + name + "-" + std::to_string(rules_.size());
+    rules_[name] = body;
+    return name;
+  }
+
+  // Shared primitive rules, created on first use.
+  std::string base(const std::string& which) {
+    const std::string name = "json-" + which;
+    if (rules_.count(name)) return name;
+    rules_[name] = "";  // reserve (recursive value/object/array)
+    std::string body;
+    if (which == "ws") {
+      body = options_.compact_whitespace ? "\" \"?"
+                                         : "[ \\t\\n]{0," + std::to_string(kLooseWhitespace) + "}";
+    } else if (which == "char") {
+      body = "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})";
+    } else if (which == "string") {
+      body = "\"\\\"\" " + base("char") + "* \"\\\"\"";
+    } else if (which == "integer") {
+      body = "\"-\"? (\"0\" | [1-9] [0-9]{0,15})";
+    } else if (which == "number") {
+      body = base("integer") + " (\".\" [0-9]{1,15})? ([eE] [-+]? [0-9]{1,3})?";
+    } else if (which == "boolean") {
+      body = "\"true\" | \"false\"";
+    } else if (which == "null") {
+      body = "\"null\"";
+    } else if (which == "value") {
+      body = base("object") + " | " + base("array") + " | " + base("string") + " | " +
+             base("number") + " | " + base("boolean") + " | " + base("null");
+    } else if (which == "object") {
+      const std::string ws = base("ws");
+      const std::string member = base("string") + " \":\" " + ws + " " + base("value");
+      body =
+          "\"{\" " + ws + " (" + member + " (\",\" " + ws + " " + member + ")*)? " + ws + " \"}\"";
+    } else if (which == "array") {
+      const std::string ws = base("ws");
+      body = "\"[\" " + ws + " (" + base("value") + " (\",\" " + ws + " " + base("value") +
+             ")*)? " + ws + " \"]\"";
+    }
+    rules_[name] = body;
+    return name;
+  }
+
+  bool resolve(const std::string& ref, const std::string& where, const json*& target) {
+    if (ref == "#") {
+      target = &root_;
+      return true;
+    }
+    if (ref.rfind("#/", 0) != 0) return fail(where, "only local $ref (\"#/...\") is supported");
+    const json* node = &root_;
+    size_t pos = 2;
+    while (pos <= ref.size()) {
+      size_t next = ref.find('/', pos);
+      if (next == std::string::npos) next = ref.size();
+      std::string part = ref.substr(pos, next - pos);
+      for (size_t i; (i = part.find("~1")) != std::string::npos;) part.replace(i, 2, "/");
+      for (size_t i; (i = part.find("~0")) != std::string::npos;) part.replace(i, 2, "~");
+      if (!node->is_object() || !node->contains(part))
+        return fail(where, "$ref '" + ref + "' does not resolve");
+      node = &(*node)[part];
+      pos = next + 1;
+    }
+    target = node;
+    return true;
+  }
+
+  bool visit(const json& schema, const std::string& where, int depth, std::string& out) {
+    if (depth > kMaxSchemaDepth) return fail(where, "nested too deeply");
+    if (schema.is_boolean()) {
+      if (!schema.get<bool>()) return fail(where, "the schema 'false' accepts nothing");
+      out = base("value");
+      return true;
+    }
+    if (!schema.is_object()) return fail(where, "a schema must be an object or a boolean");
+    for (const auto& [key, value] : schema.items()) {
+      if (!kKnownKeywords.count(key))
+        return fail(where, "the keyword '" + key + "' is not supported");
+    }
+    if (auto it = schema.find("$ref"); it != schema.end()) {
+      if (!it->is_string()) return fail(where, "$ref must be a string");
+      const std::string ref = it->get<std::string>();
+      if (auto r = ref_rules_.find(ref); r != ref_rules_.end()) {
+        out = r->second;
+        return true;
+      }
+      const json* target = nullptr;
+      if (!resolve(ref, where, target)) return false;
+      const std::string name = add_rule("ref-" + ref.substr(ref.rfind('/') + 1), "\"\"");
+      ref_rules_[ref] = name;
+      std::string body;
+      if (!visit(*target, ref, depth + 1, body)) return false;
+      rules_[name] = body;
+      out = name;
+      return true;
+    }
+    if (auto it = schema.find("const"); it != schema.end()) {
+      out = json_literal(*it);
+      return true;
+    }
+    if (auto it = schema.find("enum"); it != schema.end()) {
+      if (!it->is_array() || it->empty()) return fail(where, "enum must be a non-empty array");
+      if (it->size() > kMaxEnumerated) return fail(where, "enum has too many values");
+      std::string body;
+      for (const json& v : *it) body += (body.empty() ? "" : " | ") + json_literal(v);
+      out = add_rule("enum", body);
+      return true;
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (auto it = schema.find(key); it != schema.end()) {
+        if (!it->is_array() || it->empty())
+          return fail(where, std::string(key) + " must be a non-empty array");
+        std::string body;
+        for (size_t i = 0; i < it->size(); ++i) {
+          // Sibling keywords apply to every branch (a common shorthand).
+          json branch = (*it)[i];
+          if (branch.is_object())
+            for (const auto& [k, v] : schema.items())
+              if (k != key && k != "$defs" && k != "definitions" && !branch.contains(k))
+                branch[k] = v;
+          std::string alt;
+          if (!visit(branch, where + "/" + key + "/" + std::to_string(i), depth + 1, alt))
+            return false;
+          body += (body.empty() ? "" : " | ") + alt;
+        }
+        out = add_rule(key, body);
+        return true;
+      }
+    }
+    if (auto it = schema.find("allOf"); it != schema.end()) {
+      if (!it->is_array() || it->size() != 1)
+        return fail(where, "allOf is supported with exactly one schema");
+      return visit((*it)[0], where + "/allOf/0", depth + 1, out);
+    }
+    std::vector<std::string> types;
+    if (auto it = schema.find("type"); it != schema.end()) {
+      if (it->is_string()) {
+        types.push_back(it->get<std::string>());
+      } else if (it->is_array() && !it->empty()) {
+        for (const json& t : *it) {
+          if (!t.is_string()) return fail(where, "type must be a string or an array of strings");
+          types.push_back(t.get<std::string>());
+        }
+      } else {
+        return fail(where, "type must be a string or an array of strings");
+      }
+    } else if (schema.contains("properties") || schema.contains("additionalProperties")) {
+      types.push_back("object");
+    } else if (schema.contains("items") || schema.contains("prefixItems")) {
+      types.push_back("array");
+    } else if (schema.contains("pattern") || schema.contains("format") ||
+               schema.contains("minLength") || schema.contains("maxLength")) {
+      types.push_back("string");
+    } else if (schema.contains("minimum") || schema.contains("maximum")) {
+      types.push_back("number");
+    } else {
+      out = base("value");
+      return true;
+    }
+    if (schema.value("nullable", false)) types.push_back("null");
+    std::string body;
+    for (const std::string& t : types) {
+      std::string alt;
+      if (!typed(schema, t, where, depth, alt)) return false;
+      body += (body.empty() ? "" : " | ") + alt;
+    }
+    out = types.size() == 1 ? body : add_rule("types", body);
+    return true;
+  }
+
+  bool typed(const json& schema, const std::string& type, const std::string& where, int depth,
+             std::string& out) {
+    if (type == "string") return string_rule(schema, where, out);
+    if (type == "integer" || type == "number") return number_rule(schema, type, where, out);
+    if (type == "boolean" || type == "null") {
+      out = base(type);
+      return true;
+    }
+    if (type == "object") return object_rule(schema, where, depth, out);
+    if (type == "array") return array_rule(schema, where, depth, out);
+    return fail(where, "unknown type '" + type + "'");
+  }
+
+  bool count(const json& schema, const char* key, const std::string& where, uint64_t& value,
+             bool& given) {
+    given = false;
+    auto it = schema.find(key);
+    if (it == schema.end()) return true;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0)
+      return fail(where, std::string(key) + " must be a non-negative integer");
+    value = it->get<uint64_t>();
+    given = true;
+    return true;
+  }
+
+  bool string_rule(const json& schema, const std::string& where, std::string& out) {
+    uint64_t min_len = 0, max_len = 0;
+    bool has_min = false, has_max = false;
+    if (!count(schema, "minLength", where, min_len, has_min)) return false;
+    if (!count(schema, "maxLength", where, max_len, has_max)) return false;
+    if (has_max && max_len < min_len) return fail(where, "maxLength is below minLength");
+    if ((has_min && min_len > kMaxItemsBound) || (has_max && max_len > kMaxItemsBound))
+      return fail(where, "string length bounds over " + std::to_string(kMaxItemsBound));
+    const bool has_pattern = schema.contains("pattern"), has_format = schema.contains("format");
+    if ((has_pattern || has_format) && (has_min || has_max))
+      return fail(where, "pattern or format together with minLength/maxLength is not supported");
+    std::string content;
+    if (has_pattern) {
+      if (!schema["pattern"].is_string()) return fail(where, "pattern must be a string");
+      std::string p = schema["pattern"].get<std::string>();
+      auto g = regex_to_gbnf(p, /*json_string_content=*/true);
+      if (!g) return fail(where + "/pattern", g.message());
+      content = *g;
+    } else if (has_format) {
+      if (!schema["format"].is_string()) return fail(where, "format must be a string");
+      if (!format_rule(schema["format"].get<std::string>(), content)) {
+        // Unknown formats only annotate.
+        content = base("char") + "*";
+      }
+    } else if (has_min || has_max) {
+      content = base("char") + "{" + std::to_string(min_len) + "," +
+                (has_max ? std::to_string(max_len) : "") + "}";
+    } else {
+      out = base("string");
+      return true;
+    }
+    out = add_rule("string", "\"\\\"\" (" + content + ") \"\\\"\"");
+    return true;
+  }
+
+  bool format_rule(const std::string& format, std::string& content) {
+    const std::string d2 = "[0-9]{2}";
+    const std::string date =
+        "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])";
+    const std::string time =
+        "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
+        "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])";
+    if (format == "date") {
+      content = date;
+    } else if (format == "time") {
+      content = time;
+    } else if (format == "date-time") {
+      content = date + " \"T\" " + time;
+    } else if (format == "uuid") {
+      content =
+          "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}";
+    } else if (format == "email") {
+      content = "[a-zA-Z0-9._+-]{1,32} \"@\" [a-zA-Z0-9-]{1,32} (\".\" [a-zA-Z0-9-]{1,16}){1,3}";
+    } else if (format == "ipv4") {
+      const std::string octet =
+          "(\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9]? [0-9])";
+      content = octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  bool bound(const json& schema, const char* key, const std::string& where, double& value,
+             bool& given) {
+    given = false;
+    auto it = schema.find(key);
+    if (it == schema.end()) return true;
+    if (it->is_boolean()) return true;  // draft-4 exclusive flags are handled by the caller
+    if (!it->is_number()) return fail(where, std::string(key) + " must be a number");
+    value = it->get<double>();
+    if (!std::isfinite(value)) return fail(where, std::string(key) + " must be finite");
+    given = true;
+    return true;
+  }
+
+  bool number_rule(const json& schema, const std::string& type, const std::string& where,
+                   std::string& out) {
+    double lo = 0, hi = 0, xlo = 0, xhi = 0;
+    bool has_lo = false, has_hi = false, has_xlo = false, has_xhi = false;
+    if (!bound(schema, "minimum", where, lo, has_lo) ||
+        !bound(schema, "maximum", where, hi, has_hi) ||
+        !bound(schema, "exclusiveMinimum", where, xlo, has_xlo) ||
+        !bound(schema, "exclusiveMaximum", where, xhi, has_xhi))
+      return false;
+    if (!has_lo && !has_hi && !has_xlo && !has_xhi) {
+      out = base(type);
+      return true;
+    }
+    // Integer bounds [L, H] of the values the grammar produces.
+    const double big = double(kMaxIntegerBound);
+    double L = -big, H = big;
+    if (has_lo) L = std::max(L, std::ceil(lo));
+    if (has_xlo) L = std::max(L, std::floor(xlo) + 1);
+    if (has_hi) H = std::min(H, std::floor(hi));
+    if (has_xhi) H = std::min(H, std::ceil(xhi) - 1);
+    // draft-4 boolean exclusive flags
+    if (schema.value("exclusiveMinimum", json()).is_boolean() && schema["exclusiveMinimum"] &&
+        has_lo)
+      L = std::max(L, std::floor(lo) + 1);
+    if (schema.value("exclusiveMaximum", json()).is_boolean() && schema["exclusiveMaximum"] &&
+        has_hi)
+      H = std::min(H, std::ceil(hi) - 1);
+    if (L < -big || H > big || L > big || H < -big)
+      return fail(where, "numeric bounds beyond 15 digits are not supported");
+    if (L > H) return fail(where, "no integer satisfies the bounds");
+    const int64_t lo_i = int64_t(L), hi_i = int64_t(H);
+    std::vector<std::string> alts;
+    if (hi_i >= 0)
+      for (const std::string& p : digit_range(uint64_t(std::max<int64_t>(lo_i, 0)), uint64_t(hi_i)))
+        alts.push_back(p);
+    if (lo_i < 0)
+      for (const std::string& p :
+           digit_range(uint64_t(std::max<int64_t>(-hi_i, 1)), uint64_t(-lo_i)))
+        alts.push_back("\"-\" " + p);
+    std::string body;
+    for (const std::string& a : alts)
+      body += (body.empty() ? "" : " | ") + std::string("(") + a + ")";
+    // Decimals x.f with x in [max(L,0), H-1] stay within [L, H): for non-negative ranges.
+    if (type == "number" && hi_i - 1 >= std::max<int64_t>(lo_i, 0)) {
+      std::string frac;
+      for (const std::string& p :
+           digit_range(uint64_t(std::max<int64_t>(lo_i, 0)), uint64_t(hi_i - 1)))
+        frac += (frac.empty() ? "" : " | ") + std::string("(") + p + ")";
+      body += " | (" + frac + ") \".\" [0-9]{1,15}";
+    }
+    out = add_rule(type + "-range", body);
+    return true;
+  }
+
+  bool object_rule(const json& schema, const std::string& where, int depth, std::string& out) {
+    const std::string ws = base("ws");
+    std::vector<std::pair<std::string, bool>> members;  // grammar of "key": value, required
+    std::set<std::string> required;
+    if (auto it = schema.find("required"); it != schema.end()) {
+      if (!it->is_array()) return fail(where, "required must be an array of strings");
+      for (const json& r : *it) {
+        if (!r.is_string()) return fail(where, "required must be an array of strings");
+        required.insert(r.get<std::string>());
+      }
+    }
+    std::set<std::string> named;
+    if (auto it = schema.find("properties"); it != schema.end()) {
+      if (!it->is_object()) return fail(where, "properties must be an object");
+      for (const auto& [key, sub] : it->items()) {
+        std::string value;
+        if (!visit(sub, where + "/properties/" + key, depth + 1, value)) return false;
+        members.push_back(
+            {json_literal(json(key)) + " \":\" " + ws + " " + value, required.count(key) > 0});
+        named.insert(key);
+      }
+    }
+    for (const std::string& r : required)
+      if (!named.count(r)) return fail(where, "required property '" + r + "' is not in properties");
+    std::string extra;  // grammar of one additional member
+    if (auto it = schema.find("additionalProperties");
+        it != schema.end() && !(it->is_boolean() && !it->get<bool>())) {
+      std::string value;
+      if (!visit(*it, where + "/additionalProperties", depth + 1, value)) return false;
+      extra = base("string") + " \":\" " + ws + " " + value;
+    } else if (!schema.contains("properties") && it == schema.end()) {
+      extra = base("string") + " \":\" " + ws + " " + base("value");
+    }
+    // tail(i, comma): members i.. in order; `comma` when a member was already written.
+    std::map<std::pair<size_t, bool>, std::string> tails;
+    std::function<std::string(size_t, bool)> tail = [&](size_t i, bool comma) -> std::string {
+      if (auto t = tails.find({i, comma}); t != tails.end()) return t->second;
+      const std::string sep = comma ? "\",\" " + ws + " " : "";
+      std::string body;
+      if (i == members.size()) {
+        if (extra.empty()) return tails[{i, comma}] = "\"\"";
+        const std::string more = "(\",\" " + ws + " " + extra + ")*";
+        body = comma ? more : "(" + extra + " " + more + ")?";
+      } else {
+        const std::string with = sep + members[i].first + " " + tail(i + 1, true);
+        body = members[i].second ? with : with + " | " + tail(i + 1, comma);
+      }
+      return tails[{i, comma}] = add_rule("members", body);
+    };
+    out = add_rule("object", "\"{\" " + ws + " " + tail(0, false) + " " + ws + " \"}\"");
+    return true;
+  }
+
+  bool array_rule(const json& schema, const std::string& where, int depth, std::string& out) {
+    const std::string ws = base("ws");
+    uint64_t min_items = 0, max_items = 0;
+    bool has_min = false, has_max = false;
+    if (!count(schema, "minItems", where, min_items, has_min)) return false;
+    if (!count(schema, "maxItems", where, max_items, has_max)) return false;
+    if (has_max && max_items < min_items) return fail(where, "maxItems is below minItems");
+    if (min_items > kMaxItemsBound || (has_max && max_items > kMaxItemsBound))
+      return fail(where, "item count bounds over " + std::to_string(kMaxItemsBound));
+    std::vector<std::string> prefix;
+    if (auto it = schema.find("prefixItems"); it != schema.end()) {
+      if (!it->is_array()) return fail(where, "prefixItems must be an array");
+      for (size_t i = 0; i < it->size(); ++i) {
+        std::string item;
+        if (!visit((*it)[i], where + "/prefixItems/" + std::to_string(i), depth + 1, item))
+          return false;
+        prefix.push_back(item);
+      }
+    }
+    std::string item;
+    bool more_allowed = true;
+    if (auto it = schema.find("items"); it != schema.end()) {
+      if (it->is_boolean() && !it->get<bool>()) {
+        more_allowed = false;
+      } else if (!visit(*it, where + "/items", depth + 1, item)) {
+        return false;
+      }
+    } else {
+      item = prefix.empty() ? base("value") : "";
+      more_allowed = prefix.empty();
+    }
+    if (!prefix.empty()) {
+      // Prefix items in order (the first min(minItems, n) required), then further items.
+      if (min_items > prefix.size() && !more_allowed)
+        return fail(where, "minItems exceeds prefixItems and items is false");
+      std::string body = "\"\"";
+      // Build from the back: after_k = ("," item_k after_{k+1})? for optional ones.
+      std::string rest = "\"\"";
+      if (more_allowed && !item.empty()) {
+        const uint64_t extra_min = min_items > prefix.size() ? min_items - prefix.size() : 0;
+        std::string rep = "(\",\" " + ws + " " + item + ")";
+        rest = rep + "{" + std::to_string(extra_min) + "," +
+               (has_max ? std::to_string(max_items > prefix.size() ? max_items - prefix.size() : 0)
+                        : "") +
+               "}";
+      }
+      const size_t n = has_max ? std::min<size_t>(prefix.size(), max_items) : prefix.size();
+      for (size_t k = n; k-- > 0;) {
+        const std::string sep = k == 0 ? "" : "\",\" " + ws + " ";
+        const std::string seq = sep + prefix[k] + " " + rest;
+        rest = add_rule("prefix", k < min_items ? seq : "(" + seq + ")?");
+      }
+      body = rest;
+      if (n == 0) body = "\"\"";
+      out = add_rule("array", "\"[\" " + ws + " " + body + " " + ws + " \"]\"");
+      return true;
+    }
+    if (!more_allowed) {
+      if (min_items > 0) return fail(where, "minItems > 0 with items false");
+      out = add_rule("array", "\"[\" " + ws + " \"]\"");
+      return true;
+    }
+    std::string body;
+    const std::string rep = "(\",\" " + ws + " " + item + ")";
+    if (has_max && max_items == 0) {
+      body = "\"\"";
+    } else {
+      const std::string tail_count = "{" + std::to_string(min_items > 0 ? min_items - 1 : 0) + "," +
+                                     (has_max ? std::to_string(max_items - 1) : "") + "}";
+      const std::string list = item + " " + rep + tail_count;
+      body = min_items > 0 ? list : "(" + list + ")?";
+    }
+    out = add_rule("array", "\"[\" " + ws + " " + body + " " + ws + " \"]\"");
+    return true;
+  }
+
+  const json& root_;
+  JsonGrammarOptions options_;
+  std::map<std::string, std::string> rules_;
+  std::map<std::string, std::string> ref_rules_;
+  Error error_;
+};
+
+}  // namespace
+
+Result<std::string> json_schema_to_gbnf(const json& schema, const JsonGrammarOptions& options) {
+  return Converter(schema, options).run();
+}
+
+std::string json_object_gbnf(const JsonGrammarOptions& options) {
+  static const json kEmpty = json::object();
+  return Converter(kEmpty, options).any_object();
+}
+
+}  // namespace vela::constraint

@@ -1,0 +1,38 @@
+#pragma once
+// JSON Schema (the subset structured-output APIs use) as a GBNF grammar whose language is a
+// subset of the documents the schema accepts:
+//   type (one or a list), properties / required (members in the schema's order; optional ones
+//   may be left out), additionalProperties (absent or false: no other members; true or a
+//   schema: extra members after the named ones), items / prefixItems / minItems / maxItems,
+//   enum / const, anyOf / oneOf (oneOf as anyOf: branches should be disjoint), allOf with one
+//   member, $ref to "#", "#/$defs/..." or "#/definitions/..." (recursion allowed),
+//   minLength / maxLength, pattern (matched against the whole string), format (date, time,
+//   date-time, uuid, email, ipv4), and integer / number bounds (minimum, maximum and their
+//   exclusive forms; numbers with bounds take integer values or, where non-negative, decimals).
+// Keywords that would need more (not, if/then/else, patternProperties, uniqueItems,
+// multipleOf, minProperties, ...) are errors naming the keyword and its location, so a request
+// never silently gets output its schema rejects.
+// Numbers have at most 16 integer digits, 15 fraction digits and a 3-digit exponent, so a
+// sampler cannot stay inside a number forever.
+// Free functions; no thread-safety concerns.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace vela::constraint {
+
+struct JsonGrammarOptions {
+  // Whitespace between JSON tokens: compact (at most one space after ':' and ','), or a small
+  // fixed allowance of spaces, tabs and newlines (at most kLooseWhitespace characters).
+  bool compact_whitespace = true;
+};
+inline constexpr int kLooseWhitespace = 8;
+
+Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema,
+                                        const JsonGrammarOptions& options = {});
+// Any JSON object ({"type": "json_object"}).
+std::string json_object_gbnf(const JsonGrammarOptions& options = {});
+
+}  // namespace vela::constraint

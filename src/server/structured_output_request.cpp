@@ -1,0 +1,140 @@
+#include "server/structured_output_request.h"
+
+#include <string>
+
+namespace vela::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+const json* field(const json& obj, const char* name) {
+  auto it = obj.find(name);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A schema given as an object or as JSON text.
+bool schema_text(const json& v, std::string& out) {
+  if (v.is_string()) {
+    out = v.get<std::string>();
+    return true;
+  }
+  if (v.is_object() || v.is_boolean()) {
+    out = v.dump();
+    return true;
+  }
+  return false;
+}
+
+bool string_list(const json& v, std::vector<std::string>& out) {
+  if (!v.is_array() || v.empty()) return false;
+  for (const json& s : v) {
+    if (!s.is_string()) return false;
+    out.push_back(s.get<std::string>());
+  }
+  return true;
+}
+
+std::optional<ApiError> read_response_format(const json& rf, StructuredOutputs& out) {
+  const char* kParam = "response_format";
+  if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+    return invalid_request("'response_format' must be an object with a string 'type'", kParam);
+  const std::string type = rf["type"].get<std::string>();
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") {
+    out.json_object = true;
+    out.compact_whitespace = false;
+    return std::nullopt;
+  }
+  if (type != "json_schema")
+    return invalid_request(
+        "'response_format.type' must be text, json_object or json_schema (got '" + type + "')",
+        kParam);
+  const json* js = field(rf, "json_schema");
+  if (!js || !js->is_object())
+    return invalid_request("'response_format.json_schema' must be an object", kParam);
+  const json* schema = field(*js, "schema");
+  std::string text = "{}";
+  if (schema && !schema_text(*schema, text))
+    return invalid_request("'response_format.json_schema.schema' must be an object", kParam);
+  out.json = text;
+  // strict: compact JSON; otherwise a small bounded whitespace allowance.
+  const json* strict = field(*js, "strict");
+  out.compact_whitespace = strict && strict->is_boolean() && strict->get<bool>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutputs& out) {
+  int given = 0;
+  if (const json* rf = field(body, "response_format")) {
+    if (auto e = read_response_format(*rf, out)) return e;
+    given += out.active();
+  }
+  if (const json* so = field(body, "structured_outputs")) {
+    const char* kParam = "structured_outputs";
+    if (!so->is_object()) return invalid_request("'structured_outputs' must be an object", kParam);
+    if (const json* j = field(*so, "json")) {
+      std::string text;
+      if (!schema_text(*j, text))
+        return invalid_request("'structured_outputs.json' must be a schema object or string",
+                               kParam);
+      out.json = text;
+      ++given;
+    }
+    if (const json* j = field(*so, "json_object"); j && j->is_boolean() && j->get<bool>()) {
+      out.json_object = true;
+      ++given;
+    }
+    if (const json* r = field(*so, "regex")) {
+      if (!r->is_string())
+        return invalid_request("'structured_outputs.regex' must be a string", kParam);
+      out.regex = r->get<std::string>();
+      ++given;
+    }
+    if (const json* c = field(*so, "choice")) {
+      if (!string_list(*c, out.choice))
+        return invalid_request("'structured_outputs.choice' must be a non-empty array of strings",
+                               kParam);
+      ++given;
+    }
+    if (const json* g = field(*so, "grammar")) {
+      if (!g->is_string())
+        return invalid_request("'structured_outputs.grammar' must be a string", kParam);
+      out.grammar = g->get<std::string>();
+      ++given;
+    }
+  }
+  if (const json* j = field(body, "guided_json")) {
+    std::string text;
+    if (!schema_text(*j, text))
+      return invalid_request("'guided_json' must be a schema object or string", "guided_json");
+    out.json = text;
+    ++given;
+  }
+  if (const json* r = field(body, "guided_regex")) {
+    if (!r->is_string()) return invalid_request("'guided_regex' must be a string", "guided_regex");
+    out.regex = r->get<std::string>();
+    ++given;
+  }
+  if (const json* c = field(body, "guided_choice")) {
+    if (!string_list(*c, out.choice))
+      return invalid_request("'guided_choice' must be a non-empty array of strings",
+                             "guided_choice");
+    ++given;
+  }
+  if (const json* g = field(body, "guided_grammar")) {
+    if (!g->is_string())
+      return invalid_request("'guided_grammar' must be a string", "guided_grammar");
+    out.grammar = g->get<std::string>();
+    ++given;
+  }
+  if (given > 1)
+    return invalid_request(
+        "give one structured-output constraint: response_format, structured_outputs (one of json, "
+        "json_object, regex, choice, grammar) or one guided_* field");
+  return std::nullopt;
+}
+
+}  // namespace vela::server

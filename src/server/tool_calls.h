@@ -1,0 +1,91 @@
+#pragma once
+// OpenAI tool calling over a model's own tool-call syntax: reading `tools` / `tool_choice` /
+// `parallel_tool_calls`, the grammar that forces a call (tool_choice "required" or a named
+// function), and parsing the model's output back into message.tool_calls, whole or streamed.
+// Formats: Hermes / Qwen `<tool_call>{"name": ..., "arguments": ...}</tool_call>`, Llama 3.x
+// JSON (`{"name": ..., "parameters": ...}`, optionally after `<|python_tag|>`), and Mistral
+// `[TOOL_CALLS][{"name": ..., "arguments": ...}]`; the chat template's text decides which.
+// Free functions and a per-choice stream parser; the parser is not thread-safe (one per choice).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "util/result.h"
+
+namespace vela::server {
+
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral };
+
+// From the chat template source: the markers it writes; Hermes when it names none.
+ToolCallFormat detect_tool_call_format(std::string_view chat_template_source);
+
+struct ToolRequest {
+  nlohmann::json tools = nlohmann::json::array();  // [{"type": "function", "function": {...}}]
+  enum class Choice { kNone, kAuto, kRequired, kNamed } choice = Choice::kAuto;
+  std::string named;  // kNamed: the function
+  bool parallel = true;
+  bool active() const { return !tools.empty(); }
+  bool forced() const {
+    return active() && (choice == Choice::kRequired || choice == Choice::kNamed);
+  }
+};
+
+std::optional<ApiError> read_tool_request(const nlohmann::json& body, ToolRequest& out);
+
+// GBNF for tool_choice required / named: one call (or, with parallel_tool_calls, one or more)
+// in `format`, each {"name": <a tool>, "arguments": <that tool's parameters schema>}.
+Result<std::string> tool_call_grammar(const ToolRequest& request, ToolCallFormat format);
+
+struct ToolCall {
+  std::string id;  // "call_..."
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
+struct ParsedToolOutput {
+  std::optional<std::string> content;  // text outside the calls; none when only calls
+  std::vector<ToolCall> calls;
+};
+
+// The whole output of a choice; no calls when the text holds none that parse.
+ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format);
+
+// message.tool_calls as OpenAI writes them.
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
+
+// Splits a streamed output into content and tool-call deltas. Text that may start a call is
+// held back until it is known, so a half-parsed call never reaches the client as content; a
+// call's arguments stream as they arrive (Hermes) or when the call is complete.
+class ToolCallStreamParser {
+ public:
+  struct Delta {
+    std::string content;   // when index < 0
+    int index = -1;        // tool call index
+    std::string id, name;  // the call's first delta
+    std::string arguments;
+  };
+  explicit ToolCallStreamParser(ToolCallFormat format) : format_(format) {}
+
+  std::vector<Delta> push(std::string_view text);
+  std::vector<Delta> finish();  // end of output: releases what was held back
+  bool saw_calls() const { return n_calls_ > 0; }
+
+ private:
+  void scan(std::vector<Delta>& out, bool at_end);
+  void scan_hermes_call(std::vector<Delta>& out);
+
+  ToolCallFormat format_;
+  std::string buffer_;      // text not yet emitted
+  bool in_call_ = false;    // Hermes: inside <tool_call>...
+  bool json_mode_ = false;  // Llama 3 / Mistral: the output is calls; parsed at the end
+  bool decided_ = false;    // whether the output starts with a call is known
+  int n_calls_ = 0;
+  bool name_sent_ = false;
+  size_t args_sent_ = 0;  // bytes of the current call's arguments already emitted
+};
+
+}  // namespace vela::server
