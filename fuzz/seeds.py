@@ -87,6 +87,13 @@ REQUESTS = [
      "repetition_penalty": 1.1, "logprobs": True, "top_logprobs": 3, "user": "u", "priority": 1},
     {"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
      "max_completion_tokens": 5, "stop": "x", "stop_token_ids": [2], "ignore_eos": True},
+    {"messages": [{"role": "user", "content": "Hi"}],
+     "response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": True,
+                         "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+     "tool_choice": "auto", "logit_bias": {"5": -100}},
+    {"prompt": "x", "guided_regex": "[a-z]+", "echo": True, "best_of": 2, "n": 1,
+     "structured_outputs": {"choice": ["a", "b"]}},
 ]
 
 TEMPLATES = [
@@ -101,6 +108,20 @@ TEMPLATES = [
     "{{ messages[-1]['content'][:3] }}{{ range(3)|list }}{{ {'k': 1}.items()|list }}\0hello",
 ]
 
+GRAMMARS = [
+    (0, json.dumps({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                    "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+                    "required": ["name"]})),
+    (0, json.dumps({"$defs": {"node": {"type": "object", "properties": {
+        "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}}}},
+        "$ref": "#/$defs/node"})),
+    (4, json.dumps({"type": "array", "items": {"type": "number"}, "minItems": 1})),
+    (1, r"(\d{3})-[a-z]+(foo|bar)*\s?\w{0,4}"),
+    (2, 'root ::= "{" ws item ("," ws item)* "}"\nitem ::= [a-z]+ | [0-9]{1,3}\nws ::= [ \t]?\n'),
+    (3, "yes\nno\nmaybe"),
+]
+
 TEXTS = ["Hello world", " leading space", "日本語のテキスト", "emoji 🦙 and \u00e9",
          "<s> special </s> <|im_start|>", "code:\n\tdef f(x):\n\t\treturn x*2\n", "12345 67.89",
          "\xff\xfe invalid"]
@@ -109,12 +130,13 @@ TEXTS = ["Hello world", " leading space", "日本語のテキスト", "emoji �
 def main():
     out = sys.argv[1]
     seeds = {name: [] for name in ("gguf_fuzzer", "request_fuzzer", "chat_template_fuzzer",
-                                    "tokenizer_fuzzer")}
+                                    "tokenizer_fuzzer", "grammar_fuzzer")}
     seeds["gguf_fuzzer"] += [tiny_gguf("llama"), tiny_gguf("qwen2", n_vocab=12, layers=2)]
     seeds["request_fuzzer"] += [json.dumps(r).encode() for r in REQUESTS]
     seeds["chat_template_fuzzer"] += [t.encode() for t in TEMPLATES]
     seeds["tokenizer_fuzzer"] += [bytes([selector]) + t.encode("utf-8", "surrogateescape")
                                   for selector in (0, 1, 0xC2, 0x43) for t in TEXTS]
+    seeds["grammar_fuzzer"] += [bytes([kind]) + text.encode() for kind, text in GRAMMARS]
     shared = os.environ.get("VELA_SHARED_DIR",
                             os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
     cases = os.path.join(shared, "chat-templates", "cases.jsonl")

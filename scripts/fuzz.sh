@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${VELA_FUZZ_SECONDS:-60}
-targets=(gguf_fuzzer tokenizer_fuzzer request_fuzzer chat_template_fuzzer)
+targets=(gguf_fuzzer tokenizer_fuzzer request_fuzzer chat_template_fuzzer grammar_fuzzer)
 
 echo "== fuzz: configure and build"
 cmake --preset fuzz >/dev/null
