@@ -2,7 +2,9 @@
 // completions, cancelled streams, malformed requests, 429s from a deliberately small queue)
 // against a real server; every request is accounted for (client outcomes agree with the
 // server's counters, the server ends idle with its KV cache empty) and the server's resident
-// memory grows by less than 8 MiB after the warm-up.
+// memory grows by less than 8 MiB after the warm-up. Under a sanitizer the server's resident
+// memory also holds the runtime's quarantine and shadow pages, which fill for minutes, so there
+// the bound is loose and the test checks the accounting.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -15,6 +17,12 @@
 namespace vela::test {
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr const char* kMaxRssGrowthMib = "4096";
+#else
+constexpr const char* kMaxRssGrowthMib = "8";
+#endif
+
 using json = nlohmann::json;
 
 TEST(Soak, MixedTrafficIsAccountedForAndMemoryStaysFlat) {
@@ -22,10 +30,10 @@ TEST(Soak, MixedTrafficIsAccountedForAndMemoryStaysFlat) {
   auto s =
       ServerProcess::start({"-m", shared_path("models/aidreams260K.gguf").string(), "--ctx-size",
                             "1024", "--max-num-seqs", "4", "--max-queued-requests", "2"});
-  const std::string cmd = "timeout 170 " + std::string(VELA_BINARY) + " bench serve --url " +
-                          shell_quote(s->url("")) +
-                          " --duration 60 --concurrency 12 --max-rss-growth-mib 8 --server-pid " +
-                          std::to_string(s->pid()) + " -o json 2>&1";
+  const std::string cmd =
+      "timeout 170 " + std::string(VELA_BINARY) + " bench serve --url " + shell_quote(s->url("")) +
+      " --duration 60 --concurrency 12 --max-rss-growth-mib " + kMaxRssGrowthMib +
+      " --server-pid " + std::to_string(s->pid()) + " -o json 2>&1";
   std::string out;
   int status = -1;
   if (FILE* p = popen(cmd.c_str(), "r")) {
