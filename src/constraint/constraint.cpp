@@ -5,6 +5,7 @@
 #include "constraint/gbnf.h"
 #include "constraint/json_schema_to_gbnf.h"
 #include "constraint/regex_to_gbnf.h"
+#include "util/json_depth.h"
 
 namespace vela::constraint {
 
@@ -12,28 +13,6 @@ namespace {
 
 constexpr size_t kMaxChoices = 100'000;
 constexpr int32_t kMaxSchemaNesting = 128;
-
-int32_t nesting(std::string_view text) {
-  int32_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 std::string cache_key(const StructuredOutputs& s) {
   std::string key;
@@ -63,7 +42,7 @@ Result<std::string> structured_outputs_to_gbnf(const StructuredOutputs& s) {
   JsonGrammarOptions options;
   options.compact_whitespace = s.compact_whitespace;
   if (s.json) {
-    if (nesting(*s.json) > kMaxSchemaNesting)
+    if (json_nesting_depth(*s.json) > kMaxSchemaNesting)
       return make_error("invalid JSON schema: nested more than " +
                         std::to_string(kMaxSchemaNesting) + " levels");
     nlohmann::ordered_json schema;  // members keep the schema's order

@@ -260,30 +260,6 @@ void read_completion_extras(Fields& f, const RequestLimits& limits, GenerationRe
 
 }  // namespace
 
-int32_t json_nesting_depth(std::string_view text) {
-  int32_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint endpoint,
                                                  const RequestLimits& limits,
                                                  GenerationRequest& r) {

@@ -14,6 +14,7 @@
 
 #include "server/api_error.h"
 #include "server/tool_calls.h"
+#include "util/json_depth.h"
 #include "vela/sampling_params.h"
 
 namespace vela::server {
@@ -61,8 +62,7 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
                                                  const RequestLimits& limits,
                                                  GenerationRequest& out);
 
-// Deepest nesting of arrays/objects in a JSON text (strings skipped), to refuse absurdly deep
-// documents before parsing them.
-int32_t json_nesting_depth(std::string_view text);
+// Deepest nesting of arrays/objects in a JSON text (util/json_depth.h).
+using vela::json_nesting_depth;
 
 }  // namespace vela::server
