@@ -501,23 +501,47 @@ class Converter {
     } else if (!schema.contains("properties") && it == schema.end()) {
       extra = base("string") + " \":\" " + ws + " " + base("value");
     }
-    // tail(i, comma): members i.. in order; `comma` when a member was already written.
+    // tail(i, comma): members i.. in order; `comma` when a member was already written. Built
+    // depth first with an explicit stack, children before parents as a recursive descent would
+    // add them: an object can have tens of thousands of members, too deep to recurse.
     std::map<std::pair<size_t, bool>, std::string> tails;
-    std::function<std::string(size_t, bool)> tail = [&](size_t i, bool comma) -> std::string {
-      if (auto t = tails.find({i, comma}); t != tails.end()) return t->second;
-      const std::string sep = comma ? "\",\" " + ws + " " : "";
+    std::vector<std::pair<size_t, bool>> pending = {{0, false}};
+    while (!pending.empty()) {
+      const auto [i, comma] = pending.back();
+      if (tails.count({i, comma})) {
+        pending.pop_back();
+        continue;
+      }
       std::string body;
       if (i == members.size()) {
-        if (extra.empty()) return tails[{i, comma}] = "\"\"";
+        pending.pop_back();
+        if (extra.empty()) {
+          tails[{i, comma}] = "\"\"";
+          continue;
+        }
         const std::string more = "(\",\" " + ws + " " + extra + ")*";
         body = comma ? more : "(" + extra + " " + more + ")?";
-      } else {
-        const std::string with = sep + members[i].first + " " + tail(i + 1, true);
-        body = members[i].second ? with : with + " | " + tail(i + 1, comma);
+        tails[{i, comma}] = add_rule("members", body);
+        continue;
       }
-      return tails[{i, comma}] = add_rule("members", body);
-    };
-    out = add_rule("object", "\"{\" " + ws + " " + tail(0, false) + " " + ws + " \"}\"");
+      const auto with_next = tails.find({i + 1, true});
+      if (with_next == tails.end()) {
+        pending.push_back({i + 1, true});
+        continue;
+      }
+      const bool required_member = members[i].second;
+      const auto without = tails.find({i + 1, comma});
+      if (!required_member && without == tails.end()) {
+        pending.push_back({i + 1, comma});
+        continue;
+      }
+      pending.pop_back();
+      const std::string sep = comma ? "\",\" " + ws + " " : "";
+      const std::string with = sep + members[i].first + " " + with_next->second;
+      body = required_member ? with : with + " | " + without->second;
+      tails[{i, comma}] = add_rule("members", body);
+    }
+    out = add_rule("object", "\"{\" " + ws + " " + tails.at({0, false}) + " " + ws + " \"}\"");
     return true;
   }
 
