@@ -414,7 +414,8 @@ class Parser {
     }
     if (!ascii.empty()) alts.insert(alts.begin(), Sequence{b_.bytes(ascii)});
     const uint32_t r = b_.fresh_rule("class");
-    (void)b_.define(r, std::move(alts));  // small and fresh: cannot fail but for size, caught later
+    // A fresh rule is never defined twice; the grammar's size limits are checked by finish().
+    (void)b_.define(r, std::move(alts));
     class_rules_.emplace(key, r);
     return b_.ref(r);
   }

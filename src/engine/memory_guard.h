@@ -2,7 +2,7 @@
 // Refuses an engine whose memory cannot fit: the KV cache (allocated up front) plus the model's
 // weights against the memory the system has available (MemAvailable) and the cgroup's limit
 // (cgroup v2 memory.max, or v1 memory.limit_in_bytes). Starting anyway would end in the OOM
-// killer later, under load, instead of a clear message at start.
+// killer under load, instead of a clear message at start.
 // Free functions; no shared state.
 #include <cstdint>
 #include <optional>

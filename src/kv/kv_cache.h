@@ -2,7 +2,7 @@
 // Paged key/value storage for every layer. Token slots are grouped in fixed-size blocks; a
 // sequence owns a list of blocks (its block table) and its token at position p lives in slot
 // block_table[p / block_size] * block_size + p % block_size. Which blocks belong to whom is the
-// business of the block allocator and, later, the cache manager; this class only stores.
+// business of the block allocator and the cache manager; this class only stores.
 //
 // Element types: f32, f16 (default), bf16, and q8_0 — per KV head row, int8 blocks of 32 values
 // with one f16 scale each (the GGUF Q8_0 block; a head_dim that is not a multiple of 32 ends in a

@@ -44,7 +44,8 @@ std::optional<GgmlTypeInfo> ggml_type_info(uint32_t type);
 // Human-readable name of any type number, including unsupported ones ("type 17" if unknown).
 std::string ggml_type_name(uint32_t type);
 
-// Whether weights of this type can be loaded (the supported set).
+// Whether weights of this type can be loaded (F32, F16, BF16 and the quantized types vela has
+// kernels for).
 bool is_supported_weight_type(uint32_t type);
 
 // Bytes of a row of n elements; n must be a multiple of the block size.
