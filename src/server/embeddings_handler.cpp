@@ -64,9 +64,11 @@ void EmbeddingsHandler::start(std::string body) {
   if (ctx_.draining)
     return fail(ApiError{503, "the server is shutting down", "service_unavailable", "", ""});
   const size_t bytes = body.size();
-  auto work = [self = shared_from_this(), body = std::move(body)] {
+  // The worker hands its reference to the IO thread, where the handler's last one drops.
+  auto work = [self = shared_from_this(), body = std::move(body)]() mutable {
     auto error = self->prepare(body);
-    boost::asio::post(self->ctx_.io, [self, error = std::move(error)] {
+    auto& io = self->ctx_.io;
+    boost::asio::post(io, [self = std::move(self), error = std::move(error)] {
       if (self->gone_ || self->responded_) return;
       if (error) return self->fail(*error);
       self->submit();

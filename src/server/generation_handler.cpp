@@ -71,13 +71,15 @@ void GenerationHandler::start(Endpoint endpoint, std::string body) {
     return on_prepared(std::move(error), std::move(prompts));
   }
   const size_t bytes = body.size();
-  ctx_.workers->post(bytes, [self = shared_from_this(), body = std::move(body)] {
+  // The worker hands its reference to the IO thread, where the handler's last one drops.
+  ctx_.workers->post(bytes, [self = shared_from_this(), body = std::move(body)]() mutable {
     std::vector<std::vector<int32_t>> prompts;
     auto error = self->prepare(body, prompts);
-    boost::asio::post(self->ctx_.io,
-                      [self, error = std::move(error), prompts = std::move(prompts)]() mutable {
-                        self->on_prepared(std::move(error), std::move(prompts));
-                      });
+    auto& io = self->ctx_.io;
+    boost::asio::post(io, [self = std::move(self), error = std::move(error),
+                           prompts = std::move(prompts)]() mutable {
+      self->on_prepared(std::move(error), std::move(prompts));
+    });
   });
 }
 

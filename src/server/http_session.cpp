@@ -303,9 +303,12 @@ void HttpSession::reply_from_workers(size_t input_bytes, std::function<JsonReply
     const JsonReply r = work();
     return send(r.status, "application/json", r.body);
   }
-  ctx_.workers->post(input_bytes, [self = shared_from_this(), work = std::move(work)] {
+  // The session's last reference must drop on the IO thread (its destructor updates the
+  // connection table), so the worker hands its reference over instead of copying it.
+  ctx_.workers->post(input_bytes, [self = shared_from_this(), work = std::move(work)]() mutable {
     JsonReply r = work();
-    asio::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+    auto executor = self->stream_.get_executor();
+    asio::post(executor, [self = std::move(self), r = std::move(r)]() mutable {
       self->send(r.status, "application/json", std::move(r.body));
     });
   });

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -173,6 +174,9 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const std::vector<std::strin
 }
 
 ServerProcess::~ServerProcess() {
+  // A failed test shows what the server printed (a sanitizer report, an abort message).
+  if (::testing::Test::HasFailure() && !log_path_.empty())
+    std::cerr << "--- vela serve log (" << log_path_.string() << ") ---\n" << log() << "---\n";
   if (pid_ > 0 && !exited_) {
     ::kill(pid_, SIGKILL);
     reap(pid_, 10);
