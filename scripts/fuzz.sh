@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (the `fuzz` preset: clang, ASan + UBSan) and runs each for
+# Builds the libFuzzer targets (in the `asan` preset's tree: clang, ASan + UBSan) and runs each for
 # $VELA_FUZZ_SECONDS seconds (default 60) from fresh seed corpora (fuzz/seeds.py), after replaying
 # every input in fuzz/regressions/<target>/. Fails when any target crashes, leaks, or takes over
-# 10 s on one input; the input that did it is kept in build/fuzz/findings/ and printed, so it can
+# 10 s on one input; the input that did it is kept in build/asan/findings/ and printed, so it can
 # become a regression input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,18 +10,18 @@ seconds=${VELA_FUZZ_SECONDS:-60}
 targets=(gguf_fuzzer tokenizer_fuzzer request_fuzzer chat_template_fuzzer grammar_fuzzer)
 
 echo "== fuzz: configure and build"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$(nproc)"
+cmake --preset asan >/dev/null
+cmake --build build/asan -j "$(nproc)" --target "${targets[@]}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 fuzz/seeds.py "$work/corpus"
-findings=build/fuzz/findings
+findings=build/asan/findings
 mkdir -p "$findings"
 
 failed=()
 for target in "${targets[@]}"; do
-  bin=build/fuzz/fuzz/$target
+  bin=build/asan/fuzz/$target
   regressions=(fuzz/regressions/$target/*)
   if [ -e "${regressions[0]}" ]; then
     echo "== fuzz: $target replays ${#regressions[@]} regression inputs"

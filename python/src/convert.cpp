@@ -6,6 +6,28 @@
 
 namespace vela::python {
 
+namespace {
+
+// A StructuredOutputsParams (types checked by its verify()); a dict schema becomes JSON text.
+StructuredOutputs structured_outputs_from(const py::handle& so) {
+  StructuredOutputs out;
+  if (py::object schema = so.attr("json"); !schema.is_none())
+    out.json = py::isinstance<py::str>(schema)
+                   ? schema.cast<std::string>()
+                   : py::module_::import("json").attr("dumps")(schema).cast<std::string>();
+  if (py::object regex = so.attr("regex"); !regex.is_none()) out.regex = regex.cast<std::string>();
+  if (py::object choice = so.attr("choice"); !choice.is_none())
+    out.choice = choice.cast<std::vector<std::string>>();
+  if (py::object grammar = so.attr("grammar"); !grammar.is_none())
+    out.grammar = grammar.cast<std::string>();
+  if (py::object any = so.attr("json_object"); !any.is_none()) out.json_object = any.cast<bool>();
+  if (py::object ws = so.attr("disable_any_whitespace"); !ws.is_none())
+    out.compact_whitespace = ws.cast<bool>();
+  return out;
+}
+
+}  // namespace
+
 SamplingParams sampling_params_from(const py::handle& obj) {
   SamplingParams p;
   p.n = obj.attr("n").cast<int32_t>();
@@ -37,6 +59,12 @@ SamplingParams sampling_params_from(const py::handle& obj) {
   p.ignore_eos = obj.attr("ignore_eos").cast<bool>();
   if (py::object lp = obj.attr("logprobs"); !lp.is_none()) p.logprobs = lp.cast<int32_t>();
   p.skip_special_tokens = obj.attr("skip_special_tokens").cast<bool>();
+  if (py::object bias = obj.attr("logit_bias"); !bias.is_none())
+    for (auto [token, value] : bias.cast<py::dict>())
+      p.logit_bias.emplace_back(token.cast<int32_t>(), value.cast<float>());
+  py::object so = obj.attr("structured_outputs");
+  if (so.is_none()) so = obj.attr("guided_decoding");
+  if (!so.is_none()) p.structured_outputs = structured_outputs_from(so);
   return p;
 }
 

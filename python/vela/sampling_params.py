@@ -1,8 +1,9 @@
-"""SamplingParams: how to generate, with vLLM's names and defaults."""
+"""SamplingParams: how to generate, with vLLM's names and defaults; StructuredOutputsParams:
+constrained output, as vLLM's."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from . import _vela
 
@@ -19,14 +20,110 @@ _NEUTRAL = {
     "logits_processors": None,
     "bad_words": None,
     "allowed_token_ids": None,
-    "logit_bias": None,
     "truncate_prompt_tokens": None,
-    "guided_decoding": None,
 }
+
+# StructuredOutputsParams fields of vLLM's that pick a backend or tune one; vela has one
+# constraint engine, so only their neutral values are accepted.
+_STRUCTURED_NEUTRAL = {
+    "backend": None,
+    "disable_fallback": False,
+    "disable_additional_properties": False,
+    "whitespace_pattern": None,
+    "structural_tag": None,
+}
+_CONSTRAINTS = ("json", "regex", "choice", "grammar", "json_object")
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+class StructuredOutputsParams:
+    """One constraint on the generated text, shaped like ``vllm.sampling_params.
+    StructuredOutputsParams`` (also importable as ``GuidedDecodingParams``).
+
+    Give exactly one of:
+        json: a JSON Schema (a dict, or its JSON text); the output is JSON valid against it.
+        regex: the whole output matches this regular expression.
+        choice: the output is exactly one of these strings.
+        grammar: a context-free grammar in GBNF (llama.cpp's syntax).
+        json_object: ``True``: any JSON object.
+
+    ``disable_any_whitespace``: JSON output is compact unless this is ``False``, which allows a
+    few spaces, tabs and newlines between tokens (the server reads the same field). A schema,
+    regex or grammar vela cannot compile makes ``generate`` raise ``ValueError`` naming the
+    problem. ``backend``, ``disable_fallback``, ``disable_additional_properties``,
+    ``whitespace_pattern`` and ``structural_tag`` are accepted only at their default value.
+    """
+
+    __slots__ = _CONSTRAINTS + ("disable_any_whitespace",) + tuple(_STRUCTURED_NEUTRAL)
+
+    def __init__(
+        self,
+        *,
+        json: Optional[Union[str, Dict[str, Any]]] = None,
+        regex: Optional[str] = None,
+        choice: Optional[List[str]] = None,
+        grammar: Optional[str] = None,
+        json_object: Optional[bool] = None,
+        disable_any_whitespace: Optional[bool] = None,
+        backend: Optional[str] = None,
+        disable_fallback: bool = False,
+        disable_additional_properties: bool = False,
+        whitespace_pattern: Optional[str] = None,
+        structural_tag: Optional[str] = None,
+    ) -> None:
+        self.json = json
+        self.regex = regex
+        self.choice = list(choice) if choice is not None else None
+        self.grammar = grammar
+        self.json_object = json_object
+        self.disable_any_whitespace = disable_any_whitespace
+        self.backend = backend
+        self.disable_fallback = disable_fallback
+        self.disable_additional_properties = disable_additional_properties
+        self.whitespace_pattern = whitespace_pattern
+        self.structural_tag = structural_tag
+        self.verify()
+
+    def verify(self) -> None:
+        """Checks the fields' types and that exactly one constraint is given."""
+        given = [name for name in _CONSTRAINTS
+                 if getattr(self, name) is not None and getattr(self, name) is not False]
+        if len(given) != 1:
+            raise ValueError("StructuredOutputsParams: give exactly one of json, regex, choice, "
+                             f"grammar, json_object (got {', '.join(given) or 'none'})")
+        if self.json is not None and not isinstance(self.json, (str, dict, bool)):
+            raise TypeError("StructuredOutputsParams: json must be a schema (dict) or its JSON text")
+        for name in ("regex", "grammar"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"StructuredOutputsParams: {name} must be a string")
+        if self.choice is not None and (not self.choice or not all(
+                isinstance(c, str) for c in self.choice)):
+            raise TypeError("StructuredOutputsParams: choice must be a non-empty list of strings")
+        for name in ("json_object", "disable_any_whitespace"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"StructuredOutputsParams: {name} must be a bool")
+        for name, neutral in _STRUCTURED_NEUTRAL.items():
+            value = getattr(self, name)
+            if value != neutral:
+                raise ValueError(f"StructuredOutputsParams: {name}={value!r} is not supported by vela")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StructuredOutputsParams):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__
+                           if getattr(self, s) is not None)
+        return f"StructuredOutputsParams({fields})"
+
+
+GuidedDecodingParams = StructuredOutputsParams
 
 
 class SamplingParams:
@@ -55,18 +152,22 @@ class SamplingParams:
             alternatives (0: only the chosen token's).
         skip_special_tokens: ``False`` shows control tokens' text in the final text (not in
             streamed pieces).
+        logit_bias: ``{token_id: bias}``, biases in [-100, 100] added to the logits after the
+            penalties (the reported logprobs stay those of the raw logits).
+        structured_outputs: a ``StructuredOutputsParams``: the output matches its JSON Schema,
+            regex, choice or grammar. ``guided_decoding`` (vLLM's older name) is the same.
 
     ``best_of``, ``prompt_logprobs``, ``include_stop_str_in_output``,
     ``spaces_between_special_tokens``, ``detokenize``, ``logits_processors``, ``bad_words``,
-    ``allowed_token_ids``, ``logit_bias``, ``truncate_prompt_tokens`` and ``guided_decoding``
-    are accepted only at their default value (``ValueError`` otherwise): vela does not
-    implement them.
+    ``allowed_token_ids`` and ``truncate_prompt_tokens`` are accepted only at their default
+    value (``ValueError`` otherwise): vela does not implement them.
     """
 
     __slots__ = (
         "n", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "seed", "stop", "stop_token_ids",
         "ignore_eos", "max_tokens", "min_tokens", "logprobs", "skip_special_tokens",
+        "logit_bias", "structured_outputs", "guided_decoding",
     ) + tuple(_NEUTRAL)
 
     def __init__(
@@ -96,9 +197,10 @@ class SamplingParams:
         logits_processors: Any = None,
         bad_words: Optional[List[str]] = None,
         allowed_token_ids: Optional[List[int]] = None,
-        logit_bias: Any = None,
+        logit_bias: Optional[Dict[int, float]] = None,
         truncate_prompt_tokens: Optional[int] = None,
-        guided_decoding: Any = None,
+        structured_outputs: Optional[StructuredOutputsParams] = None,
+        guided_decoding: Optional[StructuredOutputsParams] = None,
     ) -> None:
         self.n = n
         self.temperature = temperature
@@ -126,6 +228,7 @@ class SamplingParams:
         self.allowed_token_ids = allowed_token_ids
         self.logit_bias = logit_bias
         self.truncate_prompt_tokens = truncate_prompt_tokens
+        self.structured_outputs = structured_outputs
         self.guided_decoding = guided_decoding
         self.verify()
 
@@ -159,6 +262,18 @@ class SamplingParams:
         for name in ("ignore_eos", "skip_special_tokens"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"SamplingParams: {name} must be a bool")
+        if self.logit_bias is not None and (not isinstance(self.logit_bias, dict) or not all(
+                _is_int(t) and not isinstance(b, bool) and isinstance(b, (int, float))
+                for t, b in self.logit_bias.items())):
+            raise TypeError("SamplingParams: logit_bias must be a dict of token id (int) to bias")
+        for name in ("structured_outputs", "guided_decoding"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, StructuredOutputsParams):
+                raise TypeError(f"SamplingParams: {name} must be a StructuredOutputsParams or None")
+            if value is not None:
+                value.verify()
+        if self.structured_outputs is not None and self.guided_decoding is not None:
+            raise ValueError("SamplingParams: give structured_outputs or guided_decoding, not both")
         for name, neutral in _NEUTRAL.items():
             value = getattr(self, name)
             if name == "best_of" and value == self.n:
@@ -177,5 +292,5 @@ class SamplingParams:
         return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__[:16])
+        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__[:18])
         return f"SamplingParams({fields})"

@@ -105,6 +105,14 @@ std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutp
       out.grammar = g->get<std::string>();
       ++given;
     }
+    // JSON is compact unless disable_any_whitespace is false (vLLM's field; its default there
+    // allows any whitespace, vela's a compact rendering).
+    if (const json* ws = field(*so, "disable_any_whitespace")) {
+      if (!ws->is_boolean())
+        return invalid_request("'structured_outputs.disable_any_whitespace' must be a boolean",
+                               kParam);
+      out.compact_whitespace = ws->get<bool>();
+    }
   }
   if (const json* j = field(body, "guided_json")) {
     std::string text;

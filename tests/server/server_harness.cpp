@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -174,9 +175,15 @@ std::unique_ptr<ServerProcess> ServerProcess::start(const std::vector<std::strin
 }
 
 ServerProcess::~ServerProcess() {
-  // A failed test shows what the server printed (a sanitizer report, an abort message).
-  if (::testing::Test::HasFailure() && !log_path_.empty())
-    std::cerr << "--- vela serve log (" << log_path_.string() << ") ---\n" << log() << "---\n";
+  // A failed test shows the end of what the server printed (a sanitizer report, an abort
+  // message), not a whole access log.
+  if (::testing::Test::HasFailure() && !log_path_.empty()) {
+    constexpr size_t kShownBytes = 32 * 1024;
+    const std::string text = log();
+    std::cerr << "--- vela serve log, last " << std::min(text.size(), kShownBytes) << " of "
+              << text.size() << " bytes ---\n"
+              << text.substr(text.size() - std::min(text.size(), kShownBytes)) << "\n---\n";
+  }
   if (pid_ > 0 && !exited_) {
     ::kill(pid_, SIGKILL);
     reap(pid_, 10);

@@ -71,17 +71,19 @@ TEST(ConnectionTable, CapStaysBelowTheOpenFileLimit) {
 }
 
 TEST(RequestWorkers, SmallJobsRunWhileLargeOnesOccupyTheOtherWorkers) {
-  RequestWorkers workers(2);
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> large_started{0};
+  std::promise<void> small_done;
+  // Declared after what the jobs touch, so its destructor (which runs the queued jobs) runs
+  // while they still exist.
+  RequestWorkers workers(2);
   // Two large jobs that block: only one may run, so one worker stays for small jobs.
   for (int i = 0; i < 2; ++i)
     workers.post(RequestWorkers::kLargeJobBytes, [&, released] {
       ++large_started;
       released.wait();
     });
-  std::promise<void> small_done;
   workers.post(10, [&] { small_done.set_value(); });
   EXPECT_EQ(small_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -2,13 +2,12 @@
 // greedy completions (whole and streamed) of a plain server, count proposals (and the draft's
 // acceptances) in /metrics, list the flags in --help, and refuse bad speculative options.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "server_harness.h"
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
@@ -67,18 +66,11 @@ TEST(ServeSpeculative, CompletionsEqualAPlainServers) {
   }
 }
 
+// What the command printed, stdout then stderr.
 std::string run_output(const std::string& args, int* exit_status = nullptr) {
-  const std::string cmd = "timeout 60 " + std::string(VELA_BINARY) + " " + args + " 2>&1";
-  std::string out;
-  int status = -1;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    status = pclose(p);
-  }
-  if (exit_status) *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const CommandResult r = run_command("timeout 60 " + std::string(VELA_BINARY) + " " + args);
+  if (exit_status) *exit_status = r.exit_code;
+  return r.out + r.err;
 }
 
 TEST(ServeSpeculative, HelpListsTheFlags) {
@@ -99,18 +91,9 @@ TEST(ServeSpeculative, BadOptionsAreOneLineErrors) {
         std::string("--speculative-method medusa"), std::string("--speculative-method draft"),
         "--draft-model " + shared_path("models/tiny-qwen2-bpe-F16.gguf").string(),
         std::string("--speculative-method ngram --prompt-lookup-min 4 --prompt-lookup-max 2")}) {
-    const std::string cmd = "timeout 60 " + std::string(VELA_BINARY) + " serve --port 0 -m " +
-                            model + " " + flags + " 2>&1";
-    std::string out;
     int status = -1;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-      status = pclose(p);
-    }
-    ASSERT_TRUE(WIFEXITED(status)) << flags;
-    EXPECT_NE(WEXITSTATUS(status), 0) << flags;
+    const std::string out = run_output("serve --port 0 -m " + model + " " + flags, &status);
+    EXPECT_GT(status, 0) << flags;
     // The error is the last line (the server may log the model it loaded before).
     EXPECT_TRUE(out.find("speculative") != std::string::npos ||
                 out.find("draft") != std::string::npos || out.find("lookup") != std::string::npos)

@@ -6,18 +6,18 @@
 // memory also holds the runtime's quarantine and shadow pages, which fill for minutes, so there
 // the bound is loose and the test checks the accounting.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "server_harness.h"
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef VELA_SANITIZER_BUILD
 constexpr const char* kMaxRssGrowthMib = "4096";
 #else
 constexpr const char* kMaxRssGrowthMib = "8";
@@ -30,22 +30,15 @@ TEST(Soak, MixedTrafficIsAccountedForAndMemoryStaysFlat) {
   auto s =
       ServerProcess::start({"-m", shared_path("models/aidreams260K.gguf").string(), "--ctx-size",
                             "1024", "--max-num-seqs", "4", "--max-queued-requests", "2"});
-  const std::string cmd =
+  const CommandResult run = run_command(
       "timeout 170 " + std::string(VELA_BINARY) + " bench serve --url " + shell_quote(s->url("")) +
       " --duration 60 --concurrency 12 --max-rss-growth-mib " + kMaxRssGrowthMib +
-      " --server-pid " + std::to_string(s->pid()) + " -o json 2>&1";
-  std::string out;
-  int status = -1;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    status = pclose(p);
-  }
+      " --server-pid " + std::to_string(s->pid()) + " -o json");
+  const std::string& out = run.out;
   const json r = json::parse(out, nullptr, false);
-  ASSERT_FALSE(r.is_discarded()) << out;
+  ASSERT_FALSE(r.is_discarded()) << out << run.err;
   std::printf("soak: %s\n", r.dump().substr(0, 1500).c_str());
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_EQ(run.exit_code, 0) << out << run.err;
   EXPECT_TRUE(r["accounted"].get<bool>()) << r.dump(2);
   EXPECT_TRUE(r["memory_flat"].get<bool>()) << r["rss_mib"].dump(2);
   EXPECT_EQ(r["outcomes"]["failed"], 0);

@@ -145,6 +145,8 @@ def errors():
         ({"response_format": {"type": "xml"}}, "json_object or json_schema"),
         ({"guided_regex": "a", "guided_choice": ["b"]}, "one structured-output"),
         ({"guided_json": "{not json"}, "not valid JSON"),
+        ({"structured_outputs": {"json": {}, "disable_any_whitespace": "yes"}},
+         "disable_any_whitespace"),
     ]
     for extra, expected in bad:
         body = {"model": MODEL, "prompt": "x", "max_tokens": 4}

@@ -133,8 +133,10 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
       EXPECT_EQ(parent, "engine_step");
       forward_total += sp.dur;
     }
-    if (sp.cat == "forward" && sp.name != "forward") EXPECT_EQ(parent, "forward") << sp.name;
-    if (sp.cat == "forward" && sp.name != "forward") forward_parts += sp.dur;
+    if (sp.cat == "forward" && sp.name != "forward") {
+      EXPECT_EQ(parent, "forward") << sp.name;
+      forward_parts += sp.dur;
+    }
     if (sp.name == "layer") {
       EXPECT_EQ(parent, "forward");
       EXPECT_TRUE(sp.args.contains("layer"));
@@ -145,7 +147,9 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
       EXPECT_EQ(parent, "layer") << sp.name;
       layer_ops += sp.dur;
     }
-    if (sp.name == "sample" || sp.name == "detokenize") EXPECT_EQ(parent, "engine_step");
+    if (sp.name == "sample" || sp.name == "detokenize") {
+      EXPECT_EQ(parent, "engine_step");
+    }
     if (sp.name == "http_request" &&
         sp.args.value("detail", std::string()) == "POST /v1/completions")
       ++count["http_completion"];
