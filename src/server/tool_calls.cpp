@@ -94,7 +94,8 @@ size_t json_value_end(std::string_view s) {
 
 // Position just after `"key"` followed by ':' and spaces, or npos.
 size_t value_after_key(std::string_view s, std::string_view key) {
-  const std::string quoted = "\"" + std::string(key) + "\"";
+  std::string quoted(1, '"');  // appended piecewise: GCC 12 warns (-Wrestrict) on `+` here
+  quoted.append(key).push_back('"');
   size_t at = s.find(quoted);
   if (at == std::string_view::npos) return at;
   size_t p = at + quoted.size();
@@ -300,11 +301,11 @@ std::vector<ToolCallStreamParser::Delta> ToolCallStreamParser::finish() {
   return out;
 }
 
-void ToolCallStreamParser::scan_hermes_call(std::vector<Delta>& out) {
-  const size_t close = buffer_.find(kHermesClose);
-  const std::string_view body =
-      std::string_view(buffer_).substr(0, close == std::string::npos ? buffer_.size() : close);
-  if (!name_sent_) {
+bool ToolCallStreamParser::stream_call(std::string_view body, bool complete,
+                                       bool name_needs_arguments, std::vector<Delta>& out) {
+  size_t args = value_after_key(body, "arguments");
+  if (args == std::string_view::npos) args = value_after_key(body, "parameters");
+  if (!name_sent_ && (!name_needs_arguments || args != std::string_view::npos)) {
     const size_t v = value_after_key(body, "name");
     if (v != std::string_view::npos && body[v] == '"') {
       const size_t end = json_value_end(body.substr(v));
@@ -321,23 +322,19 @@ void ToolCallStreamParser::scan_hermes_call(std::vector<Delta>& out) {
       }
     }
   }
-  if (name_sent_) {
-    size_t v = value_after_key(body, "arguments");
-    if (v == std::string_view::npos) v = value_after_key(body, "parameters");
-    if (v != std::string_view::npos && body[v] != '"') {
-      const std::string_view rest = body.substr(v);
-      const size_t end = json_value_end(rest);
-      const size_t avail = end == std::string_view::npos ? rest.size() : end;
-      if (avail > args_sent_) {
-        Delta d;
-        d.index = n_calls_;
-        d.arguments = std::string(rest.substr(args_sent_, avail - args_sent_));
-        out.push_back(std::move(d));
-        args_sent_ = avail;
-      }
+  if (name_sent_ && args != std::string_view::npos && body[args] != '"') {
+    const std::string_view rest = body.substr(args);
+    const size_t end = json_value_end(rest);
+    const size_t avail = end == std::string_view::npos ? rest.size() : end;
+    if (avail > args_sent_) {
+      Delta d;
+      d.index = n_calls_;
+      d.arguments = std::string(rest.substr(args_sent_, avail - args_sent_));
+      out.push_back(std::move(d));
+      args_sent_ = avail;
     }
   }
-  if (close == std::string::npos) return;
+  if (!complete) return false;
   // The call is complete: whatever was not streamed (string arguments, odd key order) now.
   ToolCall call;
   const bool ok = parse_call_text(body, call);
@@ -357,8 +354,66 @@ void ToolCallStreamParser::scan_hermes_call(std::vector<Delta>& out) {
   ++n_calls_;
   name_sent_ = false;
   args_sent_ = 0;
+  return true;
+}
+
+void ToolCallStreamParser::scan_hermes_call(std::vector<Delta>& out) {
+  const size_t close = buffer_.find(kHermesClose);
+  const std::string_view body =
+      std::string_view(buffer_).substr(0, close == std::string::npos ? buffer_.size() : close);
+  if (!stream_call(body, close != std::string::npos, false, out)) return;
   in_call_ = false;
   buffer_.erase(0, close + kHermesClose.size());
+}
+
+void ToolCallStreamParser::scan_json_calls(std::vector<Delta>& out, bool at_end) {
+  // From json_pos_ (past the marker): call objects, with separators ('[' ',' ']' or ';') and
+  // whitespace between them. A complete object that is not a call ends the calls.
+  while (!json_failed_) {
+    const std::string_view t = std::string_view(buffer_).substr(json_pos_);
+    size_t i = 0;
+    while (i < t.size() && (std::isspace(static_cast<unsigned char>(t[i])) ||
+                            std::string_view("[],;").find(t[i]) != std::string_view::npos))
+      ++i;
+    json_pos_ += i;  // separators are sent too
+    if (i == t.size()) break;
+    if (t[i] != '{') {
+      json_failed_ = true;
+      break;
+    }
+    const std::string_view object = t.substr(i);  // from json_pos_
+    const size_t end = json_value_end(object);
+    const bool complete = end != std::string_view::npos;
+    ToolCall probe;
+    if (complete && !name_sent_ && !parse_call_text(object.substr(0, end), probe)) {
+      json_failed_ = true;
+      break;
+    }
+    // The name goes out once the arguments begin: only then is the object surely a call.
+    if (!stream_call(complete ? object.substr(0, end) : object, complete, true, out)) break;
+    json_pos_ += end;
+  }
+  if (!at_end) return;
+  if (n_calls_ == 0 && !name_sent_) {
+    // No call began: the whole output is content, as parse_tool_calls says.
+    Delta d;
+    d.content = std::move(buffer_);
+    if (!d.content.empty()) out.push_back(std::move(d));
+    buffer_.clear();
+    return;
+  }
+  if (name_sent_) {  // cut off inside a call: close it with what came
+    stream_call(std::string_view(buffer_).substr(json_pos_), true, true, out);
+    json_pos_ = buffer_.size();
+  }
+  const std::string_view rest = trim(std::string_view(buffer_).substr(json_pos_));
+  if (!rest.empty()) {
+    Delta d;
+    d.content = std::string(rest);
+    out.push_back(std::move(d));
+  }
+  buffer_.clear();
+  json_pos_ = 0;
 }
 
 void ToolCallStreamParser::scan(std::vector<Delta>& out, bool at_end) {
@@ -379,6 +434,7 @@ void ToolCallStreamParser::scan(std::vector<Delta>& out, bool at_end) {
       const bool json_start = format_ == ToolCallFormat::kLlama3Json && !t.empty() && t[0] == '{';
       if (json_start || (t.size() >= marker.size() && t.substr(0, n) == marker)) {
         json_mode_ = true;
+        json_pos_ = buffer_.size() - t.size() + (json_start ? 0 : marker.size());
       } else if (!at_end && (t.empty() || t.substr(0, n) == marker.substr(0, n))) {
         return;  // could still become a marker
       }
@@ -389,22 +445,7 @@ void ToolCallStreamParser::scan(std::vector<Delta>& out, bool at_end) {
       buffer_.clear();
       return;
     }
-    if (!at_end) return;
-    ParsedToolOutput parsed = parse_tool_calls(buffer_, format_);
-    buffer_.clear();
-    if (parsed.calls.empty()) {
-      emit_content(parsed.content.value_or(""));
-      return;
-    }
-    if (parsed.content) emit_content(*parsed.content);
-    for (ToolCall& c : parsed.calls) {
-      Delta d;
-      d.index = n_calls_++;
-      d.id = c.id;
-      d.name = c.name;
-      d.arguments = c.arguments;
-      out.push_back(std::move(d));
-    }
+    scan_json_calls(out, at_end);
     return;
   }
   while (true) {

@@ -59,7 +59,8 @@ nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
 
 // Splits a streamed output into content and tool-call deltas. Text that may start a call is
 // held back until it is known, so a half-parsed call never reaches the client as content; a
-// call's arguments stream as they arrive (Hermes) or when the call is complete.
+// call's arguments stream as they arrive, in every format. (Llama 3 and Mistral: an output
+// that starts like calls but holds none is content, released at the end.)
 class ToolCallStreamParser {
  public:
   struct Delta {
@@ -77,11 +78,19 @@ class ToolCallStreamParser {
  private:
   void scan(std::vector<Delta>& out, bool at_end);
   void scan_hermes_call(std::vector<Delta>& out);
+  void scan_json_calls(std::vector<Delta>& out, bool at_end);
+  // Streams the name and arguments of the call whose JSON text is `body` (so far); once
+  // `complete`, sends what is missing, counts the call and returns true. With
+  // name_needs_arguments, the name waits until the arguments key appears.
+  bool stream_call(std::string_view body, bool complete, bool name_needs_arguments,
+                   std::vector<Delta>& out);
 
   ToolCallFormat format_;
   std::string buffer_;      // text not yet emitted
   bool in_call_ = false;    // Hermes: inside <tool_call>...
-  bool json_mode_ = false;  // Llama 3 / Mistral: the output is calls; parsed at the end
+  bool json_mode_ = false;    // Llama 3 / Mistral: the output starts like calls
+  size_t json_pos_ = 0;       // json_mode_: buffer_ before this is sent
+  bool json_failed_ = false;  // json_mode_: what follows json_pos_ is not a call
   bool decided_ = false;    // whether the output starts with a call is known
   int n_calls_ = 0;
   bool name_sent_ = false;

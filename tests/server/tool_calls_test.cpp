@@ -77,11 +77,19 @@ TEST(ToolCalls, WholeAndStreamedAgree) {
        {{"f", json::object()}, {"g", {{"y", "z"}}}},
        ""},
       {ToolCallFormat::kLlama3Json, "Just text {not json}", {}, "Just text {not json}"},
+      {ToolCallFormat::kLlama3Json, "{\"answer\": {\"name\": \"x\"}}", {},
+       "{\"answer\": {\"name\": \"x\"}}"},
+      {ToolCallFormat::kLlama3Json, "<|python_tag|>print(1)", {}, "<|python_tag|>print(1)"},
       {ToolCallFormat::kMistral,
        "[TOOL_CALLS][{\"name\": \"m\", \"arguments\": {\"q\": true}}]",
        {{"m", {{"q", true}}}},
        ""},
       {ToolCallFormat::kMistral, "[TOOL is not it", {}, "[TOOL is not it"},
+      {ToolCallFormat::kMistral,
+       " [TOOL_CALLS] [{\"name\": \"m\", \"arguments\": {}}, {\"arguments\": {\"s\": "
+       "\"]\"}, \"name\": \"n\"}]",
+       {{"m", json::object()}, {"n", {{"s", "]"}}}},
+       ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
@@ -106,19 +114,30 @@ TEST(ToolCalls, WholeAndStreamedAgree) {
   }
 }
 
-TEST(ToolCalls, HermesArgumentsStreamIncrementally) {
-  ToolCallStreamParser p(ToolCallFormat::kHermes);
-  int argument_deltas = 0;
-  const std::string text =
-      "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"long value\", \"b\": [1, 2, "
-      "3]}}</tool_call>";
-  for (char ch : text)
-    for (const auto& d : p.push(std::string(1, ch))) {
-      EXPECT_TRUE(d.content.empty()) << "leaked: " << d.content;
-      argument_deltas += !d.arguments.empty();
-    }
-  EXPECT_GT(argument_deltas, 10);
-  EXPECT_TRUE(p.saw_calls());
+TEST(ToolCalls, ArgumentsStreamIncrementallyInEveryFormat) {
+  const std::string args = "{\"a\": \"long value\", \"b\": [1, 2, 3]}";
+  const std::vector<std::pair<ToolCallFormat, std::string>> outputs = {
+      {ToolCallFormat::kHermes,
+       "<tool_call>{\"name\": \"f\", \"arguments\": " + args + "}</tool_call>"},
+      {ToolCallFormat::kLlama3Json, "{\"name\": \"f\", \"parameters\": " + args + "}"},
+      {ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": " + args + "}]"},
+  };
+  for (const auto& [format, text] : outputs) {
+    SCOPED_TRACE(text);
+    ToolCallStreamParser p(format);
+    int argument_deltas = 0;
+    std::string streamed;
+    for (char ch : text)
+      for (const auto& d : p.push(std::string(1, ch))) {
+        EXPECT_TRUE(d.content.empty()) << "leaked: " << d.content;
+        argument_deltas += !d.arguments.empty();
+        streamed += d.arguments;
+      }
+    for (const auto& d : p.finish()) streamed += d.arguments;
+    EXPECT_GT(argument_deltas, 10) << "arguments arrive while the call is being written";
+    EXPECT_EQ(streamed, args);
+    EXPECT_TRUE(p.saw_calls());
+  }
 }
 
 TEST(ToolCalls, RequestFields) {
