@@ -30,9 +30,8 @@ TEST(StructuredOutputServer, OutputsValidateAgainstTheirSchemas) {
   auto server = ServerProcess::start(
       {"-m", shared_path("models/tiny-llama-gqa.gguf").string(), "--served-model-name", "tiny"});
   ASSERT_TRUE(server);
-  const auto r =
-      run_command(std::string("python3 " VELA_STRUCTURED_CHECK " ") + server->url("") + kCheckArgs +
-                  " 2>&1");
+  const auto r = run_command(std::string("python3 " VELA_STRUCTURED_CHECK " ") + server->url("") +
+                             kCheckArgs + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   std::cout << r.out.substr(0, 2000) << "\n";
 }
