@@ -39,6 +39,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _same_fields(a: Any, b: Any) -> bool:
+    return all(getattr(a, s) == getattr(b, s) for s in a.__slots__)
+
+
 class StructuredOutputsParams:
     """One constraint on the generated text, shaped like ``vllm.sampling_params.
     StructuredOutputsParams`` (also importable as ``GuidedDecodingParams``).
@@ -115,7 +119,7 @@ class StructuredOutputsParams:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StructuredOutputsParams):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return _same_fields(self, other)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__
@@ -289,7 +293,7 @@ class SamplingParams:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SamplingParams):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return _same_fields(self, other)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__[:18])
