@@ -210,7 +210,8 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGemm,
-                         testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                         testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                         GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
                                          GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) {
                            return std::string(ggml_type_name(uint32_t(info.param)));

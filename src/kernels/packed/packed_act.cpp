@@ -20,7 +20,15 @@ void for_each_block(const uint8_t* act, size_t act_stride, int64_t nb, int per, 
 }
 
 int64_t block_cols(GgmlType w_type) {
-  return w_type == GgmlType::Q4_0 ? kPackedBlockK : kPackedSuperK;
+  return w_type == GgmlType::Q4_0 || w_type == GgmlType::Q5_0 ? kPackedBlockK : kPackedSuperK;
+}
+
+// The start of a block's integer sum for levels stored as q + bias: -bias * sum of its quants.
+template <int kBias>
+void biased_start(const BlockQ8_0& a, int32_t* o) {
+  int32_t sum = 0;
+  for (int8_t q : a.qs) sum += q;
+  *o = -kBias * sum;
 }
 
 template <GgmlType kType>
@@ -40,6 +48,7 @@ void write_sums(const uint8_t* act, size_t act_stride, int64_t /*n_act*/, int64_
 int packed_act_sums_per_block(GgmlType w_type) {
   switch (w_type) {
     case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
       return 1;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
@@ -58,11 +67,11 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
   switch (w_type) {
     case GgmlType::Q4_0:
       for_each_block<BlockQ8_0>(act, act_stride, nb, per, t_begin, t_end, out,
-                                [](const BlockQ8_0& a, int32_t* o) {
-                                  int32_t sum = 0;
-                                  for (int8_t q : a.qs) sum += q;
-                                  *o = -kQ4_0PackedBias * sum;
-                                });
+                                biased_start<kQ4_0PackedBias>);
+      return;
+    case GgmlType::Q5_0:
+      for_each_block<BlockQ8_0>(act, act_stride, nb, per, t_begin, t_end, out,
+                                biased_start<kQ5_0PackedBias>);
       return;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
@@ -102,6 +111,8 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
   switch (w_type) {
     case GgmlType::Q4_0:
       return {sums_bytes<GgmlType::Q4_0>, write_sums<GgmlType::Q4_0>};
+    case GgmlType::Q5_0:
+      return {sums_bytes<GgmlType::Q5_0>, write_sums<GgmlType::Q5_0>};
     case GgmlType::Q4_K:
       return {sums_bytes<GgmlType::Q4_K>, write_sums<GgmlType::Q4_K>};
     case GgmlType::Q5_K:

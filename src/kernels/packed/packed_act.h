@@ -14,15 +14,16 @@
 
 namespace vela {
 
-// Values per activation block for the packed kernels of w_type: Q4_0 (the AVX2 kernel): 1, the
-// start of each block's integer sum, -8 * its quants' sum; Q4_K / Q5_K: 4, the sums of
-// sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), the operand vpmaddwd / vpdpwssd meets
-// the packed (min, min) pairs with; Q6_K: 16, the start of each 16-element sub-block's sum,
-// -32 * its activation sum. 0 for other types.
+// Values per activation block for the packed kernels of w_type: Q4_0 and Q5_0 (the AVX2
+// kernels): 1, the start of each block's integer sum, -8 (Q5_0: -16) * its quants' sum; Q4_K /
+// Q5_K: 4, the sums of sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), the operand
+// vpmaddwd / vpdpwssd meets the packed (min, min) pairs with; Q6_K: 16, the start of each
+// 16-element sub-block's sum, -32 * its activation sum. 0 for other types.
 int packed_act_sums_per_block(GgmlType w_type);
 
 // Rows [t_begin, t_end) of w_type's values for the activation rows at act (act_stride bytes
-// apart; Q8_0 rows for Q4_0, Q8_K rows for the K types) of n_cols, into out: [rows][nb][per].
+// apart; Q8_0 rows for Q4_0 and Q5_0, Q8_K rows for the K types) of n_cols, into out:
+// [rows][nb][per].
 void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_stride, int64_t n_cols,
                            int64_t t_begin, int64_t t_end, int32_t* out);
 

@@ -30,6 +30,39 @@ struct BlockQ4_0x16 {
 };
 static_assert(sizeof(BlockQ4_0x16) == 16 * 18, "16 Q4_0 blocks");
 
+// The 5th bits of a Q5_0 / Q5_1 packed block, one byte plane for all 8 VNNI vectors: bit v of
+// byte qh[n][i] is the 5th bit of row n's element 4v + i, the weight in byte (n, i) of vector v
+// (v < 4: the low nibbles of qs[v], v >= 4: the high nibbles of qs[v - 4]). One shift and one
+// mask move vector v's bits to the levels' bit 4. As GGUF, 4 bytes per row.
+using PackedHighBits = uint8_t[kPackedRows][4];
+
+// 16 rows x one Q5_0 block (value d * (q - 16), q = 0..31): Q4_0's nibble layout plus the 5th
+// bits.
+struct BlockQ5_0x16 {
+  uint16_t d[kPackedRows];
+  uint8_t qs[4][kPackedRows][4];
+  PackedHighBits qh;
+};
+static_assert(sizeof(BlockQ5_0x16) == 16 * 22, "16 Q5_0 blocks");
+
+// 16 rows x one Q4_1 block (value d * q + m, q = 0..15): Q4_0's nibble layout, the offsets
+// beside the scales.
+struct BlockQ4_1x16 {
+  uint16_t d[kPackedRows];
+  uint16_t m[kPackedRows];
+  uint8_t qs[4][kPackedRows][4];
+};
+static_assert(sizeof(BlockQ4_1x16) == 16 * 20, "16 Q4_1 blocks");
+
+// 16 rows x one Q5_1 block (value d * q + m, q = 0..31).
+struct BlockQ5_1x16 {
+  uint16_t d[kPackedRows];
+  uint16_t m[kPackedRows];
+  uint8_t qs[4][kPackedRows][4];
+  PackedHighBits qh;
+};
+static_assert(sizeof(BlockQ5_1x16) == 16 * 24, "16 Q5_1 blocks");
+
 // 16 rows x one Q4_K super-block (256 elements, 8 sub-blocks of 32; value of element l of
 // sub-block j = d * scale_j * q - dmin * min_j, q = 0..15). The 6-bit scales and mins are stored
 // decoded; the quant bytes keep their nibble pairing (sub-blocks 2p and 2p + 1 share bytes) in
@@ -81,5 +114,6 @@ inline constexpr int kQ6_KOffset = 32;  // q - 32
 
 inline constexpr int kQ8_0PackedBias = 128;
 inline constexpr int kQ4_0PackedBias = 8;
+inline constexpr int kQ5_0PackedBias = 16;
 
 }  // namespace vela

@@ -57,24 +57,18 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
 }
 
 const PackedKernels& active_packed_kernels(GgmlType w_type) {
-  static const std::array<PackedKernels, 5> table = {select(GgmlType::Q8_0), select(GgmlType::Q4_0),
-                                                     select(GgmlType::Q4_K), select(GgmlType::Q5_K),
-                                                     select(GgmlType::Q6_K)};
+  static constexpr std::array kTypes = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                        GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                                        GgmlType::Q5_K, GgmlType::Q6_K};
+  static const auto table = [] {
+    std::array<PackedKernels, kTypes.size()> t;
+    for (size_t i = 0; i < kTypes.size(); ++i) t[i] = select(kTypes[i]);
+    return t;
+  }();
   static const PackedKernels none;
-  switch (w_type) {
-    case GgmlType::Q8_0:
-      return table[0];
-    case GgmlType::Q4_0:
-      return table[1];
-    case GgmlType::Q4_K:
-      return table[2];
-    case GgmlType::Q5_K:
-      return table[3];
-    case GgmlType::Q6_K:
-      return table[4];
-    default:
-      return none;
-  }
+  for (size_t i = 0; i < kTypes.size(); ++i)
+    if (kTypes[i] == w_type) return table[i];
+  return none;
 }
 
 }  // namespace vela

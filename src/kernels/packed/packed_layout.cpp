@@ -35,15 +35,51 @@ void pack_group(const BlockQ8_0* rows[kPackedRows], int64_t nb, BlockQ8_0x16* ou
 }
 
 // GGUF's byte k already holds elements k (low nibble) and 16 + k (high): bytes are copied.
-void pack_group(const BlockQ4_0* rows[kPackedRows], int64_t nb, BlockQ4_0x16* out) {
+// Q4_1, Q5_0 and Q5_1 keep Q4_0's nibble bytes; the 5th bits (GGUF bit k of qh = element k)
+// go to bit k / 4 of byte (n, k % 4) (packed_blocks.h).
+template <class Packed>
+void pack_high_bits(const uint8_t gguf_qh[4], int n, Packed& o) {
+  const uint32_t bits = load_u32(gguf_qh);
+  for (int i = 0; i < 4; ++i) {
+    uint8_t plane = 0;
+    for (int v = 0; v < 8; ++v) plane |= uint8_t(((bits >> (4 * v + i)) & 1) << v);
+    o.qh[n][i] = plane;
+  }
+}
+
+template <class Packed>
+void unpack_high_bits(const Packed& in, int n, uint8_t gguf_qh[4]) {
+  uint32_t bits = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int v = 0; v < 8; ++v) bits |= uint32_t((in.qh[n][i] >> v) & 1) << (4 * v + i);
+  std::memcpy(gguf_qh, &bits, 4);
+}
+
+template <class Block, class Packed>
+void pack_nibble_group(const Block* rows[kPackedRows], int64_t nb, Packed* out) {
   for (int64_t b = 0; b < nb; ++b) {
-    BlockQ4_0x16& o = out[b];
+    Packed& o = out[b];
     for (int n = 0; n < kPackedRows; ++n) {
-      const BlockQ4_0& src = rows[n][b];
+      const Block& src = rows[n][b];
       o.d[n] = src.d;
+      if constexpr (requires(const Block& x) { x.m; }) o.m[n] = src.m;
+      if constexpr (requires(const Block& x) { x.qh; }) pack_high_bits(src.qh, n, o);
       for (int j = 0; j < 4; ++j) std::memcpy(o.qs[j][n], src.qs + 4 * j, 4);
     }
   }
+}
+
+void pack_group(const BlockQ4_0* rows[kPackedRows], int64_t nb, BlockQ4_0x16* out) {
+  pack_nibble_group(rows, nb, out);
+}
+void pack_group(const BlockQ5_0* rows[kPackedRows], int64_t nb, BlockQ5_0x16* out) {
+  pack_nibble_group(rows, nb, out);
+}
+void pack_group(const BlockQ4_1* rows[kPackedRows], int64_t nb, BlockQ4_1x16* out) {
+  pack_nibble_group(rows, nb, out);
+}
+void pack_group(const BlockQ5_1* rows[kPackedRows], int64_t nb, BlockQ5_1x16* out) {
+  pack_nibble_group(rows, nb, out);
 }
 
 // Row n of a Q4_K or Q5_K super-block's scales, mins and low 4 bits (the same fields in both).
@@ -189,19 +225,33 @@ void unpack_block(const BlockQ8_0x16& in, int n, BlockQ8_0* out) {
 }
 
 // Byte (k/4, k%4) holds elements k and 16 + k, as GGUF's byte k does.
-void unpack_block(const BlockQ4_0x16& in, int n, BlockQ4_0* out) {
+template <class Packed, class Block>
+void unpack_nibble_block(const Packed& in, int n, Block* out) {
   out->d = in.d[n];
-  for (int k = 0; k < 16; ++k) {
-    const uint8_t byte = in.qs[k / 4][n][k % 4];
-    out->qs[k] = byte;
-  }
+  if constexpr (requires(Block & x) { x.m; }) out->m = in.m[n];
+  if constexpr (requires(Block & x) { x.qh; }) unpack_high_bits(in, n, out->qh);
+  for (int k = 0; k < 16; ++k) out->qs[k] = in.qs[k / 4][n][k % 4];
+}
+
+void unpack_block(const BlockQ4_0x16& in, int n, BlockQ4_0* out) {
+  unpack_nibble_block(in, n, out);
+}
+void unpack_block(const BlockQ5_0x16& in, int n, BlockQ5_0* out) {
+  unpack_nibble_block(in, n, out);
+}
+void unpack_block(const BlockQ4_1x16& in, int n, BlockQ4_1* out) {
+  unpack_nibble_block(in, n, out);
+}
+void unpack_block(const BlockQ5_1x16& in, int n, BlockQ5_1* out) {
+  unpack_nibble_block(in, n, out);
 }
 
 // Elements per packed block: the GGUF block's.
 template <class Block>
-constexpr int64_t kPackedK =
-    std::is_same_v<Block, BlockQ8_0> || std::is_same_v<Block, BlockQ4_0> ? kPackedBlockK
-                                                                         : kPackedSuperK;
+constexpr int64_t kPackedK = std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
+                                     std::is_same_v<Block, BlockQ6_K>
+                                 ? kPackedSuperK
+                                 : kPackedBlockK;
 
 template <class Block, class Packed>
 void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end, void* dst) {
@@ -244,6 +294,12 @@ int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
       return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ8_0x16));
     case GgmlType::Q4_0:
       return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_0x16));
+    case GgmlType::Q5_0:
+      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ5_0x16));
+    case GgmlType::Q4_1:
+      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_1x16));
+    case GgmlType::Q5_1:
+      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ5_1x16));
     case GgmlType::Q4_K:
       return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ4_Kx16));
     case GgmlType::Q5_K:
@@ -263,6 +319,12 @@ void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_
       return pack_rows<BlockQ8_0, BlockQ8_0x16>(src, n_cols, row_begin, row_end, dst);
     case GgmlType::Q4_0:
       return pack_rows<BlockQ4_0, BlockQ4_0x16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q5_0:
+      return pack_rows<BlockQ5_0, BlockQ5_0x16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q4_1:
+      return pack_rows<BlockQ4_1, BlockQ4_1x16>(src, n_cols, row_begin, row_end, dst);
+    case GgmlType::Q5_1:
+      return pack_rows<BlockQ5_1, BlockQ5_1x16>(src, n_cols, row_begin, row_end, dst);
     case GgmlType::Q4_K:
       return pack_rows<BlockQ4_K, BlockQ4_Kx16>(src, n_cols, row_begin, row_end, dst);
     case GgmlType::Q5_K:
@@ -281,6 +343,12 @@ void unpack_interleaved16_row(GgmlType w_type, const void* packed, int64_t n_col
       return unpack_row<BlockQ8_0, BlockQ8_0x16>(packed, n_cols, row, dst_row);
     case GgmlType::Q4_0:
       return unpack_row<BlockQ4_0, BlockQ4_0x16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q5_0:
+      return unpack_row<BlockQ5_0, BlockQ5_0x16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q4_1:
+      return unpack_row<BlockQ4_1, BlockQ4_1x16>(packed, n_cols, row, dst_row);
+    case GgmlType::Q5_1:
+      return unpack_row<BlockQ5_1, BlockQ5_1x16>(packed, n_cols, row, dst_row);
     case GgmlType::Q4_K:
       return unpack_row<BlockQ4_K, BlockQ4_Kx16>(packed, n_cols, row, dst_row);
     case GgmlType::Q5_K:

@@ -16,9 +16,28 @@ namespace {
 inline int level(const BlockQ8_0x16& b, int n, int k) {
   return int(b.qs[k / 4][n][k % 4]) - kQ8_0PackedBias;
 }
-inline int level(const BlockQ4_0x16& b, int n, int k) {
+// The 4 low bits of element k in Q4_0's nibble layout (shared by Q4_1, Q5_0 and Q5_1).
+template <class Packed>
+inline int nibble(const Packed& b, int n, int k) {
   const uint8_t byte = b.qs[(k % 16) / 4][n][k % 4];
-  return int(k < 16 ? byte & 0x0F : byte >> 4) - kQ4_0PackedBias;
+  return k < 16 ? byte & 0x0F : byte >> 4;
+}
+// The 5th bit of element k as a value (0 or 16).
+template <class Packed>
+inline int high_bit(const Packed& b, int n, int k) {
+  return ((b.qh[n][k % 4] >> (k / 4)) & 1) << 4;
+}
+inline int level(const BlockQ4_0x16& b, int n, int k) {
+  return nibble(b, n, k) - kQ4_0PackedBias;
+}
+inline int level(const BlockQ5_0x16& b, int n, int k) {
+  return (nibble(b, n, k) | high_bit(b, n, k)) - kQ5_0PackedBias;
+}
+inline int level(const BlockQ4_1x16& b, int n, int k) {  // 0..15
+  return nibble(b, n, k);
+}
+inline int level(const BlockQ5_1x16& b, int n, int k) {  // 0..31
+  return nibble(b, n, k) | high_bit(b, n, k);
 }
 inline int level(const BlockQ4_Kx16& b, int n, int k) {  // 0..15
   const int j = k / 32, l = k % 32;
@@ -36,13 +55,24 @@ inline int level(const BlockQ6_Kx16& b, int n, int k) {  // 0..63
   return low | (((b.qh[s][n][i] >> (2 * g)) & 3) << 4);
 }
 
-// Q8_0 / Q4_0: the block's exact integer dot, then acc = fma(float(isum), d_w * d_a, acc).
+// Q8_0 / Q4_0 / Q5_0: the block's exact integer dot, then acc = fma(float(isum), d_w * d_a, acc).
 template <class Packed>
 float step_q32(const Packed& w, int n, const BlockQ8_0& a, float acc) {
   int isum = 0;
   for (int k = 0; k < kPackedBlockK; ++k) isum += level(w, n, k) * int(a.qs[k]);
   const float scale = fp16_to_fp32(w.d[n]) * fp16_to_fp32(a.d);  // exact
   return std::fma(float(isum), scale, acc);
+}
+
+// Q4_1 / Q5_1 (value d_w q + m_w) against Q8_1 (d_a, s_a = d_a * sum of its quants): the exact
+// integer dot of the levels, then acc = fma(m_w, s_a, fma(float(isum), d_w * d_a, acc)).
+template <class Packed>
+float step_affine32(const Packed& w, int n, const BlockQ8_1& a, float acc) {
+  int isum = 0;
+  for (int k = 0; k < kPackedBlockK; ++k) isum += level(w, n, k) * int(a.qs[k]);
+  const float scale = fp16_to_fp32(w.d[n]) * fp16_to_fp32(a.d);  // exact
+  acc = std::fma(float(isum), scale, acc);
+  return std::fma(fp16_to_fp32(w.m[n]), fp16_to_fp32(a.s), acc);
 }
 
 // Q4_K / Q5_K: the exact integer sums of scale_j * dot_j and of min_j * (the activations' sum over
@@ -99,6 +129,12 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockQ8_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ8_0x16>>;
     case GgmlType::Q4_0:
       return gemm_ref<BlockQ4_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ4_0x16>>;
+    case GgmlType::Q5_0:
+      return gemm_ref<BlockQ5_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ5_0x16>>;
+    case GgmlType::Q4_1:
+      return gemm_ref<BlockQ4_1x16, BlockQ8_1, kPackedBlockK, step_affine32<BlockQ4_1x16>>;
+    case GgmlType::Q5_1:
+      return gemm_ref<BlockQ5_1x16, BlockQ8_1, kPackedBlockK, step_affine32<BlockQ5_1x16>>;
     case GgmlType::Q4_K:
       return gemm_ref<BlockQ4_Kx16, BlockQ8_K, kPackedSuperK, step_q4_k<BlockQ4_Kx16>>;
     case GgmlType::Q5_K:

@@ -1,11 +1,11 @@
-// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_K and Q6_K weights (packed_gemm.h), for
-// CPUs without AVX-512.
-// A packed block's vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows
-// 0-7 and 8-15, so with one broadcast activation dword, vpmaddubsw gives each row's two pair
-// sums (at most 2 * 15 * 127, no saturation), eight of them add up exactly in int16 (at most
-// 30480), and one vpmaddwd by ones makes each row's exact block sum. Then the reference's float
-// chain, so results are bit-identical to the scalar reference and to the AVX-512 kernels (batch
-// invariance holds on every kernel level). Q8_0 (below) takes its signed levels apart instead.
+// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q6_K weights
+// (packed_gemm.h), for CPUs without AVX-512. A packed block's vector j holds 4 weights of each of
+// the 16 rows; its 32-byte halves are rows 0-7 and 8-15, so with one broadcast activation dword,
+// vpmaddubsw gives each row's two pair sums (at most 2 * 15 * 127, no saturation), eight of them
+// add up exactly in int16 (at most 30480), and one vpmaddwd by ones makes each row's exact block
+// sum. Then the reference's float chain, so results are bit-identical to the scalar reference and
+// to the AVX-512 kernels (batch invariance holds on every kernel level). Q8_0 (below) takes its
+// signed levels apart instead.
 #include <type_traits>
 #include <vector>
 
@@ -44,16 +44,33 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
     }
 }
 
-// Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks.
-template <int R>
-void half_tile_q4_0(const BlockQ4_0x16* wg, int64_t nb, int h, const uint8_t* act,
-                    size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
+// The 4-bit and 5-bit formats on Q4_0's nibble layout: Q4_0 and Q5_0 (levels stored + bias,
+// against Q8_0; the bias enters through the activations' start sums) and Q4_1 and Q5_1 (d q + m,
+// against Q8_1, whose s = d_a * sum of quants carries the offset term).
+template <class Packed>
+struct NibbleFormat {
+  static constexpr bool kHighBit = requires(const Packed& p) { p.qh; };
+  static constexpr bool kAffine = requires(const Packed& p) { p.m; };
+  using Act = std::conditional_t<kAffine, BlockQ8_1, BlockQ8_0>;
+  // Token rows per tile: the affine 5-bit form also keeps the offsets and the bit plane live.
+  static constexpr int kMaxRows = kAffine && kHighBit ? 2 : 4;
+};
+
+// Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
+// (starts: the activations' start sums, Q4_0 / Q5_0 only). 4-bit levels: eight pair-sum vectors
+// add up exactly in int16 (at most 8 * 2 * 15 * 127); 5-bit ones (at most 2 * 31 * 127 each) four
+// at a time, then vpmaddwd.
+template <class Packed, int R>
+void half_tile_nibbles(const Packed* wg, int64_t nb, int h, const uint8_t* act, size_t act_stride,
+                       const int32_t* starts, float* y, int64_t y_stride) {
+  using F = NibbleFormat<Packed>;
+  using Act = typename F::Act;
+  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_0x16& blk = wg[b];
+    const Packed& blk = wg[b];
     prefetch_ahead(&blk);
     __m256i w[8];
     VELA_UNROLL
@@ -62,21 +79,47 @@ void half_tile_q4_0(const BlockQ4_0x16* wg, int64_t nb, int h, const uint8_t* ac
       w[j] = _mm256_and_si256(raw, low);
       w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
     }
+    if constexpr (F::kHighBit) {
+      // Vector v's 5th bits are bit v of each plane byte: shifted to bit 4 (bits that cross
+      // into a neighbouring byte of the 16-bit lane land outside bit 4 and are masked off).
+      const __m256i plane = loadu256(blk.qh[kHalfRows * h]), bit4 = _mm256_set1_epi8(0x10);
+      VELA_UNROLL
+      for (int v = 0; v < 8; ++v) {
+        const __m256i at4 =
+            v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
+        w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
+      }
+    }
     const __m256 dw =
         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
     VELA_UNROLL
     for (int r = 0; r < R; ++r) {
-      const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(act + size_t(r) * act_stride)[b];
-      __m256i s16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(load_i32(a.qs)));
+      const Act& a = reinterpret_cast<const Act*>(act + size_t(r) * act_stride)[b];
+      __m256i s16[2];
       VELA_UNROLL
-      for (int j = 1; j < 8; ++j)
-        s16 = _mm256_add_epi16(
-            s16, _mm256_maddubs_epi16(w[j], _mm256_set1_epi32(load_i32(a.qs + 4 * j))));
-      const __m256i isum =
-          _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
-                           _mm256_set1_epi32(starts[size_t(r) * size_t(nb) + size_t(b)]));
+      for (int part = 0; part < 2; ++part) {
+        s16[part] =
+            _mm256_maddubs_epi16(w[4 * part], _mm256_set1_epi32(load_i32(a.qs + 16 * part)));
+        VELA_UNROLL
+        for (int j = 1; j < 4; ++j)
+          s16[part] = _mm256_add_epi16(
+              s16[part],
+              _mm256_maddubs_epi16(w[4 * part + j],
+                                   _mm256_set1_epi32(load_i32(a.qs + 16 * part + 4 * j))));
+      }
+      __m256i isum = F::kHighBit ? _mm256_add_epi32(_mm256_madd_epi16(s16[0], ones),
+                                                    _mm256_madd_epi16(s16[1], ones))
+                                 : _mm256_madd_epi16(_mm256_add_epi16(s16[0], s16[1]), ones);
+      if constexpr (!F::kAffine)
+        isum =
+            _mm256_add_epi32(isum, _mm256_set1_epi32(starts[size_t(r) * size_t(nb) + size_t(b)]));
       const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[r]);
+      if constexpr (F::kAffine) {
+        const __m256 mw = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.m + kHalfRows * h)));
+        acc[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(half_to_float(a.s)), acc[r]);
+      }
     }
   }
   VELA_UNROLL
@@ -131,14 +174,15 @@ void gemm_q8_0(const PackedGemmArgs& p) {
   });
 }
 
-void gemm_q4_0(const PackedGemmArgs& p) {
+template <class Packed, GgmlType kType>
+void gemm_nibbles(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const int32_t* starts = packed_act_sums(GgmlType::Q4_0, p);
-  const auto* w = static_cast<const BlockQ4_0x16*>(p.w);
-  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    half_tile_q4_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                          p.act_stride, starts + t * nb,
-                                          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+  const int32_t* starts = NibbleFormat<Packed>::kAffine ? nullptr : packed_act_sums(kType, p);
+  const auto* w = static_cast<const Packed*>(p.w);
+  for_half_tiles<NibbleFormat<Packed>::kMaxRows>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+    half_tile_nibbles<Packed, decltype(rows)::value>(
+        w + g * nb, nb, h, p.act + size_t(t) * p.act_stride, p.act_stride,
+        starts ? starts + t * nb : nullptr, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
   });
 }
 
@@ -302,7 +346,13 @@ PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
     case GgmlType::Q8_0:
       return avx2::gemm_q8_0;
     case GgmlType::Q4_0:
-      return avx2::gemm_q4_0;
+      return avx2::gemm_nibbles<BlockQ4_0x16, GgmlType::Q4_0>;
+    case GgmlType::Q5_0:
+      return avx2::gemm_nibbles<BlockQ5_0x16, GgmlType::Q5_0>;
+    case GgmlType::Q4_1:
+      return avx2::gemm_nibbles<BlockQ4_1x16, GgmlType::Q4_1>;
+    case GgmlType::Q5_1:
+      return avx2::gemm_nibbles<BlockQ5_1x16, GgmlType::Q5_1>;
     case GgmlType::Q4_K:
       return avx2::gemm_q4_k;
     case GgmlType::Q6_K:
