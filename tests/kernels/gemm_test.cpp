@@ -26,6 +26,7 @@ using kernels::avx512::Avx512Extensions;
 const GgmlType kVnniGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
 const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::F32,
                                GgmlType::BF16};
+const GgmlType kAvx2GemmTypes[] = {GgmlType::F16, GgmlType::F32, GgmlType::BF16};
 
 size_t bytes_of(GgmlType type, int64_t n) {
   return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
@@ -71,21 +72,33 @@ std::vector<uint8_t> make_acts(const TypeTraits& traits, int64_t rows, int64_t n
   return out;
 }
 
-class Gemm : public testing::TestWithParam<GgmlType> {
+struct GemmCase {
+  KernelIsa isa;  // kAvx2 or kAvx512
+  GgmlType type;
+};
+
+class Gemm : public testing::TestWithParam<GemmCase> {
  protected:
   void SetUp() override {
-    if (!cpu_features().avx512 || !cpu_features().avx512_vnni)
-      GTEST_SKIP() << "CPU without AVX-512 VNNI";
-    if (GetParam() == GgmlType::BF16 && !cpu_features().avx512_bf16)
-      GTEST_SKIP() << "CPU without AVX512-BF16 (BF16 has no gemm_tile there)";
-    table_ = avx512_table({.vnni = true, .bf16 = cpu_features().avx512_bf16});
-    traits_ = &table_[size_t(GetParam())];
+    if (GetParam().isa == KernelIsa::kAvx2) {
+      if (!cpu_features().avx2) GTEST_SKIP() << "CPU without AVX2";
+      traits_ = type_traits_for(KernelIsa::kAvx2, type());
+    } else {
+      if (!cpu_features().avx512 || !cpu_features().avx512_vnni)
+        GTEST_SKIP() << "CPU without AVX-512 VNNI";
+      if (type() == GgmlType::BF16 && !cpu_features().avx512_bf16)
+        GTEST_SKIP() << "CPU without AVX512-BF16 (BF16 has no gemm_tile there)";
+      table_ = avx512_table({.vnni = true, .bf16 = cpu_features().avx512_bf16});
+      traits_ = &table_[size_t(type())];
+    }
+    ASSERT_NE(traits_, nullptr);
     ASSERT_NE(traits_->gemm_tile, nullptr);
   }
+  static GgmlType type() { return GetParam().type; }
   // gemm_tile over rows x acts with padded strides and out_stride > rows; checks each output
   // against vec_dot bit for bit and that nothing between outputs is written.
   void check(int64_t n, int64_t rows, int64_t acts, uint32_t seed) {
-    const GgmlType type = GetParam();
+    const GgmlType type = Gemm::type();
     const size_t w_stride = bytes_of(type, n) + 18;
     const size_t a_stride = bytes_of(traits_->vec_dot_type, n) + 36;
     const auto w = make_rows(type, rows, n, w_stride, seed);
@@ -118,7 +131,7 @@ TEST_P(Gemm, BitIdenticalToVecDotForEveryLength) {
     check(32 * nb, 5, 6, uint32_t(nb));
 }
 
-// Every ragged edge of the 4 x 4 register tile on both sides.
+// Every ragged edge of the register tiles (AVX-512 4 x 3, AVX2 2 x 3) on both sides.
 TEST_P(Gemm, BitIdenticalForRaggedTiles) {
   for (int64_t rows = 1; rows <= 9; ++rows)
     for (int64_t acts = 1; acts <= 9; ++acts) check(96, rows, acts, uint32_t(rows * 16 + acts));
@@ -127,7 +140,7 @@ TEST_P(Gemm, BitIdenticalForRaggedTiles) {
 // Float weights take any row length: tails of every size around the 16-lane (BF16: 32) chunks
 // and the chain step.
 TEST_P(Gemm, BitIdenticalForOddFloatLengths) {
-  const GgmlType type = GetParam();
+  const GgmlType type = Gemm::type();
   if (type != GgmlType::F16 && type != GgmlType::F32 && type != GgmlType::BF16)
     GTEST_SKIP() << "block types";
   for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 100})
@@ -141,7 +154,7 @@ TEST_P(Gemm, BitIdenticalAcrossWeightBlocks) {
 
 // Q8_0's -128 weight and extreme activation quants: the offset form stays exact.
 TEST_P(Gemm, ExtremeQuants) {
-  const GgmlType type = GetParam();
+  const GgmlType type = Gemm::type();
   if (type != GgmlType::Q8_0) GTEST_SKIP();
   constexpr int kBlocks = 7;
   std::vector<BlockQ8_0> w(kBlocks * 2), a(kBlocks * 3);
@@ -163,11 +176,19 @@ TEST_P(Gemm, ExtremeQuants) {
                 traits_->vec_dot(32 * kBlocks, &w[size_t(r) * kBlocks], &a[size_t(t) * kBlocks]));
 }
 
-std::string type_name(const testing::TestParamInfo<GgmlType>& info) {
-  return ggml_type_name(uint32_t(info.param));
+std::string case_name(const testing::TestParamInfo<GemmCase>& info) {
+  return std::string(info.param.isa == KernelIsa::kAvx2 ? "avx2_" : "avx512_") +
+         ggml_type_name(uint32_t(info.param.type));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Gemm, testing::ValuesIn(kGemmTypes), type_name);
+std::vector<GemmCase> gemm_cases() {
+  std::vector<GemmCase> cases;
+  for (GgmlType type : kGemmTypes) cases.push_back({KernelIsa::kAvx512, type});
+  for (GgmlType type : kAvx2GemmTypes) cases.push_back({KernelIsa::kAvx2, type});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Gemm, testing::ValuesIn(gemm_cases()), case_name);
 
 // Without VNNI the unsigned-weight form could saturate, so no int8 kernel is installed.
 TEST(GemmTable, NoKernelWithoutVnni) {
@@ -179,7 +200,8 @@ TEST(GemmTable, NoKernelWithoutVnni) {
 // matmul_rows on the active table (gemm_tile for batches where installed) equals one vec_dot per
 // element, for batch sizes around the gemm threshold and row ranges that split tiles.
 TEST(GemmMatmul, MatmulRowsEqualsVecDotBitForBit) {
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K,
+                        GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     const TypeTraits& traits = *type_traits(type);
     constexpr int64_t kRows = 37, kCols = 768;
     const size_t w_stride = bytes_of(type, kCols);

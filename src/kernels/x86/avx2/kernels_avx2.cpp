@@ -1,5 +1,5 @@
-// AVX2 + FMA + F16C kernel table: every weight type's vec_dot and vec_dot_rows, and the
-// activation conversions (this file is compiled with -mavx2 -mfma -mf16c).
+// AVX2 + FMA + F16C kernel table: every weight type's vec_dot and vec_dot_rows, the float types'
+// gemm_tile, and the activation conversions (this file is compiled with -mavx2 -mfma -mf16c).
 #include "kernels/x86/avx2/kernels_avx2.h"
 #include "kernels/kernel_table.h"
 
@@ -17,6 +17,9 @@ void register_avx2_kernels(TraitsTable& table) {
   set_dot(GgmlType::F32, k::vec_dot_f32_f32, k::vec_dot_rows_f32_f32);
   set_dot(GgmlType::F16, k::vec_dot_f16_f32, k::vec_dot_rows_f16_f32);
   set_dot(GgmlType::BF16, k::vec_dot_bf16_bf16, k::vec_dot_rows_bf16_bf16);
+  entry(GgmlType::F32).gemm_tile = k::gemm_tile_f32_f32;
+  entry(GgmlType::F16).gemm_tile = k::gemm_tile_f16_f32;
+  entry(GgmlType::BF16).gemm_tile = k::gemm_tile_bf16_bf16;
   set_dot(GgmlType::Q4_0, k::vec_dot_q4_0_q8_0, k::vec_dot_rows_q4_0_q8_0);
   set_dot(GgmlType::Q5_0, k::vec_dot_q5_0_q8_0, k::vec_dot_rows_q5_0_q8_0);
   set_dot(GgmlType::Q8_0, k::vec_dot_q8_0_q8_0, k::vec_dot_rows_q8_0_q8_0);

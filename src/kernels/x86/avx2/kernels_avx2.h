@@ -21,6 +21,14 @@ float vec_dot_bf16_bf16(int64_t n, const void* w, const void* a);  // w, a: [n] 
 void vec_dot_rows_f32_f32(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
 void vec_dot_rows_f16_f32(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
 void vec_dot_rows_bf16_bf16(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+// gemm_tile_* (TypeTraits::gemm_tile; parameters n, w, w_stride, n_w_rows, act, act_stride, n_act,
+// out, out_stride): bit-identical to the vec_dot above (gemm_float_avx2.cpp).
+void gemm_tile_f32_f32(int64_t, const void*, size_t, int64_t, const uint8_t*, size_t, int64_t,
+                       float*, int64_t);
+void gemm_tile_f16_f32(int64_t, const void*, size_t, int64_t, const uint8_t*, size_t, int64_t,
+                       float*, int64_t);
+void gemm_tile_bf16_bf16(int64_t, const void*, size_t, int64_t, const uint8_t*, size_t, int64_t,
+                         float*, int64_t);
 
 // 32-element block weights (dot_q_avx2.cpp); n a multiple of 32.
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);

@@ -171,7 +171,8 @@ void register_float_gemm_kernels(TraitsTable& table, Avx512Extensions ext) {
   table[size_t(GgmlType::F32)].gemm_tile = gemm_tile<F32Widen>;
   table[size_t(GgmlType::F16)].gemm_tile = gemm_tile<F16Widen>;
   // BF16's vec_dot is vdpbf16ps only with AVX512-BF16; without it the rows kernel serves.
-  if (ext.bf16) table[size_t(GgmlType::BF16)].gemm_tile = gemm_tile<BF16Copy>;
+  // (The table starts as the AVX2 one, whose BF16 gemm_tile matches only the AVX2 vec_dot.)
+  table[size_t(GgmlType::BF16)].gemm_tile = ext.bf16 ? gemm_tile<BF16Copy> : nullptr;
 }
 
 }  // namespace vela::kernels::avx512
