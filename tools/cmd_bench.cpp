@@ -29,7 +29,8 @@ int run_bench(int argc, char** argv) {
   if (argc > 0 && std::string_view(argv[0]) == "serve") return run_bench_serve(argc - 1, argv + 1);
   if (argc > 0 && std::string_view(argv[0]) == "mask") return run_bench_mask(argc - 1, argv + 1);
   if (argc > 0 && std::string_view(argv[0]) == "spec") return run_bench_spec(argc - 1, argv + 1);
-  Args args("bench", "-m MODEL.gguf [options]   (also: vela bench throughput|serve|matmul|spec|mask --help)",
+  Args args("bench",
+            "-m MODEL.gguf [options]   (also: vela bench throughput|serve|matmul|spec|mask --help)",
             {{"model", 'm', "FILE", "GGUF model file"},
              {"n-prompt", 'p', "N[,N..]", "prompt tokens per pp test; 0 = skip (default 512)"},
              {"n-gen", 'n', "N[,N..]", "generated tokens per tg test; 0 = skip (default 128)"},
@@ -127,8 +128,7 @@ int run_bench(int argc, char** argv) {
       r.test = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
       if (n_prompt > 0) {
         r.work_per_run = bench::prompt_flops(report.model, n_prompt, int32_t(*batch));
-        r.ceiling = report.model.int8_activations ? ceiling.int8_ops : ceiling.fp32_flops;
-        r.ceiling_name = report.model.int8_activations ? "int8 peak" : "fp32 peak";
+        r.ceiling = bench::prompt_ceiling(report.model, ceiling, &r.ceiling_name);
       } else {
         r.work_per_run = double(report.model.decode_bytes) * n_gen;
         r.ceiling = ceiling.read_bytes_per_s;

@@ -21,8 +21,33 @@ TEST(Roofline, MeasuresPositiveRatesOnEveryIsaThisCpuHas) {
     EXPECT_GT(r.read_bytes_per_s, 1e8) << kernel_isa_name(isa);
     EXPECT_GT(r.fp32_flops, 1e8) << kernel_isa_name(isa);
     EXPECT_GT(r.int8_ops, 1e8) << kernel_isa_name(isa);
+    if (isa == KernelIsa::kAvx512 && cpu_features().avx512_bf16)
+      EXPECT_GT(r.bf16_flops, 1e8);
+    else
+      EXPECT_EQ(r.bf16_flops, 0.0) << kernel_isa_name(isa) << ": no bf16 dot instruction";
   }
   EXPECT_GE(default_bandwidth_buffer_bytes(), size_t(1) << 20);
+}
+
+// Quantized weights meet the int8 peak; BF16 weights the bf16 peak where the CPU has one (else
+// the fp32 peak their widened form runs at); F16 / F32 the fp32 peak.
+TEST(Roofline, PromptCeilingFollowsTheWeightType) {
+  Roofline r;
+  r.fp32_flops = 1e11;
+  r.int8_ops = 3e11;
+  ModelProfile quantized, bf16, f16;
+  quantized.int8_activations = true;
+  bf16.bf16_weights = true;
+  std::string name;
+  EXPECT_EQ(prompt_ceiling(quantized, r, &name), 3e11);
+  EXPECT_EQ(name, "int8 peak");
+  EXPECT_EQ(prompt_ceiling(bf16, r, &name), 1e11);
+  EXPECT_EQ(name, "fp32 peak");
+  r.bf16_flops = 2e11;
+  EXPECT_EQ(prompt_ceiling(bf16, r, &name), 2e11);
+  EXPECT_EQ(name, "bf16 peak");
+  EXPECT_EQ(prompt_ceiling(f16, r, &name), 1e11);
+  EXPECT_EQ(name, "fp32 peak");
 }
 
 TEST(TestResult, StatisticsAndRooflineFraction) {
@@ -116,6 +141,11 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
   EXPECT_NE(md.find("pp10"), std::string::npos);
   EXPECT_NE(md.find("75.00 ± 35.36"), std::string::npos) << md;
   EXPECT_NE(md.find("% of int8 peak"), std::string::npos) << md;
+  EXPECT_EQ(md.find("bf16 peak"), std::string::npos) << "printed although not measured: " << md;
+  EXPECT_EQ(j["machine"]["roofline"][0]["peak_bf16_flops"], 0.0);
+  r.rooflines[0].bf16_flops = 2e11;
+  EXPECT_NE(format_markdown(r).find(", bf16 peak 200.00 GFLOP/s"), std::string::npos)
+      << format_markdown(r);
 }
 
 }  // namespace

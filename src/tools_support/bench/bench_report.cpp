@@ -65,8 +65,9 @@ std::string format_markdown(const BenchReport& r) {
            ": ";
     out += c.read_bytes_per_s > 0 ? "read bandwidth " + si(c.read_bytes_per_s, "B/s")
                                   : "read bandwidth not measured";
-    out += ", fp32 peak " + si(c.fp32_flops, "FLOP/s") + ", int8 peak " + si(c.int8_ops, "OP/s") +
-           "\n";
+    out += ", fp32 peak " + si(c.fp32_flops, "FLOP/s") + ", int8 peak " + si(c.int8_ops, "OP/s");
+    if (c.bf16_flops > 0) out += ", bf16 peak " + si(c.bf16_flops, "FLOP/s");
+    out += "\n";
   }
   if (r.bandwidth_buffer_bytes)
     out += "(bandwidth buffer " + fmt("%.0f", double(r.bandwidth_buffer_bytes) / (1 << 20)) +
@@ -102,7 +103,8 @@ std::string format_json(const BenchReport& r) {
     roof.push_back({{"threads", c.n_threads},
                     {"read_bandwidth_bytes_per_s", c.read_bytes_per_s},
                     {"peak_fp32_flops", c.fp32_flops},
-                    {"peak_int8_ops", c.int8_ops}});
+                    {"peak_int8_ops", c.int8_ops},
+                    {"peak_bf16_flops", c.bf16_flops}});
   j["machine"] = {{"cpu", r.cpu},
                   {"kernel_isa", r.isa},
                   {"forward_threads_supported", r.threads_supported},

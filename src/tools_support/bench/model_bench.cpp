@@ -94,10 +94,24 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
     if (bytes > most) most = bytes, dominant = type;
   p.int8_activations =
       dominant != GgmlType::F32 && dominant != GgmlType::F16 && dominant != GgmlType::BF16;
+  p.bf16_weights = dominant == GgmlType::BF16;
   p.type_name = ggml_type_name(uint32_t(dominant));
   if (auto ft = model.gguf().get_uint("general.file_type"); ft && ft->has_value())
     if (const char* n = file_type_name(**ft)) p.type_name = n;
   return p;
+}
+
+double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* name) {
+  if (p.int8_activations) {
+    *name = "int8 peak";
+    return r.int8_ops;
+  }
+  if (p.bf16_weights && r.bf16_flops > 0) {
+    *name = "bf16 peak";
+    return r.bf16_flops;
+  }
+  *name = "fp32 peak";
+  return r.fp32_flops;
 }
 
 double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch) {

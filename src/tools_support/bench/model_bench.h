@@ -11,6 +11,7 @@
 #include "kv/kv_cache.h"
 #include "model/llama_forward.h"
 #include "model/model.h"
+#include "tools_support/bench/roofline.h"
 #include "util/result.h"
 
 namespace vela::bench {
@@ -25,7 +26,13 @@ struct ModelProfile {
   uint64_t output_params = 0;        // elements of the output matrix (used per logits row)
   uint64_t decode_bytes = 0;         // weight bytes one decode step reads: block matrices + output
   bool int8_activations = false;     // dominant weight type multiplies int8-quantized activations
+  bool bf16_weights = false;         // dominant weight type is BF16 (bf16 dot products)
 };
+
+// The arithmetic ceiling of the model's prompt processing: int8 peak for quantized weights, the
+// bf16 peak for BF16 ones where the CPU has a bf16 dot instruction, else the fp32 peak. Sets
+// `name` to the ceiling's name.
+double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* name);
 
 ModelProfile profile_model(const Model& model, const std::string& path, uint64_t file_bytes);
 

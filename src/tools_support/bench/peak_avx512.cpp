@@ -1,4 +1,5 @@
-// Compiled with AVX-512 (F, BW, VNNI) flags; called only when cpu_features() reports them.
+// Compiled with AVX-512 (F, BW, VNNI, BF16) flags; each loop is called only when cpu_features()
+// reports what it uses.
 #include <immintrin.h>
 
 #include "tools_support/bench/peak_kernels.h"
@@ -53,6 +54,21 @@ uint64_t fp32_fma_loop_avx512(uint64_t iters, float* sink) {
                     _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
   *sink = hsum(s);
   return iters * 12 * 16 * 2;
+}
+
+uint64_t bf16_dot_loop_avx512(uint64_t iters, float* sink) {
+  // As the fp32 loop: 12 chains; each vdpbf16ps adds two bf16 products per f32 lane.
+  const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3A83);
+  __m512 a[12];
+  for (int k = 0; k < 12; ++k) a[k] = _mm512_set1_ps(0.1f * float(k));
+  for (uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < 12; ++k) a[k] = _mm512_dpbf16_ps(a[k], x, y);
+  }
+  __m512 s = a[0];
+  for (int k = 1; k < 12; ++k) s = _mm512_add_ps(s, a[k]);
+  *sink = hsum(s);
+  return iters * 12 * 16 * 4;
 }
 
 uint64_t int8_dot_loop_avx512_vnni(uint64_t iters, int32_t* sink) {

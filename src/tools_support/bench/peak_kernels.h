@@ -18,6 +18,10 @@ uint64_t fp32_fma_loop_avx2(uint64_t iters, float* sink);
 uint64_t int8_dot_loop_avx512_vnni(uint64_t iters, int32_t* sink);
 uint64_t int8_dot_loop_avx2(uint64_t iters, int32_t* sink);
 
+// Runs `iters` iterations of independent vdpbf16ps chains (AVX512-BF16); returns the FLOPs
+// executed (2 pairs x 2 per f32 lane).
+uint64_t bf16_dot_loop_avx512(uint64_t iters, float* sink);
+
 // Sums `bytes` bytes (a multiple of 256, 64-byte aligned) as 64-bit integers with full-width
 // loads: a read-only stream of the buffer.
 uint64_t read_sum_avx512(const uint8_t* data, size_t bytes);

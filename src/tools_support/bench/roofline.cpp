@@ -150,6 +150,11 @@ double measure_peak_int8(int n_threads, KernelIsa isa, double seconds) {
   return measure_loop<int32_t>(n_threads, seconds, int8_loop_scalar);
 }
 
+double measure_peak_bf16(int n_threads, KernelIsa isa, double seconds) {
+  if (isa != KernelIsa::kAvx512 || !cpu_features().avx512_bf16) return 0;
+  return measure_loop<float>(std::max(1, n_threads), seconds, bf16_dot_loop_avx512);
+}
+
 Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes, double seconds) {
   Roofline r;
   r.n_threads = n_threads;
@@ -157,6 +162,7 @@ Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes, 
     r.read_bytes_per_s = measure_read_bandwidth(n_threads, bandwidth_bytes, isa);
   r.fp32_flops = measure_peak_fp32(n_threads, isa, seconds);
   r.int8_ops = measure_peak_int8(n_threads, isa, seconds);
+  r.bf16_flops = measure_peak_bf16(n_threads, isa, seconds);
   return r;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // The machine's ceilings for a roofline comparison, measured at run time: memory read bandwidth
 // (a STREAM-like multi-threaded read of a buffer much larger than the last-level cache) and the
-// arithmetic peak of the selected kernel ISA (fp32 FMA chains, and int8 dot products: VNNI on
-// AVX-512, maddubs on AVX2), for a given thread count.
+// arithmetic peak of the selected kernel ISA (fp32 FMA chains; int8 dot products: VNNI on
+// AVX-512, maddubs on AVX2; bf16 pair dot products where AVX512-BF16 has them), for a given
+// thread count.
 // Thread-safety: the functions start and join their own threads; call from one thread at a time
 // (concurrent measurements would disturb each other, not corrupt anything).
 #include <cstddef>
@@ -18,6 +19,8 @@ struct Roofline {
   double read_bytes_per_s = 0;  // 0 when not measured
   double fp32_flops = 0;        // FLOP/s, 2 per FMA lane
   double int8_ops = 0;          // int8 ops/s, 2 per multiply-add
+  double bf16_flops = 0;        // FLOP/s of bf16 pair dot products (vdpbf16ps: 4 per f32 lane);
+                                // 0 where the kernels have no bf16 dot instruction (they widen)
 };
 
 // Buffer size for the bandwidth test: 4x the last-level cache, at least 256 MiB, at most a
@@ -30,8 +33,10 @@ double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int pa
 // Peak rates with n_threads threads each running the loop for about `seconds`.
 double measure_peak_fp32(int n_threads, KernelIsa isa, double seconds = 0.1);
 double measure_peak_int8(int n_threads, KernelIsa isa, double seconds = 0.1);
+// 0 unless the ISA is AVX-512 and the CPU has AVX512-BF16.
+double measure_peak_bf16(int n_threads, KernelIsa isa, double seconds = 0.1);
 
-// All three; bandwidth_bytes == 0 skips the bandwidth test.
+// All of them; bandwidth_bytes == 0 skips the bandwidth test.
 Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes,
                           double seconds = 0.1);
 
