@@ -456,14 +456,17 @@ class Converter {
     std::string body;
     for (const std::string& a : alts)
       body += (body.empty() ? "" : " | ") + std::string("(") + a + ")";
-    // Decimals x.f with x in [max(L,0), H-1] stay within [L, H): for non-negative ranges.
-    if (type == "number" && hi_i - 1 >= std::max<int64_t>(lo_i, 0)) {
-      std::string frac;
-      for (const std::string& p :
-           digit_range(uint64_t(std::max<int64_t>(lo_i, 0)), uint64_t(hi_i - 1)))
-        frac += (frac.empty() ? "" : " | ") + std::string("(") + p + ")";
-      body += " | (" + frac + ") \".\" [0-9]{1,15}";
-    }
+    // Decimals: x.f with x in [max(L, 0), H - 1] lies in [L, H), and -x.f with x in
+    // [max(-H, 0), -L - 1] in (L, H] (x.f < x + 1 whatever the digits f).
+    const auto decimals = [&](int64_t from, int64_t to, const char* sign) {
+      if (type != "number" || to < from) return;
+      std::string whole;
+      for (const std::string& p : digit_range(uint64_t(from), uint64_t(to)))
+        whole += (whole.empty() ? "" : " | ") + std::string("(") + p + ")";
+      body += std::string(" | ") + sign + "(" + whole + ") \".\" [0-9]{1,15}";
+    };
+    if (hi_i >= 1) decimals(std::max<int64_t>(lo_i, 0), hi_i - 1, "");
+    if (lo_i <= -1) decimals(std::max<int64_t>(-hi_i, 0), -lo_i - 1, "\"-\" ");
     out = add_rule(type + "-range", body);
     return true;
   }
