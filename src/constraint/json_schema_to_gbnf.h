@@ -8,7 +8,9 @@
 //   member, $ref to "#", "#/$defs/..." or "#/definitions/..." (recursion allowed),
 //   minLength / maxLength, pattern (matched against the whole string), format (date, time,
 //   date-time, uuid, email, ipv4), and integer / number bounds (minimum, maximum and their
-//   exclusive forms; numbers with bounds take integer values or, where non-negative, decimals).
+//   exclusive forms; numbers with bounds take integer values, or decimals whose integer part
+//   keeps them inside the bounds: within [0, 1] "0.25", within [-2, 3] "-1.75", not "2.5" for a
+//   maximum of 2.5).
 // Keywords that would need more (not, if/then/else, patternProperties, uniqueItems,
 // multipleOf, minProperties, ...) are errors naming the keyword and its location, so a request
 // never silently gets output its schema rejects.
