@@ -121,8 +121,16 @@ class Parser {
       } else if (c == '(') {
         ++pos_;
         skip_space(true);
+        // The parser recurses once per level: a bound keeps hostile nesting off the stack.
+        if (group_depth_ >= kMaxGroupNesting) {
+          fail("groups nested deeper than " + std::to_string(kMaxGroupNesting));
+          return false;
+        }
         std::vector<Sequence> alts;
-        if (!parse_alternatives(true, alts)) return false;
+        ++group_depth_;
+        const bool parsed = parse_alternatives(true, alts);
+        --group_depth_;
+        if (!parsed) return false;
         if (pos_ >= s_.size() || s_[pos_] != ')') {
           fail("expected ')'");
           return false;
@@ -422,6 +430,7 @@ class Parser {
 
   std::string_view s_;
   size_t pos_ = 0;
+  size_t group_depth_ = 0;  // parenthesized groups open at pos_
   GrammarBuilder b_;
   Error error_;
   std::map<std::string, uint32_t> class_rules_;

@@ -16,6 +16,8 @@ namespace vela::constraint {
 
 // Largest repetition count ({m,n}) accepted.
 inline constexpr uint32_t kMaxRepetition = 100'000;
+// Deepest nesting of parenthesized groups accepted.
+inline constexpr size_t kMaxGroupNesting = 1000;
 
 Result<Grammar> compile_gbnf(std::string_view text);
 

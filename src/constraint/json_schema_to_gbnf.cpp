@@ -1,5 +1,6 @@
 #include "constraint/json_schema_to_gbnf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -63,6 +64,36 @@ const std::set<std::string> kKnownKeywords = {"type",
 
 std::string json_literal(const json& value) {
   return gbnf_literal(value.dump(-1, ' ', false, json::error_handler_t::strict));
+}
+
+// Longest literal an enum is built into a prefix tree from; longer ones stay one alternative
+// each (the tree's nesting, one group per branching byte, is bounded by it).
+constexpr size_t kMaxTreeLiteral = 256;
+
+// GBNF alternatives for texts[b, e) (sorted, unique, sharing their first d bytes) as a prefix
+// tree: one alternative per next byte, so matching one of many values keeps one matcher stack
+// per byte read instead of one per value still possible.
+std::string literal_tree(const std::vector<std::string>& texts, size_t b, size_t e, size_t d) {
+  std::string alts;
+  const auto add = [&alts](const std::string& alt) { alts += (alts.empty() ? "" : " | ") + alt; };
+  for (size_t i = b; i < e;) {
+    if (texts[i].size() == d) {  // the shared prefix itself is a value (it sorts first)
+      add("\"\"");
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < e && texts[j][d] == texts[i][d]) ++j;
+    const std::string& first = texts[i];
+    const std::string& last = texts[j - 1];
+    size_t l = d + 1;  // the group's common prefix (first and last bound it, being sorted)
+    while (l < first.size() && l < last.size() && first[l] == last[l]) ++l;
+    const std::string run = gbnf_literal(first.substr(d, l - d));
+    add(j - i == 1 ? gbnf_literal(first.substr(d))
+                   : run + " (" + literal_tree(texts, i, j, l) + ")");
+    i = j;
+  }
+  return alts;
 }
 
 // Decimal-digit patterns for the integers lo..hi (0 <= lo <= hi), as GBNF alternatives.
@@ -246,8 +277,20 @@ class Converter {
     if (auto it = schema.find("enum"); it != schema.end()) {
       if (!it->is_array() || it->empty()) return fail(where, "enum must be a non-empty array");
       if (it->size() > kMaxEnumerated) return fail(where, "enum has too many values");
+      std::vector<std::string> texts;
+      size_t longest = 0;
+      for (const json& v : *it) {
+        texts.push_back(v.dump(-1, ' ', false, json::error_handler_t::strict));
+        longest = std::max(longest, texts.back().size());
+      }
+      std::sort(texts.begin(), texts.end());
+      texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
       std::string body;
-      for (const json& v : *it) body += (body.empty() ? "" : " | ") + json_literal(v);
+      if (longest <= kMaxTreeLiteral) {
+        body = literal_tree(texts, 0, texts.size(), 0);
+      } else {
+        for (const std::string& t : texts) body += (body.empty() ? "" : " | ") + gbnf_literal(t);
+      }
       out = add_rule("enum", body);
       return true;
     }

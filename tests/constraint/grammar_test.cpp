@@ -61,6 +61,12 @@ TEST(Gbnf, ErrorsNameTheProblem) {
   EXPECT_NE(err("root ::= [a-z\n").find("unterminated"), std::string::npos);
   EXPECT_NE(err("root ::= \"a\"{3,1}\n").find("n < m"), std::string::npos);
   EXPECT_NE(err("root ::= \"a\"{1000000}\n").find("repetition count"), std::string::npos);
+  // Hostile nesting is an error, not a stack overflow; the limit itself still parses.
+  const auto nested = [](size_t depth) {
+    return "root ::= " + std::string(depth, '(') + "\"a\"" + std::string(depth, ')') + "\n";
+  };
+  EXPECT_NE(err(nested(1'000'000)).find("nested deeper than 1000"), std::string::npos);
+  EXPECT_EQ(err(nested(kMaxGroupNesting)), "");
 }
 
 TEST(Regex, CommonSyntax) {

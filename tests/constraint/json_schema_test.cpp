@@ -140,6 +140,22 @@ TEST(JsonSchema, Corpus) {
   }
 }
 
+// An enum far larger than the matcher's stack cap: every value stays reachable (the values form
+// a prefix tree, so reading a value keeps one stack per byte), including values that are
+// prefixes of others and mixed JSON types; nothing else is accepted.
+TEST(JsonSchema, LargeEnumAcceptsEveryValue) {
+  nlohmann::json values = nlohmann::json::array();
+  for (int i = 0; i < 1500; ++i) values.push_back("v" + std::to_string(i));
+  values.push_back(7);
+  values.push_back(nullptr);
+  values.push_back(nlohmann::json{{"k", 1}});
+  auto g = compile_spec(json_spec(nlohmann::json{{"enum", values}}.dump()));
+  ASSERT_TRUE(g) << g.message();
+  for (const auto& v : values) EXPECT_TRUE(full_match(**g, v.dump())) << v.dump();
+  for (const char* s : {R"("v1500")", R"("v")", R"("v01")", "70", R"({"k":2})", "nul"})
+    EXPECT_FALSE(full_match(**g, s)) << s;
+}
+
 TEST(JsonSchema, LooseWhitespaceIsBounded) {
   StructuredOutputs s =
       json_spec(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})");
