@@ -152,6 +152,12 @@ TEST_P(Gemm, BitIdenticalAcrossWeightBlocks) {
   check(4128, 70, 5, 7);
 }
 
+// Enough activation rows that a kernel blocking the tokens for its caches (AVX2: ~192 KB of
+// them) runs several token blocks, with a ragged last one.
+TEST_P(Gemm, BitIdenticalAcrossTokenBlocks) {
+  check(2048, 13, 61, 9);
+}
+
 // Q8_0's -128 weight and extreme activation quants: the offset form stays exact.
 TEST_P(Gemm, ExtremeQuants) {
   const GgmlType type = Gemm::type();
