@@ -52,8 +52,6 @@ struct NibbleFormat {
   static constexpr bool kHighBit = requires(const Packed& p) { p.qh; };
   static constexpr bool kAffine = requires(const Packed& p) { p.m; };
   using Act = std::conditional_t<kAffine, BlockQ8_1, BlockQ8_0>;
-  // Token rows per tile: the affine 5-bit form also keeps the offsets and the bit plane live.
-  static constexpr int kMaxRows = kAffine && kHighBit ? 2 : 4;
 };
 
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
@@ -179,7 +177,7 @@ void gemm_nibbles(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
   const int32_t* starts = NibbleFormat<Packed>::kAffine ? nullptr : packed_act_sums(kType, p);
   const auto* w = static_cast<const Packed*>(p.w);
-  for_half_tiles<NibbleFormat<Packed>::kMaxRows>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_nibbles<Packed, decltype(rows)::value>(
         w + g * nb, nb, h, p.act + size_t(t) * p.act_stride, p.act_stride,
         starts ? starts + t * nb : nullptr, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
