@@ -325,7 +325,9 @@ void GenerationHandler::handle_stream_event(const Event& e) {
   if (e.text.empty() && !e.logprobs && !e.finished) return;
   Choice& c = choices_[size_t(e.choice)];
   json logprobs = nullptr;
-  if (e.logprobs) {
+  if (e.logprobs && !tool_parsers_.empty()) {
+    c.pending_logprobs.push_back(*e.logprobs);
+  } else if (e.logprobs) {
     std::span<const TokenLogprobs> one(&*e.logprobs, 1);
     logprobs = request_.endpoint == Endpoint::kCompletions ? completion_logprobs(one, c.text_offset)
                                                            : chat_logprobs(one);
@@ -339,8 +341,8 @@ void GenerationHandler::handle_stream_event(const Event& e) {
     if (!e.finished) return;
     if (!stream_tool_deltas(e.choice, parser.finish())) return;
     if (parser.saw_calls() && e.reason == FinishReason::kStop) finish = "tool_calls";
-    if (!sink->stream_write(sse_event(stream_chunk(meta_, e.choice, "", false, std::move(logprobs),
-                                                   finish, request_.include_usage))))
+    if (!sink->stream_write(sse_event(stream_chunk(
+            meta_, e.choice, "", false, take_pending_logprobs(c), finish, request_.include_usage))))
       client_gone();
     return;
   }
@@ -450,8 +452,9 @@ bool GenerationHandler::stream_tool_deltas(int32_t choice,
   auto sink = live_sink();
   if (!sink) return false;
   for (ToolCallStreamParser::Delta& d : deltas) {
-    json chunk =
-        stream_chunk(meta_, choice, d.content, false, nullptr, nullptr, request_.include_usage);
+    json chunk = stream_chunk(meta_, choice, d.content, false,
+                              take_pending_logprobs(choices_[size_t(choice)]), nullptr,
+                              request_.include_usage);
     if (d.index >= 0) {
       json call = {{"index", d.index}};
       if (!d.id.empty()) {
@@ -468,6 +471,13 @@ bool GenerationHandler::stream_tool_deltas(int32_t choice,
     }
   }
   return true;
+}
+
+json GenerationHandler::take_pending_logprobs(Choice& c) {
+  if (c.pending_logprobs.empty()) return nullptr;
+  json out = chat_logprobs(c.pending_logprobs);  // tool parsing is chat-only
+  c.pending_logprobs.clear();
+  return out;
 }
 
 void GenerationHandler::client_gone() {

@@ -96,6 +96,9 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
     int32_t cached = 0;
     int64_t text_offset = 0;  // completions logprobs text_offset, streaming
     CompletionOutput output;  // non-streaming result
+    // Streaming with a tool parser: logprobs of tokens whose text the parser still holds, sent
+    // with the next chunk it writes.
+    std::vector<TokenLogprobs> pending_logprobs;
   };
 
   void fail(const ApiError& error, int retry_after_seconds = 0);
@@ -138,6 +141,8 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   std::optional<Clock::time_point> first_token_;
   ToolCallFormat tool_format_ = ToolCallFormat::kHermes;
   std::vector<ToolCallStreamParser> tool_parsers_;  // [choices] when streaming tool calls
+  // The choice's pending logprobs as a chunk's "logprobs" (null when none), emptying them.
+  nlohmann::json take_pending_logprobs(Choice& c);
 
   // Engine thread only: when each choice's previous token came (inter-token latency).
   std::vector<Clock::time_point> last_token_time_;

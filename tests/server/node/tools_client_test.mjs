@@ -2,7 +2,7 @@
 // `vela serve` (random-weight model, Hermes-style chat template): response_format json_schema
 // (with zod's zodResponseFormat and the client's parse helper when zod is installed), tools with
 // tool_choice "required" and a named function, and streamed tool calls assembled by the
-// client's stream helper. Usage: node tools_client_test.mjs BASE_URL MODEL
+// client's stream helper, with every token's logprobs. Usage: node tools_client_test.mjs BASE_URL MODEL
 import OpenAI from 'openai';
 
 const [baseURL, model] = process.argv.slice(2);
@@ -102,6 +102,26 @@ async function streamed() {
   }
 }
 
+// Logprobs while the tool parser holds text back: every generated token's entry arrives, on
+// the chunks the parser writes, none lost to the held-back text.
+async function streamedLogprobs() {
+  const stream = await client.chat.completions.create({
+    model, messages, tools: [weather, time], temperature: 1, seed: 7, max_tokens: 300,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } }, stream: true,
+    logprobs: true, stream_options: { include_usage: true },
+  });
+  let entries = 0, tokens = -1, calls = 0;
+  for await (const chunk of stream) {
+    if (chunk.usage) tokens = chunk.usage.completion_tokens;
+    const c = chunk.choices[0];
+    if (!c) continue;
+    entries += c.logprobs?.content?.length ?? 0;
+    if (c.delta?.tool_calls) ++calls;
+  }
+  check(calls >= 1, 'no tool call streamed');
+  check(tokens > 0 && entries === tokens, `${entries} logprob entries for ${tokens} tokens`);
+}
+
 async function responseFormat() {
   let zod = null;
   try {
@@ -141,6 +161,7 @@ try {
   await required();
   await named();
   await streamed();
+  await streamedLogprobs();
   console.log('ok');
 } catch (e) {
   console.error('FAIL:', e.message);
