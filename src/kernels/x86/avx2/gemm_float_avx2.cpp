@@ -68,9 +68,13 @@ __attribute__((always_inline)) inline void chain_pair(int64_t n_steps, int64_t f
                                                       int64_t act_stride,
                                                       __m256 (&acc)[2][RW][RA]) {
   VELA_UNROLL
-  for (int h = 0; h < 2; ++h) VELA_UNROLL
-  for (int i = 0; i < RW; ++i) VELA_UNROLL
-  for (int j = 0; j < RA; ++j) acc[h][i][j] = _mm256_setzero_ps();
+  for (int h = 0; h < 2; ++h) {
+    VELA_UNROLL
+    for (int i = 0; i < RW; ++i) {
+      VELA_UNROLL
+      for (int j = 0; j < RA; ++j) acc[h][i][j] = _mm256_setzero_ps();
+    }
+  }
   for (int64_t m = 0; m < n_steps; ++m) {
     const int64_t k = m * kStep + first;
     VELA_UNROLL
@@ -119,10 +123,12 @@ void tile(int64_t n, const float* w, const float* act, int64_t act_stride, float
   }
   chain_pair<RW, RA>(n_steps, 2 * kChain, w, n, act, act_stride, c23);
   VELA_UNROLL
-  for (int i = 0; i < RW; ++i) VELA_UNROLL
-  for (int j = 0; j < RA; ++j)
-    out[j * out_stride + i] = hsum(_mm256_add_ps(_mm256_add_ps(c01[0][i][j], c01[1][i][j]),
-                                                 _mm256_add_ps(c23[0][i][j], c23[1][i][j])));
+  for (int i = 0; i < RW; ++i) {
+    VELA_UNROLL
+    for (int j = 0; j < RA; ++j)
+      out[j * out_stride + i] = hsum(_mm256_add_ps(_mm256_add_ps(c01[0][i][j], c01[1][i][j]),
+                                                   _mm256_add_ps(c23[0][i][j], c23[1][i][j])));
+  }
 }
 
 using TileFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t);
