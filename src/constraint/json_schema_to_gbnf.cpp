@@ -62,8 +62,13 @@ const std::set<std::string> kKnownKeywords = {"type",
                                               "contentMediaType",
                                               "unevaluatedProperties"};
 
+// A value's compact JSON text, as the grammar spells it.
+std::string json_text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::strict);
+}
+
 std::string json_literal(const json& value) {
-  return gbnf_literal(value.dump(-1, ' ', false, json::error_handler_t::strict));
+  return gbnf_literal(json_text(value));
 }
 
 // Longest literal an enum is built into a prefix tree from; longer ones stay one alternative
@@ -280,7 +285,7 @@ class Converter {
       std::vector<std::string> texts;
       size_t longest = 0;
       for (const json& v : *it) {
-        texts.push_back(v.dump(-1, ' ', false, json::error_handler_t::strict));
+        texts.push_back(json_text(v));
         longest = std::max(longest, texts.back().size());
       }
       std::sort(texts.begin(), texts.end());

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/packed/packed_blocks.h"
+#include "kernels/packed/packed_layout.h"
 #include "quant/blocks.h"
 
 namespace vela {
@@ -19,10 +20,6 @@ void for_each_block(const uint8_t* act, size_t act_stride, int64_t nb, int per, 
   }
 }
 
-int64_t block_cols(GgmlType w_type) {
-  return w_type == GgmlType::Q4_0 || w_type == GgmlType::Q5_0 ? kPackedBlockK : kPackedSuperK;
-}
-
 // The start of a block's integer sum for levels stored as q + bias: -bias * sum of its quants.
 template <int kBias>
 void biased_start(const BlockQ8_0& a, int32_t* o) {
@@ -33,7 +30,8 @@ void biased_start(const BlockQ8_0& a, int32_t* o) {
 
 template <GgmlType kType>
 size_t sums_bytes(int64_t n_act, int64_t n_cols) {
-  return size_t(n_act * (n_cols / block_cols(kType)) * packed_act_sums_per_block(kType)) *
+  return size_t(n_act * (n_cols / interleaved16_block_cols(kType)) *
+                packed_act_sums_per_block(kType)) *
          sizeof(int32_t);
 }
 
@@ -63,7 +61,7 @@ int packed_act_sums_per_block(GgmlType w_type) {
 void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_stride, int64_t n_cols,
                            int64_t t_begin, int64_t t_end, int32_t* out) {
   const int per = packed_act_sums_per_block(w_type);
-  const int64_t nb = n_cols / block_cols(w_type);
+  const int64_t nb = n_cols / interleaved16_block_cols(w_type);
   switch (w_type) {
     case GgmlType::Q4_0:
       for_each_block<BlockQ8_0>(act, act_stride, nb, per, t_begin, t_end, out,
@@ -100,8 +98,8 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
 const int32_t* packed_act_sums(GgmlType w_type, const PackedGemmArgs& p) {
   if (p.act_prepared != nullptr) return static_cast<const int32_t*>(p.act_prepared);
   thread_local std::vector<int32_t> sums;
-  const size_t n =
-      size_t(p.n_act * (p.n_cols / block_cols(w_type)) * packed_act_sums_per_block(w_type));
+  const size_t n = size_t(p.n_act * (p.n_cols / interleaved16_block_cols(w_type)) *
+                          packed_act_sums_per_block(w_type));
   if (sums.size() < n) sums.resize(n);
   write_packed_act_sums(w_type, p.act, p.act_stride, p.n_cols, 0, p.n_act, sums.data());
   return sums.data();

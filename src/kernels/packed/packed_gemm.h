@@ -3,15 +3,14 @@
 // Q8_0 and Q4_0 weights against Q8_0 activations and the K types against Q8_K activations: the
 // AVX-512 VNNI kernel (any batch), for Q8_0 / Q4_0 the AMX tile kernel (prompt processing and
 // batched decode) and for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q6_K an AVX2 kernel (Q4_1 and
-// Q5_1 against Q8_1 activations), with a scalar reference
-// that defines the result.
+// Q5_1 against Q8_1 activations), with a scalar reference that defines the result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's
 // float sum is the chain acc = fma(float(isum_b), d_w[b] * d_a[b], acc) over blocks in order
 // (d_w * d_a is exact: two 11-bit significands), Q4_1 / Q5_1 adding fma(m_w[b], s_a[b], acc)
-// after each block; Q4_K's per-super-block sums are exact integers
-// too, followed by a fixed sequence of float operations (ref/packed_gemm_ref.cpp). So a token's
+// after each block; Q4_K's per-super-block sums are exact integers too, followed by a fixed
+// sequence of float operations (ref/packed_gemm_ref.cpp). So a token's
 // logits never depend on which other tokens share its batch, nor on whether AMX or VNNI ran
 // (batch invariance).
 // Thread-safety: the kernels are pure functions; disjoint outputs may be computed concurrently.
@@ -54,15 +53,15 @@ struct PackedActPrep {
 enum class PackedKernelKind { kReference, kAvx2, kAvx512Vnni, kAmx };
 
 // The kernel of `kind` for weights of w_type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), or
-// nullptr when this
-// CPU (or the process's AMX permission) lacks it or the type has no packed form of that kind. AMX
-// is opt-in for now (VELA_AMX=1): it has not yet been verified on a CPU with tiles.
+// nullptr when this CPU (or the process's AMX permission) lacks it or the type has no packed
+// form of that kind. AMX is opt-in for now (VELA_AMX=1): it has not yet been verified on a CPU
+// with tiles.
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type);
 
 // What the engine uses: at the AVX-512 level the VNNI kernel below large_min_tokens tokens, AMX
 // from there on (when present); at the AVX2 level the AVX2 kernel (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q6_K). Null
-// `small` means no packed kernels at the selected kernel level: keep weights row-major.
+// Q4_K, Q6_K). Null `small` means no packed kernels at the selected kernel level: keep weights
+// row-major.
 struct PackedKernels {
   PackedGemmFn small = nullptr;
   PackedGemmFn large = nullptr;

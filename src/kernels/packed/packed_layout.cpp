@@ -55,8 +55,10 @@ void unpack_high_bits(const Packed& in, int n, uint8_t gguf_qh[4]) {
   std::memcpy(gguf_qh, &bits, 4);
 }
 
+// Q4_0, Q4_1, Q5_0 and Q5_1 (the other types have overloads of their own, which take
+// precedence over this template).
 template <class Block, class Packed>
-void pack_nibble_group(const Block* rows[kPackedRows], int64_t nb, Packed* out) {
+void pack_group(const Block* rows[kPackedRows], int64_t nb, Packed* out) {
   for (int64_t b = 0; b < nb; ++b) {
     Packed& o = out[b];
     for (int n = 0; n < kPackedRows; ++n) {
@@ -67,19 +69,6 @@ void pack_nibble_group(const Block* rows[kPackedRows], int64_t nb, Packed* out) 
       for (int j = 0; j < 4; ++j) std::memcpy(o.qs[j][n], src.qs + 4 * j, 4);
     }
   }
-}
-
-void pack_group(const BlockQ4_0* rows[kPackedRows], int64_t nb, BlockQ4_0x16* out) {
-  pack_nibble_group(rows, nb, out);
-}
-void pack_group(const BlockQ5_0* rows[kPackedRows], int64_t nb, BlockQ5_0x16* out) {
-  pack_nibble_group(rows, nb, out);
-}
-void pack_group(const BlockQ4_1* rows[kPackedRows], int64_t nb, BlockQ4_1x16* out) {
-  pack_nibble_group(rows, nb, out);
-}
-void pack_group(const BlockQ5_1* rows[kPackedRows], int64_t nb, BlockQ5_1x16* out) {
-  pack_nibble_group(rows, nb, out);
 }
 
 // Row n of a Q4_K or Q5_K super-block's scales, mins and low 4 bits (the same fields in both).
@@ -226,24 +215,11 @@ void unpack_block(const BlockQ8_0x16& in, int n, BlockQ8_0* out) {
 
 // Byte (k/4, k%4) holds elements k and 16 + k, as GGUF's byte k does.
 template <class Packed, class Block>
-void unpack_nibble_block(const Packed& in, int n, Block* out) {
+void unpack_block(const Packed& in, int n, Block* out) {
   out->d = in.d[n];
   if constexpr (requires(Block & x) { x.m; }) out->m = in.m[n];
   if constexpr (requires(Block & x) { x.qh; }) unpack_high_bits(in, n, out->qh);
   for (int k = 0; k < 16; ++k) out->qs[k] = in.qs[k / 4][n][k % 4];
-}
-
-void unpack_block(const BlockQ4_0x16& in, int n, BlockQ4_0* out) {
-  unpack_nibble_block(in, n, out);
-}
-void unpack_block(const BlockQ5_0x16& in, int n, BlockQ5_0* out) {
-  unpack_nibble_block(in, n, out);
-}
-void unpack_block(const BlockQ4_1x16& in, int n, BlockQ4_1* out) {
-  unpack_nibble_block(in, n, out);
-}
-void unpack_block(const BlockQ5_1x16& in, int n, BlockQ5_1* out) {
-  unpack_nibble_block(in, n, out);
 }
 
 // Elements per packed block: the GGUF block's.
@@ -274,6 +250,32 @@ void unpack_row(const void* packed, int64_t n_cols, int64_t row, void* dst_row) 
   for (int64_t b = 0; b < nb; ++b) unpack_block(group[b], int(row % kPackedRows), out + b);
 }
 
+// fn.template operator()<Block, Packed>() for w_type's GGUF block and packed group types;
+// false when w_type has no interleaved layout.
+template <class Fn>
+bool with_packed_types(GgmlType w_type, Fn&& fn) {
+  switch (w_type) {
+    case GgmlType::Q8_0:
+      return fn.template operator()<BlockQ8_0, BlockQ8_0x16>(), true;
+    case GgmlType::Q4_0:
+      return fn.template operator()<BlockQ4_0, BlockQ4_0x16>(), true;
+    case GgmlType::Q5_0:
+      return fn.template operator()<BlockQ5_0, BlockQ5_0x16>(), true;
+    case GgmlType::Q4_1:
+      return fn.template operator()<BlockQ4_1, BlockQ4_1x16>(), true;
+    case GgmlType::Q5_1:
+      return fn.template operator()<BlockQ5_1, BlockQ5_1x16>(), true;
+    case GgmlType::Q4_K:
+      return fn.template operator()<BlockQ4_K, BlockQ4_Kx16>(), true;
+    case GgmlType::Q5_K:
+      return fn.template operator()<BlockQ5_K, BlockQ5_Kx16>(), true;
+    case GgmlType::Q6_K:
+      return fn.template operator()<BlockQ6_K, BlockQ6_Kx16>(), true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 int64_t interleaved16_block_cols(GgmlType w_type) {
@@ -289,75 +291,31 @@ bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols) {
 }
 
 int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
-  switch (w_type) {
-    case GgmlType::Q8_0:
-      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ8_0x16));
-    case GgmlType::Q4_0:
-      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_0x16));
-    case GgmlType::Q5_0:
-      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ5_0x16));
-    case GgmlType::Q4_1:
-      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ4_1x16));
-    case GgmlType::Q5_1:
-      return n_cols / kPackedBlockK * int64_t(sizeof(BlockQ5_1x16));
-    case GgmlType::Q4_K:
-      return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ4_Kx16));
-    case GgmlType::Q5_K:
-      return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ5_Kx16));
-    case GgmlType::Q6_K:
-      return n_cols / kPackedSuperK * int64_t(sizeof(BlockQ6_Kx16));
-    default:
-      assert(false && "no interleaved layout for this type");
-      return 0;
-  }
+  int64_t bytes = 0;
+  const bool known = with_packed_types(w_type, [&]<class Block, class Packed>() {
+    bytes = n_cols / kPackedK<Block> * int64_t(sizeof(Packed));
+  });
+  assert(known && "no interleaved layout for this type");
+  (void)known;
+  return bytes;
 }
 
 void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_t row_begin,
                         int64_t row_end, void* dst) {
-  switch (w_type) {
-    case GgmlType::Q8_0:
-      return pack_rows<BlockQ8_0, BlockQ8_0x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q4_0:
-      return pack_rows<BlockQ4_0, BlockQ4_0x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q5_0:
-      return pack_rows<BlockQ5_0, BlockQ5_0x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q4_1:
-      return pack_rows<BlockQ4_1, BlockQ4_1x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q5_1:
-      return pack_rows<BlockQ5_1, BlockQ5_1x16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q4_K:
-      return pack_rows<BlockQ4_K, BlockQ4_Kx16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q5_K:
-      return pack_rows<BlockQ5_K, BlockQ5_Kx16>(src, n_cols, row_begin, row_end, dst);
-    case GgmlType::Q6_K:
-      return pack_rows<BlockQ6_K, BlockQ6_Kx16>(src, n_cols, row_begin, row_end, dst);
-    default:
-      assert(false && "no interleaved layout for this type");
-  }
+  const bool known = with_packed_types(w_type, [&]<class Block, class Packed>() {
+    pack_rows<Block, Packed>(src, n_cols, row_begin, row_end, dst);
+  });
+  assert(known && "no interleaved layout for this type");
+  (void)known;
 }
 
 void unpack_interleaved16_row(GgmlType w_type, const void* packed, int64_t n_cols, int64_t row,
                               void* dst_row) {
-  switch (w_type) {
-    case GgmlType::Q8_0:
-      return unpack_row<BlockQ8_0, BlockQ8_0x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q4_0:
-      return unpack_row<BlockQ4_0, BlockQ4_0x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q5_0:
-      return unpack_row<BlockQ5_0, BlockQ5_0x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q4_1:
-      return unpack_row<BlockQ4_1, BlockQ4_1x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q5_1:
-      return unpack_row<BlockQ5_1, BlockQ5_1x16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q4_K:
-      return unpack_row<BlockQ4_K, BlockQ4_Kx16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q5_K:
-      return unpack_row<BlockQ5_K, BlockQ5_Kx16>(packed, n_cols, row, dst_row);
-    case GgmlType::Q6_K:
-      return unpack_row<BlockQ6_K, BlockQ6_Kx16>(packed, n_cols, row, dst_row);
-    default:
-      assert(false && "no interleaved layout for this type");
-  }
+  const bool known = with_packed_types(w_type, [&]<class Block, class Packed>() {
+    unpack_row<Block, Packed>(packed, n_cols, row, dst_row);
+  });
+  assert(known && "no interleaved layout for this type");
+  (void)known;
 }
 
 }  // namespace vela
