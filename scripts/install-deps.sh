@@ -16,6 +16,8 @@ packages=(
   python3-pytest python3-tqdm                    # its tests; generate()'s progress bar
   python3-jsonschema                             # independent validator of structured output
   python3-venv python3-pip python3-setuptools python3-wheel  # pip install . (offline)
+  openmpi-bin libopenmpi-dev                     # tensor parallelism over MPI (src/dist/)
+  nginx                                          # replicas behind a load balancer (deploy/nginx/)
 )
 # The openai npm client drives the server in integration tests: Node.js and npm from Debian,
 # unless the machine already has them (e.g. a NodeSource build that bundles npm).
