@@ -80,6 +80,76 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
       if (m->data != nullptr) need(*m, options_.max_batch_tokens);
   need(model_->weights().output, options_.max_logits);
   for (MatmulScratch& s : scratch_) s.reserve(scratch);
+
+  tp_ = options_.tensor_parallel.get();
+  if (tp_ != nullptr) {
+    const int32_t n_ranks = tp_->size();
+    const ShardRanges& r = model_->weights().shard;
+    const int64_t head_cols = int64_t(r.n_head) * c.head_dim;
+    for (int32_t i = 0; i <= n_ranks; ++i) {
+      head_split_.push_back(i * head_cols);
+      ff_split_.push_back(i * r.n_ff);
+      vocab_split_.push_back(shard_vocab_begin(c.n_vocab, {i, n_ranks}));
+    }
+    local_logits_.resize(size_t(options_.max_logits) * size_t(r.n_vocab));
+    gather_counts_.resize(size_t(n_ranks));
+    size_t gathered = tp_->rank() == 0 ? size_t(options_.max_logits) * size_t(c.n_vocab) : 0;
+    if (r.replicated_attn_output) {
+      attn_full_.resize(T * size_t(head_split_.back()));
+      gathered = std::max(gathered, attn_full_.size());
+    }
+    if (r.replicated_ffn_down) {
+      ffn_full_.resize(T * size_t(ff_split_.back()));
+      gathered = std::max(gathered, ffn_full_.size());
+    }
+    gathered_.resize(gathered);
+  }
+}
+
+void LlamaForward::gather_columns(const float* local, int64_t n_rows,
+                                  std::span<const int64_t> split, float* out, bool everyone) {
+  const int32_t n_ranks = tp_->size();
+  const int32_t rank = tp_->rank();
+  const int64_t local_cols = split[size_t(rank) + 1] - split[size_t(rank)];
+  const std::span<const float> part{local, size_t(n_rows * local_cols)};
+  if (!everyone && rank != 0) {
+    tp_->gather(part, {}, {}, false);
+    return;
+  }
+  for (int32_t r = 0; r < n_ranks; ++r)
+    gather_counts_[size_t(r)] = n_rows * (split[size_t(r) + 1] - split[size_t(r)]);
+  tp_->gather(part, {gathered_.data(), size_t(n_rows * split.back())}, gather_counts_, everyone);
+  // Rank-major [rank][row, rank's columns] to [row, all columns].
+  const float* from = gathered_.data();
+  for (int32_t r = 0; r < n_ranks; ++r) {
+    const int64_t begin = split[size_t(r)], cols = split[size_t(r) + 1] - begin;
+    for (int64_t i = 0; i < n_rows; ++i)
+      std::copy_n(from + i * cols, cols, out + i * split.back() + begin);
+    from += n_rows * cols;
+  }
+}
+
+void LlamaForward::output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
+                                     std::span<const int64_t> split, std::vector<float>& full) {
+  if (tp_ != nullptr && !full.empty()) {
+    gather_columns(x, n_tokens, split, full.data(), true);
+    x = full.data();
+  }
+  project(x, n_tokens, {{&w, proj_.data()}});
+  if (tp_ != nullptr && full.empty())
+    tp_->all_reduce_sum({proj_.data(), size_t(n_tokens * model_->config().n_embd)});
+}
+
+void LlamaForward::output_head(int64_t n_logits, std::span<float> logits) {
+  const ModelConfig& c = model_->config();
+  const WeightMatrix& head = model_->weights().output;
+  float* out = tp_ != nullptr ? local_logits_.data() : logits.data();
+  project(final_.data(), n_logits, {{&head, out}});
+  if (c.final_softcap > 0.0f)
+    for_ranges(n_logits * head.n_rows, 16, [&](int64_t i0, int64_t i1) {
+      soft_cap(out + i0, i1 - i0, c.final_softcap);
+    });
+  if (tp_ != nullptr) gather_columns(out, n_logits, vocab_split_, logits.data(), false);
 }
 
 template <class Fn>
@@ -203,7 +273,8 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
     return make_error("too many logits rows requested");
   for (int32_t i : b.logits_indices)
     if (i < 0 || i >= T) return make_error("logits index out of range");
-  if (logits_size < b.logits_indices.size() * size_t(c.n_vocab))
+  const bool logits_here = tp_ == nullptr || tp_->rank() == 0;
+  if (logits_here && logits_size < b.logits_indices.size() * size_t(c.n_vocab))
     return make_error("logits buffer too small");
   for (int32_t i : b.hidden_indices)
     if (i < 0 || i >= T) return make_error("hidden-state index out of range");
@@ -222,6 +293,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   trace::Phases parts("forward");
   parts.next("prepare");
   if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
+  if (tp_ != nullptr && tp_->rank() == 0) tp_->send_batch(b);
   const ModelConfig& c = model_->config();
   const ModelWeights& w = model_->weights();
   const int64_t T = b.n_tokens();
@@ -323,7 +395,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
     ops.next("attention");
     attention(b, cache, il, attn);
     ops.next("attn_out_matmul");
-    project(attn_.data(), T, {{&l.wo, proj_.data()}});
+    output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
     add_residual(l.post_attn_norm);
 
     ops.next("ffn_norm");
@@ -349,13 +421,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
       rms_norm(x_.data() + int64_t(b.logits_indices[size_t(i)]) * E, w.output_norm.data(), 1, E,
                c.rms_eps, final_.data() + i * E);
   });
-  if (n_logits > 0) project(final_.data(), n_logits, {{&w.output, logits.data()}});
-  if (c.final_softcap > 0.0f) {
-    const int64_t V = c.n_vocab;
-    for_ranges(n_logits * V, 16, [&](int64_t i0, int64_t i1) {
-      soft_cap(logits.data() + i0, i1 - i0, c.final_softcap);
-    });
-  }
+  if (n_logits > 0) output_head(n_logits, logits);
   return {};
 }
 
@@ -371,7 +437,7 @@ void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T)
   for_ranges(T * n_ff, 16, [&](int64_t i0, int64_t i1) {
     gated_activation(act, gate_.data() + i0, up_.data() + i0, i1 - i0);
   });
-  project(gate_.data(), T, {{&l.w_down, proj_.data()}});
+  output_projection(l.w_down, gate_.data(), T, ff_split_, ffn_full_);
 }
 
 }  // namespace vela

@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/rope.h"
+#include "model/tensor_parallel.h"
 #include "util/result.h"
 #include "util/thread_pool.h"
 
@@ -36,6 +37,8 @@ struct ForwardOptions {
   // handing work to the pool costs about a microsecond; -1 = the defaults (per step kind),
   // 0 = split every step (tests).
   int64_t min_parallel_work = -1;
+  // A tensor-parallel rank's group (the model holds that rank's slice); null = one process.
+  std::shared_ptr<TensorParallel> tensor_parallel;
 };
 
 class LlamaForward {
@@ -55,7 +58,9 @@ class LlamaForward {
   // batch.logits_indices to `logits`: [n_logits, n_vocab], and the final hidden states (after
   // the output norm) of those named by batch.hidden_indices to `hidden`: [n_hidden, n_embd].
   // Checks the batch (sizes, token ids, positions, block ids) and returns an error instead of
-  // touching memory it should not.
+  // touching memory it should not. Tensor-parallel: rank 0 sends the batch to the other ranks,
+  // which call this with the batch they received and empty logits (only rank 0 gets logits and
+  // hidden states).
   Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
                  std::span<float> hidden = {});
 
@@ -87,6 +92,19 @@ class LlamaForward {
   void attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
                  const AttentionParams& p);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
+  // The output head over final_'s n_logits rows into logits (gathering the ranks' vocabulary
+  // slices when tensor-parallel).
+  void output_head(int64_t n_logits, std::span<float> logits);
+  // y = W x of a sub-layer's output matrix (attention output, FFN down) into proj_, for x the
+  // rank's slice [n_tokens, split[rank + 1] - split[rank]] of the full input's columns: the
+  // partial products summed over the ranks, or for a matrix every rank keeps whole, the full
+  // input gathered first into `full` [n_tokens, split.back()].
+  void output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
+                         std::span<const int64_t> split, std::vector<float>& full);
+  // The ranks' column slices of a [n_rows, split.back()] matrix, rank r's [n_rows, split[r + 1] -
+  // split[r]] in `local`, assembled in `out` on rank 0 (everyone: on every rank).
+  void gather_columns(const float* local, int64_t n_rows, std::span<const int64_t> split,
+                      float* out, bool everyone);
 
   std::shared_ptr<const Model> model_;
   ForwardOptions options_;
@@ -115,6 +133,16 @@ class LlamaForward {
   std::vector<TokenRun> runs_;  // [<= T] this pass's attention runs
   int64_t attention_work_ = 0;  // multiply-adds of one layer's attention in this pass
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
+  // Tensor-parallel only.
+  TensorParallel* tp_ = nullptr;      // options_.tensor_parallel
+  std::vector<float> local_logits_;   // [max_logits, this rank's vocabulary rows]
+  std::vector<float> gathered_;       // [n_ranks][rows, that rank's columns] of a gather
+  std::vector<float> attn_full_;      // [T, full n_head * head_dim] (attention output kept whole)
+  std::vector<float> ffn_full_;       // [T, full n_ff] (FFN down kept whole)
+  std::vector<int64_t> head_split_;   // [n_ranks + 1] first attention column of each rank
+  std::vector<int64_t> ff_split_;     // [n_ranks + 1] first FFN column of each rank
+  std::vector<int64_t> vocab_split_;  // [n_ranks + 1] first vocabulary row of each rank
+  std::vector<int64_t> gather_counts_;  // [n_ranks] floats each rank sends in a gather
 };
 
 }  // namespace vela

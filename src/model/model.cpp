@@ -33,12 +33,14 @@ Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const Gguf
   if (!config) return config.error();
   const bool repack = options.repack_weights && !repack_disabled_by_env();
   auto weights = ModelWeights::load(
-      *gguf, *config, repack, repack && options.repack_experts && !expert_repack_disabled_by_env());
+      *gguf, *config, repack, repack && options.repack_experts && !expert_repack_disabled_by_env(),
+      options.shard);
   if (!weights) return weights.error();
   auto model = std::shared_ptr<Model>(new Model());
   model->gguf_ = std::move(gguf);
-  model->config_ = std::move(*config);
+  model->config_ = shard_config(*config, weights->shard);
   model->weights_ = std::move(*weights);
+  model->shard_ = options.shard;
   return std::shared_ptr<const Model>(std::move(model));
 }
 

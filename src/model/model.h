@@ -19,6 +19,9 @@ struct ModelLoadOptions {
   // kernels decode and prefill faster than row-major ones read from the file mapping's 4 KiB
   // pages; off, experts no token chooses are not even paged in.
   bool repack_experts = true;
+  // A tensor-parallel rank keeps only its slice of the weights, and its config() has that
+  // slice's heads and FFN width (tensor_shard.h).
+  TensorShard shard;
 };
 
 class Model {
@@ -31,11 +34,13 @@ class Model {
   const GgufFile& gguf() const { return *gguf_; }
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  const TensorShard& shard() const { return shard_; }
 
  private:
   std::shared_ptr<const GgufFile> gguf_;  // owns the mapping the weights point into
   ModelConfig config_;
   ModelWeights weights_;
+  TensorShard shard_;
 };
 
 }  // namespace vela

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cassert>
 #include <string>
 #include <thread>
@@ -67,6 +68,11 @@ void release_mapped_pages(const void* data, int64_t bytes) {
 // release_pages: only for a file mapping (an in-memory image would be zeroed, not re-read).
 void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices,
                      bool release_pages) {
+  const auto in_column_slice = [&](const void* p) {
+    for (const auto& slice : w.column_slices)
+      if (slice.get() == p) return true;
+    return false;
+  };
   std::vector<WeightMatrix*> chosen;
   int64_t total = 0;
   for (WeightMatrix* m : matrices) {
@@ -90,7 +96,8 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   const auto pack = [&](size_t i) {
     const WeightMatrix& m = *chosen[i];
     pack_interleaved16(m.type, m.data, m.n_cols, 0, m.n_rows, dst[i]);
-    if (release_pages) release_mapped_pages(m.data, m.n_rows * m.row_bytes);
+    if (release_pages && !in_column_slice(m.data))
+      release_mapped_pages(m.data, m.n_rows * m.row_bytes);
   };
   const size_t n_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
                                               std::min<size_t>(chosen.size(), 16));
@@ -102,10 +109,38 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   for (size_t i = 0; i < chosen.size(); i += n_threads) pack(i);
   for (std::thread& th : threads) th.join();
   for (size_t i = 0; i < chosen.size(); ++i) {
+    std::erase_if(w.column_slices, [&](const auto& slice) { return slice.get() == chosen[i]->data; });
     chosen[i]->data = dst[i];
     chosen[i]->layout = WeightLayout::kInterleaved16;
   }
 }
+
+// Columns [col_begin, col_begin + n_cols) of row-major m (whole blocks) copied into a buffer of
+// w.column_slices.
+WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, int64_t col_begin,
+                          int64_t n_cols) {
+  const GgmlTypeInfo info = *ggml_type_info(uint32_t(m.type));
+  assert(col_begin % info.block_size == 0 && n_cols % info.block_size == 0);
+  WeightMatrix v = m;
+  v.n_cols = n_cols;
+  v.row_bytes = row_bytes(info, n_cols);
+  auto slice = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(m.n_rows * v.row_bytes)]);
+  const int64_t offset = col_begin / info.block_size * info.type_size;
+  for (int64_t r = 0; r < m.n_rows; ++r)
+    std::memcpy(slice.get() + r * v.row_bytes,
+                static_cast<const uint8_t*>(m.data) + r * m.row_bytes + offset,
+                size_t(v.row_bytes));
+  v.data = slice.get();
+  w.column_slices.push_back(std::move(slice));
+  return v;
+}
+
+std::vector<float> slice_vector(const std::vector<float>& v, int64_t begin, int64_t n) {
+  if (v.empty()) return v;
+  return {v.begin() + begin, v.begin() + begin + n};
+}
+
+int64_t block_columns(GgmlType type) { return ggml_type_info(uint32_t(type))->block_size; }
 
 }  // namespace
 
@@ -123,7 +158,7 @@ WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_row
 }
 
 Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack,
-                                        bool repack_experts) {
+                                        bool repack_experts, const TensorShard& shard) {
   ModelWeights w;
   const ArchDescription& arch = *c.arch;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
@@ -213,6 +248,46 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     }
   }
 #undef VELA_TRY_ASSIGN
+  if (shard.sharded()) {
+    int64_t attn_block_cols = 1, down_block_cols = 1;
+    for (const LayerWeights& l : w.layers) {
+      attn_block_cols = std::max(attn_block_cols, block_columns(l.wo.type));
+      if (l.w_down.data) down_block_cols = std::max(down_block_cols, block_columns(l.w_down.type));
+    }
+    auto ranges = shard_ranges(c, shard, attn_block_cols, down_block_cols);
+    if (!ranges) return ranges.error();
+    w.shard = *ranges;
+    const ShardRanges& r = w.shard;
+    const int64_t hd = c.head_dim;
+    for (size_t i = 0; i < size_t(c.n_layer); ++i) {
+      LayerWeights& l = w.layers[i];
+      if (fused_qkv[i].data) {  // split into this rank's row views; each is repacked alone
+        l.wq = weight_rows(fused_qkv[i], 0, q_dim);
+        l.wk = weight_rows(fused_qkv[i], q_dim, kv_dim);
+        l.wv = weight_rows(fused_qkv[i], q_dim + kv_dim, kv_dim);
+        fused_qkv[i] = {};
+      }
+      if (fused_gate_up[i].data) {
+        l.w_gate = weight_rows(fused_gate_up[i], 0, c.n_ff);
+        l.w_up = weight_rows(fused_gate_up[i], c.n_ff, c.n_ff);
+        fused_gate_up[i] = {};
+      }
+      l.wq = weight_rows(l.wq, r.head_begin * hd, r.n_head * hd);
+      l.wk = weight_rows(l.wk, r.kv_head_begin * hd, r.n_head_kv * hd);
+      l.wv = weight_rows(l.wv, r.kv_head_begin * hd, r.n_head_kv * hd);
+      l.bq = slice_vector(l.bq, r.head_begin * hd, r.n_head * hd);
+      l.bk = slice_vector(l.bk, r.kv_head_begin * hd, r.n_head_kv * hd);
+      l.bv = slice_vector(l.bv, r.kv_head_begin * hd, r.n_head_kv * hd);
+      if (!r.replicated_attn_output)
+        l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd);
+      l.w_gate = weight_rows(l.w_gate, r.ff_begin, r.n_ff);
+      l.w_up = weight_rows(l.w_up, r.ff_begin, r.n_ff);
+      if (!r.replicated_ffn_down) l.w_down = copy_columns(w, l.w_down, r.ff_begin, r.n_ff);
+    }
+    w.output = weight_rows(w.output, r.vocab_begin, r.n_vocab);
+  } else {
+    w.shard = *shard_ranges(c, shard, 1, 1);
+  }
   if (repack) {
     std::vector<WeightMatrix*> matrices;
     for (LayerWeights& l : w.layers)

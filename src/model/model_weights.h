@@ -13,6 +13,7 @@
 #include "io/gguf.h"
 #include "kernels/packed/packed_layout.h"
 #include "model/model_config.h"
+#include "model/tensor_shard.h"
 #include "quant/ggml_type.h"
 #include "util/result.h"
 
@@ -81,12 +82,19 @@ struct ModelWeights {
   // Owns the repacked matrices (empty when none was repacked).
   std::shared_ptr<uint8_t[]> repacked;
   int64_t repacked_bytes = 0;
+  // A tensor-parallel rank's slice: which heads, FFN columns and vocabulary rows it holds, and
+  // the column slices it copied out of the mapping (those not repacked).
+  ShardRanges shard;
+  std::vector<std::shared_ptr<uint8_t[]>> column_slices;
 
   // Checks every tensor's presence, type and shape against the config. With repack, matrices the
   // selected kernels prefer interleaved are repacked (the embedding table, read by row, never).
   // repack_experts: the experts' stacked matrices too (otherwise they stay in the mapping).
+  // A sharded `shard` keeps only that rank's slices (tensor_shard.h); the rest of the mapping is
+  // never read.
   static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config,
-                                   bool repack = true, bool repack_experts = true);
+                                   bool repack = true, bool repack_experts = true,
+                                   const TensorShard& shard = {});
 };
 
 }  // namespace vela

@@ -1,0 +1,63 @@
+#pragma once
+// The collective operations a tensor-parallel forward pass needs, as an interface the
+// distributed runtime (src/dist/) implements over MPI. Rank 0 runs the engine: before each pass
+// it sends the batch, and every other rank runs the same pass on its slice of the weights
+// (tensor_shard.h). The slices meet twice per layer, in an all-reduce of the attention output
+// and FFN down projections (or, for a matrix kept whole, a gather of its input), and once per
+// pass when rank 0 gathers the logits' vocabulary slices.
+// Thread-safety: each rank calls its group from one thread at a time (the one running its
+// passes); every rank makes the same calls in the same order.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "model/forward_batch.h"
+#include "util/result.h"
+
+namespace vela {
+
+class KvCache;
+class LlamaForward;
+
+class TensorParallel {
+ public:
+  virtual ~TensorParallel() = default;
+  virtual int32_t rank() const = 0;
+  virtual int32_t size() const = 0;
+
+  // Rank 0: the batch of the pass it is about to run (hidden-state rows are rank 0's alone).
+  virtual void send_batch(const ForwardBatch& batch) = 0;
+  // Other ranks: the next batch rank 0 sent, valid until the next call; nullopt once rank 0
+  // has closed the group.
+  virtual std::optional<ForwardBatch> receive_batch() = 0;
+  // Rank 0: no more batches follow (the other ranks' receive_batch returns nullopt).
+  virtual void close() = 0;
+
+  // x = the sum of every rank's x, added in rank order, so every rank holds the same bits.
+  virtual void all_reduce_sum(std::span<float> x) = 0;
+  // Every rank's `local` concatenated in rank order in `all`, rank r's part counts[r] floats
+  // long: on rank 0 only (the other ranks pass empty `all`), or with everyone on every rank.
+  virtual void gather(std::span<const float> local, std::span<float> all,
+                      std::span<const int64_t> counts, bool everyone) = 0;
+};
+
+// A ForwardBatch flattened into one int32 message and back (what send_batch carries): the
+// tokens, positions, sequence indices, block tables and logits rows.
+class BatchMessage {
+ public:
+  void encode(const ForwardBatch& batch);
+  // The batch view over `words` (the message as received); an error when it is malformed.
+  static Result<ForwardBatch> decode(std::span<const int32_t> words);
+  const std::vector<int32_t>& words() const { return words_; }
+
+ private:
+  std::vector<int32_t> words_;  // [header, token_ids, positions, seq_index, tables, logits rows]
+};
+
+// A non-zero rank's life: runs every pass rank 0 sends, on its own slice and KV cache, until
+// rank 0 closes the group. A pass that fails returns its error (the group cannot go on without
+// this rank).
+Status run_tensor_parallel_worker(LlamaForward& forward, KvCache& cache, TensorParallel& group);
+
+}  // namespace vela

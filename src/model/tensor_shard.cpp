@@ -1,0 +1,70 @@
+#include "model/tensor_shard.h"
+
+#include <algorithm>
+
+namespace vela {
+
+namespace {
+std::string str(int64_t v) { return std::to_string(v); }
+}  // namespace
+
+int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
+  if (shard.rank >= shard.size) return n_vocab;
+  const int64_t groups = (n_vocab + 15) / 16;
+  return std::min(n_vocab, groups * shard.rank / shard.size * 16);
+}
+
+Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
+                                 int64_t attn_block_cols, int64_t down_block_cols) {
+  ShardRanges r;
+  if (s.size < 1 || s.rank < 0 || s.rank >= s.size)
+    return make_error("rank " + str(s.rank) + " is outside a tensor-parallel group of " +
+                      str(s.size));
+  if (!s.sharded()) {
+    r.n_head = c.n_head;
+    r.n_head_kv = c.n_head_kv;
+    r.n_ff = c.n_ff;
+    r.n_vocab = c.n_vocab;
+    return r;
+  }
+  const std::string size = str(s.size);
+  if (c.moe())
+    return make_error("tensor parallelism does not split mixture-of-experts layers");
+  if (c.arch->qk_norm == QkNorm::kWhole)
+    return make_error("tensor parallelism does not split a Q/K norm over all heads (" +
+                      c.arch_name + ")");
+  if (c.n_head % s.size != 0)
+    return make_error(str(c.n_head) + " attention heads do not split over " + size + " ranks");
+  if (c.n_head_kv % s.size != 0 && s.size % c.n_head_kv != 0)
+    return make_error(str(c.n_head_kv) + " KV heads neither split over nor replicate to " +
+                      size + " ranks");
+  if (c.n_ff % s.size != 0)
+    return make_error("the FFN width " + str(c.n_ff) + " does not split over " + size + " ranks");
+  r.n_head = c.n_head / s.size;
+  r.head_begin = s.rank * r.n_head;
+  if (c.n_head_kv >= s.size) {
+    r.n_head_kv = c.n_head_kv / s.size;
+    r.kv_head_begin = s.rank * r.n_head_kv;
+  } else {  // each KV head serves size / n_head_kv ranks, whose query heads are all its own
+    r.n_head_kv = 1;
+    r.kv_head_begin = s.rank / (s.size / c.n_head_kv);
+  }
+  r.n_ff = c.n_ff / s.size;
+  r.ff_begin = s.rank * r.n_ff;
+  r.replicated_attn_output = int64_t(r.n_head) * c.head_dim % attn_block_cols != 0;
+  r.replicated_ffn_down = r.n_ff % down_block_cols != 0;
+  r.vocab_begin = shard_vocab_begin(c.n_vocab, s);
+  r.n_vocab = shard_vocab_begin(c.n_vocab, {s.rank + 1, s.size}) - r.vocab_begin;
+  if (r.n_vocab <= 0) return make_error("the vocabulary is too small for " + size + " ranks");
+  return r;
+}
+
+ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
+  ModelConfig local = c;
+  local.n_head = r.n_head;
+  local.n_head_kv = r.n_head_kv;
+  local.n_ff = int32_t(r.n_ff);
+  return local;
+}
+
+}  // namespace vela

@@ -1,0 +1,47 @@
+#pragma once
+// Which part of a model one rank of a tensor-parallel group holds: attention split by heads
+// (KV heads replicated when there are fewer than ranks), the dense FFN split by its inner
+// dimension (gate/up by rows, down by columns), the output head split by vocabulary rows.
+// Column splits fall on quantization block boundaries, so each rank's slice is whole blocks.
+// Plain value types and pure functions; no shared state.
+#include <cstdint>
+#include <string>
+
+#include "model/model_config.h"
+#include "util/result.h"
+
+namespace vela {
+
+struct TensorShard {
+  int32_t rank = 0;  // in [0, size)
+  int32_t size = 1;  // ranks in the group; 1 = the whole model
+  bool sharded() const { return size > 1; }
+};
+
+// Index ranges [begin, begin + count) of one rank's slice of each split dimension.
+struct ShardRanges {
+  int32_t head_begin = 0, n_head = 0;        // query heads
+  int32_t kv_head_begin = 0, n_head_kv = 0;  // KV heads (replicated when n_head_kv < size)
+  int64_t ff_begin = 0, n_ff = 0;            // dense FFN inner dimension
+  int64_t vocab_begin = 0, n_vocab = 0;      // output head rows
+  // A column slice that would not be whole quantization blocks keeps the matrix whole on every
+  // rank instead: the ranks then gather the matrix's input and each computes the full product.
+  bool replicated_attn_output = false;
+  bool replicated_ffn_down = false;
+};
+
+// The ranges of `shard` for a model of config `c`, or an error naming the dimension that does
+// not split (heads or FFN width not divisible by the ranks, a mixture-of-experts model or a
+// whole-vector Q/K norm). attn_block_cols, down_block_cols: the widest quantization block (in
+// columns) of the attention output and FFN down matrices, whose columns are split.
+Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& shard,
+                                 int64_t attn_block_cols, int64_t down_block_cols);
+
+// Vocabulary rows of rank r: multiples of 16 (the packed layouts' row groups) but the last.
+int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard);
+
+// The config one rank's forward pass runs with: its heads, KV heads and FFN width (the
+// vocabulary stays whole: token ids and logits are the model's).
+ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r);
+
+}  // namespace vela
