@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "trace_option.h"
 #include "speculative_flags.h"
+#include "tensor_parallel_role.h"
 #include "vela/llm.h"
 
 namespace vela::cli {
@@ -67,7 +68,8 @@ int run_generate(int argc, char** argv) {
              {"ctx-size", 'c', "N", "context length (default: the model's, at most 4096)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
              {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"},
-             {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE"}});
+             {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
+             {"tensor-parallel-size", 0, "N", kTensorParallelHelp}});
   add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
@@ -81,6 +83,7 @@ int run_generate(int argc, char** argv) {
   auto threads = args.get_int("threads", 0, 0, 1024);
   auto ctx = args.get_int("ctx-size", 0, 0, 1 << 24);
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
+  auto tp = args.get_int("tensor-parallel-size", 1, 1, 256);
   Status st = read_sampling(args, params);
   auto spec = read_speculative_flags(args);
   if (!spec) {
@@ -89,7 +92,8 @@ int run_generate(int argc, char** argv) {
   }
   apply_speculative_flags(*spec, config);
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
-                         batch ? nullptr : &batch.error(), st ? nullptr : &st.error()}) {
+                         batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(),
+                         st ? nullptr : &st.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;
@@ -98,6 +102,7 @@ int run_generate(int argc, char** argv) {
   config.n_threads = static_cast<int32_t>(*threads);
   config.max_context = static_cast<int32_t>(*ctx);
   config.max_batch_tokens = static_cast<int32_t>(*batch);
+  config.tensor_parallel_size = static_cast<int32_t>(*tp);
   config.max_num_seqs = 1;  // one prompt: KV for one sequence
 
   TraceOption trace_file(args.get("trace"), "generate");

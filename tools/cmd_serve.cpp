@@ -11,6 +11,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "speculative_flags.h"
+#include "tensor_parallel_role.h"
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
@@ -107,6 +108,7 @@ int run_serve(int argc, char** argv) {
         "sampling, detokenizing, HTTP requests) and write it to FILE at shutdown"},
        {"embedding-pooling", 0, "HOW",
         "/v1/embeddings: mean (of the final hidden states, default) or last (token's)"},
+       {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
        {"request-threads", 0, "N",
         "threads that parse, template and tokenize requests beside the I/O thread (default 2)"}});
   add_speculative_flags(args);
@@ -135,6 +137,7 @@ int run_serve(int argc, char** argv) {
   VELA_INT(max_connections, "max-connections", 0, 0, 1 << 24)
   VELA_INT(request_threads, "request-threads", 2, 1, 256)
   VELA_INT(min_prefill, "min-prefill-tokens", kDefaultMinPrefillTokens, 1, 1 << 20)
+  VELA_INT(tensor_parallel, "tensor-parallel-size", 1, 1, 256)
 #undef VELA_INT
   auto wait_ms = args.get_float("max-wait-ms", 0, 0, 10000);
   if (!wait_ms) return fail(wait_ms.message());
@@ -177,6 +180,7 @@ int run_serve(int argc, char** argv) {
   eo.engine.target_itl_ms = *target_itl;
   eo.engine.target_itl_ratio = *target_ratio;
   eo.engine.min_prefill_tokens = int32_t(*min_prefill);
+  eo.engine.tensor_parallel_size = int32_t(*tensor_parallel);
   eo.engine.kv_cache_type = args.get("kv-type", "f16");
   {
     auto bs = args.get_int("block-size", 8, 1, 1024);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "tensor_parallel_role.h"
 
 namespace {
 
@@ -30,6 +31,11 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  // Held until the command returns: rank 0 of a tensor-parallel run closes the group then.
+  std::shared_ptr<vela::TensorParallel> tensor_parallel;
+  if (command == "generate" || command == "serve" || command == "bench")
+    if (auto done = vela::cli::join_tensor_parallel(argc - 2, argv + 2, tensor_parallel))
+      return *done;
   if (command == "generate") return vela::cli::run_generate(argc - 2, argv + 2);
   if (command == "info") return vela::cli::run_info(argc - 2, argv + 2);
   if (command == "tokenize") return vela::cli::run_tokenize(argc - 2, argv + 2);

@@ -61,6 +61,7 @@ ForwardOptions forward_options(const EngineConfig& c) {
   fo.max_logits = max_logits_rows(c);
   fo.max_context = c.max_context;
   fo.n_threads = c.n_threads;
+  fo.tensor_parallel = c.tensor_parallel;
   return fo;
 }
 

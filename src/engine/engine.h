@@ -44,6 +44,9 @@ struct EngineConfig {
   SpeculativeConfig speculative;  // must pass validate()
   // SpecMethod::kDraft: the draft model, with the model's vocabulary (make_engine checks it).
   std::shared_ptr<const Model> draft_model;
+  // Tensor parallelism: this process is rank 0 of the group, the model its slice, and the other
+  // ranks serve its passes (src/dist/); null = one process.
+  std::shared_ptr<TensorParallel> tensor_parallel;
 };
 
 // One report to a request's owner: a generated token and the text that became safe to emit,

@@ -4,6 +4,7 @@
 #include <climits>
 #include <fstream>
 
+#include "dist/tensor_group.h"
 #include "engine/memory_guard.h"
 
 namespace vela {
@@ -58,7 +59,21 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   if (o.n_threads < 0 || o.n_threads > 1024) return make_error("threads must be in [0, 1024]");
   auto kv_type = parse_kv_type(o.kv_cache_type);
   if (!kv_type) return kv_type.error();
-  auto model = Model::load(o.model_path);
+  if (o.tensor_parallel_size < 1 || o.tensor_parallel_size > 256)
+    return make_error("the tensor-parallel size must be in [1, 256], got " +
+                      std::to_string(o.tensor_parallel_size));
+  std::shared_ptr<TensorParallel> group;
+  if (o.tensor_parallel_size > 1) {
+    auto joined = dist::join(o.tensor_parallel_size);
+    if (!joined) return joined.error();
+    group = std::move(*joined);
+    if (group->rank() != 0)
+      return make_error("an engine runs on tensor-parallel rank 0 only (this is rank " +
+                        std::to_string(group->rank()) + ")");
+  }
+  ModelLoadOptions load_options;
+  load_options.shard = {0, o.tensor_parallel_size};
+  auto model = Model::load(o.model_path, load_options);
   if (!model) return model.error();
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
   if (!tokenizer) return make_error("'" + o.model_path + "': " + tokenizer.message());
@@ -74,7 +89,8 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.block_size = o.block_size;
   c.kv_type = *kv_type;
   c.enable_prefix_caching = o.enable_prefix_caching;
-  c.n_threads = o.n_threads;
+  c.n_threads = group ? dist::threads_per_rank(o.n_threads) : o.n_threads;
+  c.tensor_parallel = group;
   c.scheduler.max_num_seqs = o.max_num_seqs;
   c.scheduler.max_num_batched_tokens =
       std::min(o.max_num_batched_tokens, std::max(c.max_context, 1));
@@ -133,6 +149,17 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
                                       uint64_t((*model)->gguf().file_size()), read_memory_limits());
       !fits)
     return fits.error();
+  if (group) {
+    dist::ShardSetup setup;
+    setup.model_path = o.model_path;
+    setup.max_batch_tokens = c.scheduler.max_num_batched_tokens;
+    setup.max_logits = c.scheduler.max_num_batched_tokens;  // at least the engine's rows
+    setup.max_context = c.max_context;
+    setup.n_threads = o.n_threads;
+    setup.kv = KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, c.block_size, c.n_blocks,
+                             c.kv_type};
+    if (auto st = dist::start_workers(*group, setup); !st) return st.error();
+  }
   return std::make_unique<Engine>(std::move(*model), std::move(*tokenizer), c);
 }
 

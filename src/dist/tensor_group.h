@@ -1,0 +1,45 @@
+#pragma once
+// The process's tensor-parallel group over MPI: every rank of `mpirun -np T` joins it, rank 0
+// runs the engine, the others serve its forward passes (serve_as_worker) on their own slice of
+// the model. A build without MPI has the same functions, which return an error saying so.
+// Thread-safety: join() from one thread; a group is then used by one thread at a time (as
+// TensorParallel says).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kv/kv_cache.h"
+#include "model/tensor_parallel.h"
+#include "util/result.h"
+
+namespace vela::dist {
+
+// What rank 0 tells the other ranks to build: the same model file, forward-pass limits and KV
+// cache geometry (their KV holds only their heads, in the same block ids).
+struct ShardSetup {
+  std::string model_path;
+  bool repack_weights = true;
+  int32_t max_batch_tokens = 0;
+  int32_t max_logits = 0;
+  int32_t max_context = 0;
+  int32_t n_threads = 0;  // 0 = this host's physical cores over its ranks
+  KvCacheConfig kv;
+};
+
+// Whether this build has MPI.
+bool available();
+// This process's group of `size` ranks, initialising MPI on the first call; an error when the
+// process was not started by mpirun with exactly `size` ranks, or the build has no MPI.
+Result<std::shared_ptr<TensorParallel>> join(int32_t size);
+// Forward-pass threads of one rank for n_threads (0: the host's physical cores shared by its
+// ranks).
+int32_t threads_per_rank(int32_t n_threads);
+
+// Rank 0: sends the setup and waits for every rank to load its slice; an error names the first
+// rank that could not.
+Status start_workers(TensorParallel& group, const ShardSetup& setup);
+// Any other rank: waits for rank 0's setup, loads its slice and serves passes until rank 0
+// closes the group. Returns the process exit code (0 when rank 0 closed the group).
+int serve_as_worker(const std::shared_ptr<TensorParallel>& group);
+
+}  // namespace vela::dist

@@ -1,0 +1,82 @@
+#include "dist/worker_setup.h"
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu_features.h"
+
+namespace vela::dist {
+
+int32_t threads_per_rank(int32_t n_threads) {
+  if (n_threads > 0) return n_threads;
+  int32_t local_ranks = 1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(name)) local_ranks = std::max(1, std::atoi(v));
+  return std::max(1, cpu_features().physical_cores / local_ranks);
+}
+
+std::string encode_setup(const ShardSetup& s) {
+  const nlohmann::json j = {
+      {"model_path", s.model_path},
+      {"repack_weights", s.repack_weights},
+      {"max_batch_tokens", s.max_batch_tokens},
+      {"max_logits", s.max_logits},
+      {"max_context", s.max_context},
+      {"n_threads", s.n_threads},
+      {"kv",
+       {s.kv.n_layer, s.kv.n_head_kv, s.kv.head_dim, s.kv.block_size, s.kv.n_blocks,
+        int(s.kv.type)}}};
+  return j.dump();
+}
+
+Result<ShardSetup> decode_setup(const std::string& text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    ShardSetup s;
+    s.model_path = j.at("model_path").get<std::string>();
+    s.repack_weights = j.at("repack_weights").get<bool>();
+    s.max_batch_tokens = j.at("max_batch_tokens").get<int32_t>();
+    s.max_logits = j.at("max_logits").get<int32_t>();
+    s.max_context = j.at("max_context").get<int32_t>();
+    s.n_threads = j.at("n_threads").get<int32_t>();
+    const auto& kv = j.at("kv");
+    s.kv = KvCacheConfig{kv.at(0).get<int32_t>(), kv.at(1).get<int32_t>(), kv.at(2).get<int32_t>(),
+                         kv.at(3).get<int32_t>(), kv.at(4).get<int32_t>(),
+                         KvType(kv.at(5).get<int>())};
+    return s;
+  } catch (const std::exception& e) {
+    return make_error(std::string("malformed setup message: ") + e.what());
+  }
+}
+
+std::unique_ptr<Worker> load_worker(const std::string& setup_text,
+                                    const std::shared_ptr<TensorParallel>& group,
+                                    std::string& status) {
+  auto setup = decode_setup(setup_text);
+  if (!setup) {
+    status = setup.message();
+    return nullptr;
+  }
+  ModelLoadOptions lo;
+  lo.repack_weights = setup->repack_weights;
+  lo.shard = {group->rank(), group->size()};
+  auto model = Model::load(setup->model_path, lo);
+  if (!model) {
+    status = model.message();
+    return nullptr;
+  }
+  const ModelConfig& c = (*model)->config();
+  const KvCacheConfig& kv = setup->kv;
+  if (kv.n_layer != c.n_layer || kv.n_head_kv != c.n_head_kv || kv.head_dim != c.head_dim) {
+    status = "'" + setup->model_path + "' is not the model rank 0 loaded";
+    return nullptr;
+  }
+  ForwardOptions fo;
+  fo.max_batch_tokens = setup->max_batch_tokens;
+  fo.max_logits = setup->max_logits;
+  fo.max_context = setup->max_context;
+  fo.n_threads = threads_per_rank(setup->n_threads);
+  fo.tensor_parallel = group;
+  return std::unique_ptr<Worker>(new Worker{*model, LlamaForward(*model, fo), KvCache(kv)});
+}
+
+}  // namespace vela::dist

@@ -1,0 +1,39 @@
+#include "tensor_parallel_role.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "dist/tensor_group.h"
+
+namespace vela::cli {
+
+std::optional<int> join_tensor_parallel(int argc, char** argv,
+                                        std::shared_ptr<TensorParallel>& group) {
+  constexpr std::string_view kFlag = "--tensor-parallel-size";
+  const char* value = nullptr;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == kFlag && i + 1 < argc) value = argv[i + 1];
+    if (arg.size() > kFlag.size() && arg.substr(0, kFlag.size() + 1) == std::string(kFlag) + "=")
+      value = argv[i] + kFlag.size() + 1;
+  }
+  if (value == nullptr) return std::nullopt;
+  char* end = nullptr;
+  const long size = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || size <= 1 || size > 256)
+    return std::nullopt;  // one rank, or a malformed value the command's own parser reports
+  auto joined = dist::join(int32_t(size));
+  if (!joined) {
+    std::fprintf(stderr, "vela: %s\n", joined.message().c_str());
+    return 2;
+  }
+  group = std::move(*joined);
+  if (group->rank() == 0) return std::nullopt;
+  const int code = dist::serve_as_worker(group);
+  group.reset();
+  return code;
+}
+
+}  // namespace vela::cli

@@ -1,0 +1,21 @@
+#pragma once
+// A command run as `mpirun -np N vela <command> --tensor-parallel-size N` starts on every rank;
+// rank 0 goes on with the command, the others serve its forward passes instead.
+// Thread-safety: call from main() before anything else starts.
+#include <memory>
+#include <optional>
+
+#include "model/tensor_parallel.h"
+
+namespace vela::cli {
+
+inline constexpr const char* kTensorParallelHelp =
+    "split the model over N ranks started by mpirun -np N (default 1)";
+
+// Joins the group when argv asks for more than one rank. Returns the exit code when this process
+// is done (a non-zero rank after serving, or a failed join); nullopt to run the command, with
+// `group` held for its whole run (null without tensor parallelism).
+std::optional<int> join_tensor_parallel(int argc, char** argv,
+                                        std::shared_ptr<TensorParallel>& group);
+
+}  // namespace vela::cli
