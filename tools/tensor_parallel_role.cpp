@@ -1,5 +1,6 @@
 #include "tensor_parallel_role.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,6 +32,10 @@ std::optional<int> join_tensor_parallel(int argc, char** argv,
   }
   group = std::move(*joined);
   if (group->rank() == 0) return std::nullopt;
+  // mpirun forwards SIGTERM and SIGINT to every rank: rank 0 drains its requests and then closes
+  // the group, which is what ends this rank.
+  std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGINT, SIG_IGN);
   const int code = dist::serve_as_worker(group);
   group.reset();
   return code;

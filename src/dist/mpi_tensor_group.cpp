@@ -30,6 +30,8 @@ class MpiTensorGroup : public TensorParallel {
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
+  void mark_closed() { closed_ = true; }
+  void mark_open() { closed_ = false; }
 
   void send(Command command, const void* data, int64_t bytes) {
     int64_t header[2] = {command, bytes};
@@ -94,8 +96,8 @@ class MpiTensorGroup : public TensorParallel {
       for (size_t i = 0; i < x.size(); ++i) x[i] += part[i];
     }
   }
-  void gather(std::span<const float> local, std::span<float> all,
-              std::span<const int64_t> counts, bool everyone) override {
+  void gather(std::span<const float> local, std::span<float> all, std::span<const int64_t> counts,
+              bool everyone) override {
     counts_.assign(size_t(size_), 0);
     displs_.assign(size_t(size_), 0);
     if (everyone || rank_ == 0)
@@ -126,7 +128,9 @@ std::weak_ptr<MpiTensorGroup> g_group;
 
 }  // namespace
 
-bool available() { return true; }
+bool available() {
+  return true;
+}
 
 Result<std::shared_ptr<TensorParallel>> join(int32_t size) {
   if (auto group = g_group.lock()) {
@@ -138,10 +142,9 @@ Result<std::shared_ptr<TensorParallel>> join(int32_t size) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return make_error("MPI was initialised and finalised already in this process");
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") &&
-      !std::getenv("PMI_RANK"))
-    return make_error("--tensor-parallel-size " + std::to_string(size) +
-                      " needs " + std::to_string(size) + " MPI ranks: run it as mpirun -np " +
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
+    return make_error("--tensor-parallel-size " + std::to_string(size) + " needs " +
+                      std::to_string(size) + " MPI ranks: run it as mpirun -np " +
                       std::to_string(size) + " vela ...");
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
@@ -149,12 +152,15 @@ Result<std::shared_ptr<TensorParallel>> join(int32_t size) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   auto group = std::make_shared<MpiTensorGroup>(rank, world);
+  group->mark_closed();  // until the checks pass: nothing to tell the other ranks
   if (provided < MPI_THREAD_SERIALIZED)
-    return make_error("this MPI library does not let the engine thread call it "
-                      "(MPI_THREAD_SERIALIZED)");
+    return make_error(
+        "this MPI library does not let the engine thread call it "
+        "(MPI_THREAD_SERIALIZED)");
   if (world != size)
     return make_error("--tensor-parallel-size " + std::to_string(size) + " but mpirun started " +
                       std::to_string(world) + " ranks");
+  group->mark_open();
   g_group = group;
   return std::shared_ptr<TensorParallel>(group);
 }
@@ -166,8 +172,8 @@ Status start_workers(TensorParallel& g, const ShardSetup& setup) {
   // Each rank answers with a fixed-size status text: empty when its slice is loaded.
   std::vector<char> replies(kStatusBytes * size_t(group.size()));
   std::vector<char> mine(kStatusBytes, '\0');
-  MPI_Gather(mine.data(), int(kStatusBytes), MPI_CHAR, replies.data(), int(kStatusBytes),
-             MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Gather(mine.data(), int(kStatusBytes), MPI_CHAR, replies.data(), int(kStatusBytes), MPI_CHAR,
+             0, MPI_COMM_WORLD);
   for (int32_t r = 1; r < group.size(); ++r) {
     const char* reply = replies.data() + kStatusBytes * size_t(r);
     if (reply[0] != '\0')
@@ -184,12 +190,11 @@ int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
     if (c == kClose) return 0;
     if (c != kSetup) continue;
     std::string status;
-    auto worker = load_worker(std::string(group.payload().begin(), group.payload().end()), g,
-                              status);
+    auto worker =
+        load_worker(std::string(group.payload().begin(), group.payload().end()), g, status);
     std::vector<char> reply(kStatusBytes, '\0');
     std::copy_n(status.data(), std::min(status.size(), kStatusBytes - 1), reply.data());
-    MPI_Gather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0,
-               MPI_COMM_WORLD);
+    MPI_Gather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0, MPI_COMM_WORLD);
     if (!worker) {  // rank 0 reports the error and closes the group
       while (group.receive() != kClose) {
       }

@@ -5,14 +5,23 @@ namespace vela::dist {
 
 namespace {
 Error no_mpi() {
-  return make_error("this build of vela has no MPI (install libopenmpi-dev and rebuild) "
-                    "for --tensor-parallel-size");
+  return make_error(
+      "this build of vela has no MPI (install libopenmpi-dev and rebuild) "
+      "for --tensor-parallel-size");
 }
 }  // namespace
 
-bool available() { return false; }
-Result<std::shared_ptr<TensorParallel>> join(int32_t) { return no_mpi(); }
-Status start_workers(TensorParallel&, const ShardSetup&) { return no_mpi(); }
-int serve_as_worker(const std::shared_ptr<TensorParallel>&) { return 1; }
+bool available() {
+  return false;
+}
+Result<std::shared_ptr<TensorParallel>> join(int32_t) {
+  return no_mpi();
+}
+Status start_workers(TensorParallel&, const ShardSetup&) {
+  return no_mpi();
+}
+int serve_as_worker(const std::shared_ptr<TensorParallel>&) {
+  return 1;
+}
 
 }  // namespace vela::dist

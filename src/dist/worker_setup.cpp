@@ -15,16 +15,15 @@ int32_t threads_per_rank(int32_t n_threads) {
 }
 
 std::string encode_setup(const ShardSetup& s) {
-  const nlohmann::json j = {
-      {"model_path", s.model_path},
-      {"repack_weights", s.repack_weights},
-      {"max_batch_tokens", s.max_batch_tokens},
-      {"max_logits", s.max_logits},
-      {"max_context", s.max_context},
-      {"n_threads", s.n_threads},
-      {"kv",
-       {s.kv.n_layer, s.kv.n_head_kv, s.kv.head_dim, s.kv.block_size, s.kv.n_blocks,
-        int(s.kv.type)}}};
+  const nlohmann::json j = {{"model_path", s.model_path},
+                            {"repack_weights", s.repack_weights},
+                            {"max_batch_tokens", s.max_batch_tokens},
+                            {"max_logits", s.max_logits},
+                            {"max_context", s.max_context},
+                            {"n_threads", s.n_threads},
+                            {"kv",
+                             {s.kv.n_layer, s.kv.n_head_kv, s.kv.head_dim, s.kv.block_size,
+                              s.kv.n_blocks, int(s.kv.type)}}};
   return j.dump();
 }
 
@@ -39,9 +38,9 @@ Result<ShardSetup> decode_setup(const std::string& text) {
     s.max_context = j.at("max_context").get<int32_t>();
     s.n_threads = j.at("n_threads").get<int32_t>();
     const auto& kv = j.at("kv");
-    s.kv = KvCacheConfig{kv.at(0).get<int32_t>(), kv.at(1).get<int32_t>(), kv.at(2).get<int32_t>(),
-                         kv.at(3).get<int32_t>(), kv.at(4).get<int32_t>(),
-                         KvType(kv.at(5).get<int>())};
+    s.kv = KvCacheConfig{kv.at(0).get<int32_t>(), kv.at(1).get<int32_t>(),
+                         kv.at(2).get<int32_t>(), kv.at(3).get<int32_t>(),
+                         kv.at(4).get<int32_t>(), KvType(kv.at(5).get<int>())};
     return s;
   } catch (const std::exception& e) {
     return make_error(std::string("malformed setup message: ") + e.what());

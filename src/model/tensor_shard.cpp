@@ -5,7 +5,9 @@
 namespace vela {
 
 namespace {
-std::string str(int64_t v) { return std::to_string(v); }
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
 }  // namespace
 
 int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
@@ -28,16 +30,15 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     return r;
   }
   const std::string size = str(s.size);
-  if (c.moe())
-    return make_error("tensor parallelism does not split mixture-of-experts layers");
+  if (c.moe()) return make_error("tensor parallelism does not split mixture-of-experts layers");
   if (c.arch->qk_norm == QkNorm::kWhole)
     return make_error("tensor parallelism does not split a Q/K norm over all heads (" +
                       c.arch_name + ")");
   if (c.n_head % s.size != 0)
     return make_error(str(c.n_head) + " attention heads do not split over " + size + " ranks");
   if (c.n_head_kv % s.size != 0 && s.size % c.n_head_kv != 0)
-    return make_error(str(c.n_head_kv) + " KV heads neither split over nor replicate to " +
-                      size + " ranks");
+    return make_error(str(c.n_head_kv) + " KV heads neither split over nor replicate to " + size +
+                      " ranks");
   if (c.n_ff % s.size != 0)
     return make_error("the FFN width " + str(c.n_ff) + " does not split over " + size + " ranks");
   r.n_head = c.n_head / s.size;

@@ -56,8 +56,8 @@ class ThreadGroup {
       g_.sync_.arrive_and_wait();
       std::copy(sum.begin(), sum.end(), x.begin());
     }
-    void gather(std::span<const float> local, std::span<float> all,
-                std::span<const int64_t> counts, bool everyone) override {
+    void gather(std::span<const float> local, std::span<float> all, std::span<const int64_t> counts,
+                bool everyone) override {
       g_.parts_[size_t(rank_)] = {const_cast<float*>(local.data()), local.size()};
       g_.sync_.arrive_and_wait();
       if (everyone || rank_ == 0) {

@@ -1,0 +1,184 @@
+// Tensor parallelism across processes: `mpirun -np N vela generate|serve --tensor-parallel-size
+// N` against the same command in one process. Greedy output is token for token the same (the
+// in-process test in tests/model bounds the logits themselves); bad setups fail with one clear
+// line and a non-zero exit, never a hang.
+#include <gtest/gtest.h>
+
+#include <sys/types.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "server_harness.h"
+#include "support/run_command.h"
+#include "support/shared_data.h"
+
+namespace vela {
+namespace {
+
+// mpirun as CI runs it: as root, with more ranks than cores, a bounded run.
+std::string mpirun(int n_ranks) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return std::string("timeout 120 ") + VELA_MPIRUN + " -np " + std::to_string(n_ranks) +
+         " --oversubscribe ";
+}
+
+// The rank-0 process among mpirun's children (by the rank Open MPI puts in its environment).
+pid_t rank_zero_of(pid_t launcher) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = test::read_file(entry.path() / "stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) != 2 || ppid != launcher)
+      continue;
+    std::string env = "\n" + test::read_file(entry.path() / "environ");
+    for (char& ch : env)
+      if (ch == '\0') ch = '\n';
+    if (env.find("\nOMPI_COMM_WORLD_RANK=0\n") != std::string::npos) return std::stoi(name);
+  }
+  return -1;
+}
+
+std::string model_path(const std::string& name) {
+  return test::shared_path("models/" + name + ".gguf").string();
+}
+
+std::string generate_command(const std::string& model, int n_ranks) {
+  std::string cmd = std::string(VELA_BINARY) + " generate -m " + model +
+                    " -p 'Once upon a time' -n 24 --temp 0 -t 1 --ignore-eos";
+  if (n_ranks > 1)
+    cmd = mpirun(n_ranks) + cmd + " --tensor-parallel-size " + std::to_string(n_ranks);
+  return cmd;
+}
+
+struct Case {
+  const char* model;
+  int n_ranks;
+};
+
+class MpiGenerate : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MpiGenerate, GreedyOutputEqualsOneProcess) {
+  VELA_REQUIRE_SHARED();
+  const std::string model = model_path(GetParam().model);
+  const test::CommandResult one = test::run_command(generate_command(model, 1));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const test::CommandResult split = test::run_command(generate_command(model, GetParam().n_ranks));
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  EXPECT_FALSE(one.out.empty());
+  EXPECT_EQ(split.out, one.out);
+  // Only rank 0 writes: the text once, the load line once.
+  size_t loads = 0;
+  for (size_t at = split.err.find("vela: loaded"); at != std::string::npos;
+       at = split.err.find("vela: loaded", at + 1))
+    ++loads;
+  EXPECT_EQ(loads, 1u) << split.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, MpiGenerate,
+    ::testing::Values(Case{"aidreams260K", 2},           // trained, MHA
+                      Case{"tiny-llama-256-Q8_0", 2},    // packed int8 slices
+                      Case{"tiny-llama-256-Q4_K_M", 2},  // columns kept whole (256-blocks)
+                      Case{"tiny-llama-256-F16", 4},     // 2 KV heads over 4 ranks
+                      Case{"tiny-llama-gqa", 2},         // tied output head
+                      Case{"tiny-qwen3-Q8_0", 2}),       // per-head Q/K norms
+    [](const auto& info) {
+      std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
+
+TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
+  VELA_REQUIRE_SHARED();
+  const std::string model = model_path("tiny-llama-256-Q8_0");
+  const std::string gen = std::string(VELA_BINARY) + " generate -m " + model + " -p hi -n 2";
+  // Without mpirun.
+  test::CommandResult r = test::run_command(gen + " --tensor-parallel-size 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs 2 MPI ranks: run it as mpirun -np 2"), std::string::npos) << r.err;
+  // 8 heads over 3 ranks: rank 0 names the dimension, the others are told to stop.
+  r = test::run_command(mpirun(3) + gen + " --tensor-parallel-size 3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_NE(r.err.find("8 attention heads do not split over 3 ranks"), std::string::npos) << r.err;
+  // A size that is not the number of ranks.
+  r = test::run_command(mpirun(2) + gen + " --tensor-parallel-size 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_NE(r.err.find("--tensor-parallel-size 4 but mpirun started 2 ranks"), std::string::npos)
+      << r.err;
+  // A mixture-of-experts model is not split.
+  r = test::run_command(mpirun(2) + std::string(VELA_BINARY) + " generate -m " +
+                        model_path("tiny-qwen3moe-Q8_0") + " -p hi -n 2 --tensor-parallel-size 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_NE(r.err.find("does not split mixture-of-experts"), std::string::npos) << r.err;
+}
+
+// The server on rank 0 of two: completions equal a one-process server's, concurrent requests
+// batch, and SIGTERM stops every rank.
+TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
+  VELA_REQUIRE_SHARED();
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string model = model_path("tiny-llama-256-Q8_0");
+  const std::vector<std::string> args = {"-m", model, "-t", "1", "--max-num-seqs", "4"};
+  const auto completion = [](const test::ServerProcess& s, int i) {
+    const nlohmann::json body = {{"prompt", "Story number " + std::to_string(i)},
+                                 {"max_tokens", 12},
+                                 {"temperature", 0},
+                                 {"ignore_eos", true}};
+    const test::HttpResult r = s.post("/v1/completions", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_discarded() ? std::string() : j["choices"][0]["text"].get<std::string>();
+  };
+  std::vector<std::string> expected;
+  {
+    auto one = test::ServerProcess::start(args);
+    ASSERT_TRUE(one);
+    for (int i = 0; i < 3; ++i) expected.push_back(completion(*one, i));
+  }
+  std::vector<std::string> tp_args = args;
+  tp_args.insert(tp_args.end(), {"--tensor-parallel-size", "2"});
+  auto split =
+      test::ServerProcess::start(tp_args, true, {VELA_MPIRUN, "-np", "2", "--oversubscribe"});
+  ASSERT_TRUE(split);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(completion(*split, i), expected[size_t(i)]) << i;
+  // Concurrent requests share the split passes.
+  std::vector<std::unique_ptr<test::BackgroundCurl>> streams;
+  for (int i = 0; i < 3; ++i) {
+    const nlohmann::json body = {{"prompt", "Story number " + std::to_string(i)},
+                                 {"max_tokens", 12},
+                                 {"temperature", 0},
+                                 {"ignore_eos", true}};
+    streams.push_back(std::make_unique<test::BackgroundCurl>(
+        std::vector<std::string>{"-H", "Content-Type: application/json", "-d", body.dump(),
+                                 split->url("/v1/completions")},
+        60));
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(streams[size_t(i)]->wait(60), 0);
+    auto j = nlohmann::json::parse(streams[size_t(i)]->output(), nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << streams[size_t(i)]->output();
+    EXPECT_EQ(j["choices"][0]["text"].get<std::string>(), expected[size_t(i)]) << i;
+  }
+  // SIGTERM on rank 0 drains as one process does, then closes the group: every rank exits 0.
+  const pid_t rank0 = rank_zero_of(split->pid());
+  ASSERT_GT(rank0, 0);
+  ::kill(rank0, SIGTERM);
+  EXPECT_EQ(split->wait_exit(60), 0) << split->log();
+}
+
+}  // namespace
+}  // namespace vela
