@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  if (command == "tensor-parallel-worker") return vela::cli::run_spawned_worker();
   // Held until the command returns: rank 0 of a tensor-parallel run closes the group then.
   std::shared_ptr<vela::TensorParallel> tensor_parallel;
   if (command == "generate" || command == "serve" || command == "bench")

@@ -1,6 +1,7 @@
 #include "tensor_parallel_role.h"
 
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -25,13 +26,21 @@ std::optional<int> join_tensor_parallel(int argc, char** argv,
   const long size = std::strtol(value, &end, 10);
   if (end == value || *end != '\0' || size <= 1 || size > 256)
     return std::nullopt;  // one rank, or a malformed value the command's own parser reports
-  auto joined = dist::join(int32_t(size));
+  // The spawned workers run this same binary (by its real path: the MPI daemon that starts them
+  // has its own /proc/self).
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  auto joined = dist::join(int32_t(size), self);
   if (!joined) {
     std::fprintf(stderr, "vela: %s\n", joined.message().c_str());
     return 2;
   }
   group = std::move(*joined);
   if (group->rank() == 0) return std::nullopt;
+  return serve_worker_rank(group);
+}
+
+int serve_worker_rank(std::shared_ptr<TensorParallel>& group) {
   // mpirun forwards SIGTERM and SIGINT to every rank: rank 0 drains its requests and then closes
   // the group, which is what ends this rank.
   std::signal(SIGTERM, SIG_IGN);
@@ -39,6 +48,15 @@ std::optional<int> join_tensor_parallel(int argc, char** argv,
   const int code = dist::serve_as_worker(group);
   group.reset();
   return code;
+}
+
+int run_spawned_worker() {
+  auto joined = dist::join_spawned();
+  if (!joined) {
+    std::fprintf(stderr, "vela: %s\n", joined.message().c_str());
+    return 2;
+  }
+  return serve_worker_rank(*joined);
 }
 
 }  // namespace vela::cli

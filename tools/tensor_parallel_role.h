@@ -1,6 +1,7 @@
 #pragma once
 // A command run as `mpirun -np N vela <command> --tensor-parallel-size N` starts on every rank;
-// rank 0 goes on with the command, the others serve its forward passes instead.
+// rank 0 goes on with the command, the others serve its forward passes instead. Without mpirun
+// the command spawns its N - 1 worker processes itself (`vela tensor-parallel-worker`).
 // Thread-safety: call from main() before anything else starts.
 #include <memory>
 #include <optional>
@@ -17,5 +18,9 @@ inline constexpr const char* kTensorParallelHelp =
 // `group` held for its whole run (null without tensor parallelism).
 std::optional<int> join_tensor_parallel(int argc, char** argv,
                                         std::shared_ptr<TensorParallel>& group);
+// A non-zero rank's life, until rank 0 closes the group; returns the exit code.
+int serve_worker_rank(std::shared_ptr<TensorParallel>& group);
+// `vela tensor-parallel-worker`: a worker process rank 0 spawned (no mpirun).
+int run_spawned_worker();
 
 }  // namespace vela::cli

@@ -1,4 +1,4 @@
-// TensorParallel over MPI_COMM_WORLD. Every message from rank 0 is a broadcast of a two-word
+// TensorParallel over comm_. Every message from rank 0 is a broadcast of a two-word
 // header (command, payload bytes) and then the payload. The other ranks wait for a header with a
 // non-blocking broadcast polled with a growing sleep, so an idle worker leaves its cores to the
 // engine instead of spinning in MPI's progress loop.
@@ -13,6 +13,7 @@
 
 #include "dist/tensor_group.h"
 #include "dist/worker_setup.h"
+#include "kernels/cpu_features.h"
 
 namespace vela::dist {
 
@@ -22,9 +23,17 @@ enum Command : int64_t { kSetup = 1, kBatch = 2, kClose = 3 };
 
 class MpiTensorGroup : public TensorParallel {
  public:
-  MpiTensorGroup(int32_t rank, int32_t size) : rank_(rank), size_(size) {}
+  // comm: the group's communicator (the world under mpirun, or the spawner's merged with its
+  // spawned workers); local_ranks: ranks sharing this host's cores.
+  MpiTensorGroup(MPI_Comm comm, int32_t local_ranks) : comm_(comm), local_ranks_(local_ranks) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  int32_t local_ranks() const { return local_ranks_; }
+  MPI_Comm comm() const { return comm_; }
   ~MpiTensorGroup() override {
     if (rank_ == 0 && !closed_) close();
+    if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
     MPI_Finalize();
   }
 
@@ -37,15 +46,15 @@ class MpiTensorGroup : public TensorParallel {
     int64_t header[2] = {command, bytes};
     // Non-blocking like the receivers' (blocking and non-blocking collectives do not match).
     MPI_Request request;
-    MPI_Ibcast(header, 2, MPI_INT64_T, 0, MPI_COMM_WORLD, &request);
+    MPI_Ibcast(header, 2, MPI_INT64_T, 0, comm_, &request);
     MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (bytes > 0) MPI_Bcast(const_cast<void*>(data), int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (bytes > 0) MPI_Bcast(const_cast<void*>(data), int(bytes), MPI_BYTE, 0, comm_);
   }
   // The next command and its payload (into payload_).
   Command receive() {
     int64_t header[2] = {0, 0};
     MPI_Request request;
-    MPI_Ibcast(header, 2, MPI_INT64_T, 0, MPI_COMM_WORLD, &request);
+    MPI_Ibcast(header, 2, MPI_INT64_T, 0, comm_, &request);
     int done = 0;
     auto sleep = std::chrono::microseconds(0);
     for (;;) {
@@ -55,7 +64,7 @@ class MpiTensorGroup : public TensorParallel {
       sleep = std::min(std::chrono::microseconds(1000), sleep * 2 + std::chrono::microseconds(1));
     }
     payload_.resize(size_t(header[1]));
-    if (header[1] > 0) MPI_Bcast(payload_.data(), int(header[1]), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (header[1] > 0) MPI_Bcast(payload_.data(), int(header[1]), MPI_BYTE, 0, comm_);
     return Command(header[0]);
   }
   const std::vector<char>& payload() const { return payload_; }
@@ -75,7 +84,7 @@ class MpiTensorGroup : public TensorParallel {
       auto b = BatchMessage::decode(words_);
       if (!b) {
         std::fprintf(stderr, "vela: tensor-parallel rank %d: %s\n", rank_, b.message().c_str());
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Abort(comm_, 1);
       }
       return *b;
     }
@@ -88,7 +97,7 @@ class MpiTensorGroup : public TensorParallel {
   void all_reduce_sum(std::span<float> x) override {
     parts_.resize(x.size() * size_t(size_));
     MPI_Allgather(x.data(), int(x.size()), MPI_FLOAT, parts_.data(), int(x.size()), MPI_FLOAT,
-                  MPI_COMM_WORLD);
+                  comm_);
     // Added in rank order on every rank: the same bits everywhere, whatever MPI's algorithm.
     std::copy_n(parts_.data(), x.size(), x.data());
     for (int32_t r = 1; r < size_; ++r) {
@@ -107,15 +116,17 @@ class MpiTensorGroup : public TensorParallel {
       }
     if (everyone) {
       MPI_Allgatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
-                     displs_.data(), MPI_FLOAT, MPI_COMM_WORLD);
+                     displs_.data(), MPI_FLOAT, comm_);
     } else {
       MPI_Gatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
-                  displs_.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
+                  displs_.data(), MPI_FLOAT, 0, comm_);
     }
   }
 
  private:
-  int32_t rank_, size_;
+  MPI_Comm comm_;
+  int32_t local_ranks_;
+  int rank_ = 0, size_ = 0;
   bool closed_ = false;
   BatchMessage message_;
   std::vector<int32_t> words_;
@@ -126,43 +137,97 @@ class MpiTensorGroup : public TensorParallel {
 
 std::weak_ptr<MpiTensorGroup> g_group;
 
+bool launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") ||
+         std::getenv("PMI_RANK");
+}
+
 }  // namespace
 
 bool available() {
   return true;
 }
 
-Result<std::shared_ptr<TensorParallel>> join(int32_t size) {
+Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& worker_program) {
+  const std::string n = std::to_string(size);
   if (auto group = g_group.lock()) {
     if (group->size() != size)
       return make_error("this process's tensor-parallel group has " +
-                        std::to_string(group->size()) + " ranks, not " + std::to_string(size));
+                        std::to_string(group->size()) + " ranks, not " + n);
     return std::shared_ptr<TensorParallel>(group);
   }
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return make_error("MPI was initialised and finalised already in this process");
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
-    return make_error("--tensor-parallel-size " + std::to_string(size) + " needs " +
-                      std::to_string(size) + " MPI ranks: run it as mpirun -np " +
-                      std::to_string(size) + " vela ...");
+  const bool launched = launched_by_mpirun();
+  if (!launched && worker_program.empty())
+    return make_error("--tensor-parallel-size " + n + " needs " + n +
+                      " MPI ranks: run it as mpirun -np " + n + " vela ...");
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-  int rank = 0, world = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  auto group = std::make_shared<MpiTensorGroup>(rank, world);
-  group->mark_closed();  // until the checks pass: nothing to tell the other ranks
-  if (provided < MPI_THREAD_SERIALIZED)
-    return make_error(
-        "this MPI library does not let the engine thread call it "
-        "(MPI_THREAD_SERIALIZED)");
-  if (world != size)
-    return make_error("--tensor-parallel-size " + std::to_string(size) + " but mpirun started " +
-                      std::to_string(world) + " ranks");
-  group->mark_open();
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    return make_error("this MPI library does not let the engine thread call it "
+                      "(MPI_THREAD_SERIALIZED)");
+  }
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int32_t local_ranks = 1;
+  if (launched) {
+    int world = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (world != size) {
+      MPI_Finalize();
+      return make_error("--tensor-parallel-size " + n + " but mpirun started " +
+                        std::to_string(world) + " ranks");
+    }
+    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+      if (const char* v = std::getenv(name)) local_ranks = std::max(1, std::atoi(v));
+  } else {
+    // No launcher: this process spawns the other ranks on this host and becomes rank 0.
+    char command[] = "tensor-parallel-worker";
+    char* argv[] = {command, nullptr};
+    MPI_Comm workers;
+    std::vector<int> codes(size_t(size - 1));
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    if (MPI_Comm_spawn(worker_program.c_str(), argv, size - 1, MPI_INFO_NULL, 0, MPI_COMM_SELF,
+                       &workers, codes.data()) != MPI_SUCCESS) {
+      MPI_Finalize();
+      return make_error("could not start " + std::to_string(size - 1) +
+                        " tensor-parallel worker processes of '" + worker_program + "'");
+    }
+    MPI_Intercomm_merge(workers, 0, &comm);
+    MPI_Comm_free(&workers);
+    local_ranks = size;
+  }
+  auto group = std::make_shared<MpiTensorGroup>(comm, local_ranks);
   g_group = group;
   return std::shared_ptr<TensorParallel>(group);
+}
+
+Result<std::shared_ptr<TensorParallel>> join_spawned() {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm parent;
+  MPI_Comm_get_parent(&parent);
+  if (parent == MPI_COMM_NULL) {
+    MPI_Finalize();
+    return make_error("this process was not started by a tensor-parallel rank 0");
+  }
+  MPI_Comm comm;
+  MPI_Intercomm_merge(parent, 1, &comm);
+  MPI_Comm_free(&parent);
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  auto group = std::make_shared<MpiTensorGroup>(comm, size);
+  g_group = group;
+  return std::shared_ptr<TensorParallel>(group);
+}
+
+int32_t threads_per_rank(int32_t n_threads) {
+  if (n_threads > 0) return n_threads;
+  const auto group = g_group.lock();
+  const int32_t local = group ? group->local_ranks() : 1;
+  return std::max(1, cpu_features().physical_cores / local);
 }
 
 Status start_workers(TensorParallel& g, const ShardSetup& setup) {
@@ -173,7 +238,7 @@ Status start_workers(TensorParallel& g, const ShardSetup& setup) {
   std::vector<char> replies(kStatusBytes * size_t(group.size()));
   std::vector<char> mine(kStatusBytes, '\0');
   MPI_Gather(mine.data(), int(kStatusBytes), MPI_CHAR, replies.data(), int(kStatusBytes), MPI_CHAR,
-             0, MPI_COMM_WORLD);
+             0, group.comm());
   for (int32_t r = 1; r < group.size(); ++r) {
     const char* reply = replies.data() + kStatusBytes * size_t(r);
     if (reply[0] != '\0')
@@ -194,7 +259,7 @@ int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
         load_worker(std::string(group.payload().begin(), group.payload().end()), g, status);
     std::vector<char> reply(kStatusBytes, '\0');
     std::copy_n(status.data(), std::min(status.size(), kStatusBytes - 1), reply.data());
-    MPI_Gather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Gather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0, group.comm());
     if (!worker) {  // rank 0 reports the error and closes the group
       while (group.receive() != kClose) {
       }
@@ -202,7 +267,7 @@ int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
     }
     if (auto st = run_tensor_parallel_worker(worker->forward, worker->cache, *g); !st) {
       std::fprintf(stderr, "vela: %s\n", st.message().c_str());
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      MPI_Abort(group.comm(), 1);
     }
     return 0;
   }

@@ -1,6 +1,8 @@
 // The tensor-parallel entry points of a build without MPI: each says that this build has none.
 #include "dist/tensor_group.h"
 
+#include "kernels/cpu_features.h"
+
 namespace vela::dist {
 
 namespace {

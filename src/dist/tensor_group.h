@@ -28,11 +28,16 @@ struct ShardSetup {
 
 // Whether this build has MPI.
 bool available();
-// This process's group of `size` ranks, initialising MPI on the first call; an error when the
-// process was not started by mpirun with exactly `size` ranks, or the build has no MPI.
-Result<std::shared_ptr<TensorParallel>> join(int32_t size);
-// Forward-pass threads of one rank for n_threads (0: the host's physical cores shared by its
-// ranks).
+// This process's group of `size` ranks, initialising MPI on the first call. Under mpirun the
+// group is mpirun's ranks (exactly `size` of them); without a launcher, given worker_program
+// (the vela binary), this process spawns size - 1 workers on this host (`worker_program
+// tensor-parallel-worker`) and is rank 0. An error when neither applies or the build has no
+// MPI.
+Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& worker_program = {});
+// A spawned worker's side of join: the group of the rank 0 that started this process.
+Result<std::shared_ptr<TensorParallel>> join_spawned();
+// Forward-pass threads of one rank for n_threads (0: the host's physical cores shared by the
+// group's ranks on it).
 int32_t threads_per_rank(int32_t n_threads);
 
 // Rank 0: sends the setup and waits for every rank to load its slice; an error names the first

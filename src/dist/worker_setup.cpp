@@ -2,17 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu_features.h"
 
 namespace vela::dist {
-
-int32_t threads_per_rank(int32_t n_threads) {
-  if (n_threads > 0) return n_threads;
-  int32_t local_ranks = 1;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char* v = std::getenv(name)) local_ranks = std::max(1, std::atoi(v));
-  return std::max(1, cpu_features().physical_cores / local_ranks);
-}
 
 std::string encode_setup(const ShardSetup& s) {
   const nlohmann::json j = {{"model_path", s.model_path},

@@ -98,16 +98,24 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Without mpirun, the command spawns its worker processes itself.
+TEST(MpiTensorParallel, WithoutMpirunSpawnsItsWorkers) {
+  VELA_REQUIRE_SHARED();
+  const std::string model = model_path("tiny-llama-256-Q8_0");
+  const test::CommandResult one = test::run_command(generate_command(model, 1));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const test::CommandResult spawned = test::run_command(
+      "timeout 120 " + generate_command(model, 1) + " --tensor-parallel-size 2");
+  ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
+  EXPECT_EQ(spawned.out, one.out);
+}
+
 TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
   VELA_REQUIRE_SHARED();
   const std::string model = model_path("tiny-llama-256-Q8_0");
   const std::string gen = std::string(VELA_BINARY) + " generate -m " + model + " -p hi -n 2";
-  // Without mpirun.
-  test::CommandResult r = test::run_command(gen + " --tensor-parallel-size 2");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("needs 2 MPI ranks: run it as mpirun -np 2"), std::string::npos) << r.err;
   // 8 heads over 3 ranks: rank 0 names the dimension, the others are told to stop.
-  r = test::run_command(mpirun(3) + gen + " --tensor-parallel-size 3");
+  test::CommandResult r = test::run_command(mpirun(3) + gen + " --tensor-parallel-size 3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "timed out";
   EXPECT_NE(r.err.find("8 attention heads do not split over 3 ranks"), std::string::npos) << r.err;
