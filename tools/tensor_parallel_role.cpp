@@ -1,9 +1,9 @@
 #include "tensor_parallel_role.h"
 
 #include <csignal>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 

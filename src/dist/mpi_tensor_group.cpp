@@ -21,6 +21,19 @@ namespace {
 
 enum Command : int64_t { kSetup = 1, kBatch = 2, kClose = 3 };
 
+// Adds the wall time of a scope to a total.
+class ScopedSeconds {
+ public:
+  explicit ScopedSeconds(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedSeconds() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 class MpiTensorGroup : public TensorParallel {
  public:
   // comm: the group's communicator (the world under mpirun, or the spawner's merged with its
@@ -43,6 +56,8 @@ class MpiTensorGroup : public TensorParallel {
   void mark_open() { closed_ = false; }
 
   void send(Command command, const void* data, int64_t bytes) {
+    ScopedSeconds timed(traffic_.seconds);
+    traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(size_ - 1);
     int64_t header[2] = {command, bytes};
     // Non-blocking like the receivers' (blocking and non-blocking collectives do not match).
     MPI_Request request;
@@ -68,6 +83,7 @@ class MpiTensorGroup : public TensorParallel {
     return Command(header[0]);
   }
   const std::vector<char>& payload() const { return payload_; }
+  TensorParallelTraffic traffic() const override { return traffic_; }
 
   void send_batch(const ForwardBatch& batch) override {
     message_.encode(batch);
@@ -95,6 +111,8 @@ class MpiTensorGroup : public TensorParallel {
   }
 
   void all_reduce_sum(std::span<float> x) override {
+    ScopedSeconds timed(traffic_.seconds);
+    traffic_.bytes_sent += x.size_bytes() * uint64_t(size_ - 1);
     parts_.resize(x.size() * size_t(size_));
     MPI_Allgather(x.data(), int(x.size()), MPI_FLOAT, parts_.data(), int(x.size()), MPI_FLOAT,
                   comm_);
@@ -128,6 +146,7 @@ class MpiTensorGroup : public TensorParallel {
   int32_t local_ranks_;
   int rank_ = 0, size_ = 0;
   bool closed_ = false;
+  TensorParallelTraffic traffic_;
   BatchMessage message_;
   std::vector<int32_t> words_;
   std::vector<char> payload_;
@@ -138,8 +157,7 @@ class MpiTensorGroup : public TensorParallel {
 std::weak_ptr<MpiTensorGroup> g_group;
 
 bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") ||
-         std::getenv("PMI_RANK");
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
 }
 
 }  // namespace
@@ -167,8 +185,9 @@ Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& wo
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
-    return make_error("this MPI library does not let the engine thread call it "
-                      "(MPI_THREAD_SERIALIZED)");
+    return make_error(
+        "this MPI library does not let the engine thread call it "
+        "(MPI_THREAD_SERIALIZED)");
   }
   MPI_Comm comm = MPI_COMM_WORLD;
   int32_t local_ranks = 1;

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 namespace vela::dist {
 
 std::string encode_setup(const ShardSetup& s) {

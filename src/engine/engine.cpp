@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <chrono>
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -567,7 +568,18 @@ Status Engine::step() {
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
   batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
   phases.done();  // the forward pass has its own span
-  if (auto st = forward_->forward(batch, cache_, logits_, hidden_); !st) {
+  TensorParallel* const group = config_.tensor_parallel.get();
+  const TensorParallelTraffic traffic_before = group ? group->traffic() : TensorParallelTraffic{};
+  const auto forward_start = std::chrono::steady_clock::now();
+  const Status forward_status = forward_->forward(batch, cache_, logits_, hidden_);
+  counters_.forward_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
+  if (group) {
+    const TensorParallelTraffic after = group->traffic();
+    counters_.tp_bytes_sent += after.bytes_sent - traffic_before.bytes_sent;
+    counters_.tp_communication_seconds += after.seconds - traffic_before.seconds;
+  }
+  if (const Status& st = forward_status; !st) {
     embeddings_done_.clear();
     for (const ScheduledRequest& s : sched_out_.scheduled)
       finish(*requests_.at(s.request->id), FinishReason::kAbort);

@@ -104,6 +104,11 @@ struct EngineCounters {
   uint64_t spec_draft_tokens = 0;
   uint64_t spec_accepted_tokens = 0;
   std::array<uint64_t, kMaxSpeculativeTokens> spec_accepted_at{};
+  // Tensor parallelism (rank 0's side; zero in one process): bytes sent to the other ranks and
+  // seconds spent in the group's calls during forward passes, and the passes' whole time.
+  uint64_t tp_bytes_sent = 0;
+  double tp_communication_seconds = 0;
+  double forward_seconds = 0;
 };
 
 class Engine {

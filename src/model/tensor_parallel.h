@@ -20,6 +20,12 @@ namespace vela {
 class KvCache;
 class LlamaForward;
 
+// What one rank has sent and how long it spent in the group's calls, since it joined.
+struct TensorParallelTraffic {
+  uint64_t bytes_sent = 0;  // payload bytes this rank contributed, counted once per receiver
+  double seconds = 0;       // wall time inside the calls (waiting for the others included)
+};
+
 class TensorParallel {
  public:
   virtual ~TensorParallel() = default;
@@ -40,6 +46,9 @@ class TensorParallel {
   // long: on rank 0 only (the other ranks pass empty `all`), or with everyone on every rank.
   virtual void gather(std::span<const float> local, std::span<float> all,
                       std::span<const int64_t> counts, bool everyone) = 0;
+
+  // This rank's totals (the in-process test group reports zeros).
+  virtual TensorParallelTraffic traffic() const { return {}; }
 };
 
 // A ForwardBatch flattened into one int32 message and back (what send_batch carries): the

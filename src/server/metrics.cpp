@@ -210,6 +210,20 @@ void append_speculative(std::string& out, const EngineCounters& c, const std::st
                   "position=\"" + std::to_string(pos) + "\"," + l, double(c.spec_accepted_at[pos]));
 }
 
+// Time in forward passes, and with tensor parallelism what part of it went to communication.
+void append_forward(std::string& out, const EngineCounters& c, const std::string& l) {
+  append_header(out, "vela:forward_pass_seconds_total", "counter",
+                "Wall time in forward passes.");
+  append_sample(out, "vela:forward_pass_seconds_total", l, c.forward_seconds);
+  append_header(out, "vela:tensor_parallel_communication_seconds_total", "counter",
+                "Wall time of forward passes spent in tensor-parallel communication (rank 0).");
+  append_sample(out, "vela:tensor_parallel_communication_seconds_total", l,
+                c.tp_communication_seconds);
+  append_header(out, "vela:tensor_parallel_bytes_sent_total", "counter",
+                "Bytes rank 0 sent to the other tensor-parallel ranks.");
+  append_sample(out, "vela:tensor_parallel_bytes_sent_total", l, double(c.tp_bytes_sent));
+}
+
 }  // namespace
 
 std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) const {
@@ -325,6 +339,7 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
   append_sample(out, "vela:engine_steps_prefill_capped_total", l,
                 double(s.counters.steps_prefill_capped));
   append_speculative(out, s.counters, l);
+  append_forward(out, s.counters, l);
   return out;
 }
 

@@ -104,8 +104,8 @@ TEST(MpiTensorParallel, WithoutMpirunSpawnsItsWorkers) {
   const std::string model = model_path("tiny-llama-256-Q8_0");
   const test::CommandResult one = test::run_command(generate_command(model, 1));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const test::CommandResult spawned = test::run_command(
-      "timeout 120 " + generate_command(model, 1) + " --tensor-parallel-size 2");
+  const test::CommandResult spawned =
+      test::run_command("timeout 120 " + generate_command(model, 1) + " --tensor-parallel-size 2");
   ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
   EXPECT_EQ(spawned.out, one.out);
 }
@@ -136,6 +136,7 @@ TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
 // The server on rank 0 of two: completions equal a one-process server's, concurrent requests
 // batch, and SIGTERM stops every rank.
 TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
+  const std::string kLabels = "model_name=\"tiny-llama-256-Q8_0\"";
   VELA_REQUIRE_SHARED();
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -156,6 +157,7 @@ TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
     auto one = test::ServerProcess::start(args);
     ASSERT_TRUE(one);
     for (int i = 0; i < 3; ++i) expected.push_back(completion(*one, i));
+    EXPECT_EQ(one->metric("vela:tensor_parallel_bytes_sent_total", kLabels), 0.0);
   }
   std::vector<std::string> tp_args = args;
   tp_args.insert(tp_args.end(), {"--tensor-parallel-size", "2"});
@@ -181,6 +183,13 @@ TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
     ASSERT_FALSE(j.is_discarded()) << streams[size_t(i)]->output();
     EXPECT_EQ(j["choices"][0]["text"].get<std::string>(), expected[size_t(i)]) << i;
   }
+  // Rank 0 counts what it sent and the time its passes spent communicating.
+  const double sent = split->metric("vela:tensor_parallel_bytes_sent_total", kLabels);
+  const double comm = split->metric("vela:tensor_parallel_communication_seconds_total", kLabels);
+  const double forward = split->metric("vela:forward_pass_seconds_total", kLabels);
+  EXPECT_GT(sent, 0.0);
+  EXPECT_GT(comm, 0.0);
+  EXPECT_LE(comm, forward);
   // SIGTERM on rank 0 drains as one process does, then closes the group: every rank exits 0.
   const pid_t rank0 = rank_zero_of(split->pid());
   ASSERT_GT(rank0, 0);
