@@ -41,6 +41,10 @@ class MpiTensorGroup : public TensorParallel {
   MpiTensorGroup(MPI_Comm comm, int32_t local_ranks) : comm_(comm), local_ranks_(local_ranks) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    if (const char* v = std::getenv("VELA_TENSOR_PARALLEL_TIMEOUT")) {
+      const double seconds = std::atof(v);
+      if (seconds > 0) watchdog_ = std::chrono::duration<double>(seconds);
+    }
   }
   int32_t local_ranks() const { return local_ranks_; }
   MPI_Comm comm() const { return comm_; }
@@ -59,27 +63,25 @@ class MpiTensorGroup : public TensorParallel {
     ScopedSeconds timed(traffic_.seconds);
     traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(size_ - 1);
     int64_t header[2] = {command, bytes};
-    // Non-blocking like the receivers' (blocking and non-blocking collectives do not match).
     MPI_Request request;
     MPI_Ibcast(header, 2, MPI_INT64_T, 0, comm_, &request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
-    if (bytes > 0) MPI_Bcast(const_cast<void*>(data), int(bytes), MPI_BYTE, 0, comm_);
+    finish(request, "sending a command", true);
+    if (bytes > 0) {
+      MPI_Ibcast(const_cast<void*>(data), int(bytes), MPI_BYTE, 0, comm_, &request);
+      finish(request, "sending a command", true);
+    }
   }
   // The next command and its payload (into payload_).
   Command receive() {
     int64_t header[2] = {0, 0};
     MPI_Request request;
     MPI_Ibcast(header, 2, MPI_INT64_T, 0, comm_, &request);
-    int done = 0;
-    auto sleep = std::chrono::microseconds(0);
-    for (;;) {
-      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-      if (done) break;
-      if (sleep.count() > 0) std::this_thread::sleep_for(sleep);
-      sleep = std::min(std::chrono::microseconds(1000), sleep * 2 + std::chrono::microseconds(1));
-    }
+    finish(request, "waiting for rank 0", false);  // idle between requests: no deadline
     payload_.resize(size_t(header[1]));
-    if (header[1] > 0) MPI_Bcast(payload_.data(), int(header[1]), MPI_BYTE, 0, comm_);
+    if (header[1] > 0) {
+      MPI_Ibcast(payload_.data(), int(header[1]), MPI_BYTE, 0, comm_, &request);
+      finish(request, "receiving a command", true);
+    }
     return Command(header[0]);
   }
   const std::vector<char>& payload() const { return payload_; }
@@ -114,8 +116,10 @@ class MpiTensorGroup : public TensorParallel {
     ScopedSeconds timed(traffic_.seconds);
     traffic_.bytes_sent += x.size_bytes() * uint64_t(size_ - 1);
     parts_.resize(x.size() * size_t(size_));
-    MPI_Allgather(x.data(), int(x.size()), MPI_FLOAT, parts_.data(), int(x.size()), MPI_FLOAT,
-                  comm_);
+    MPI_Request request;
+    MPI_Iallgather(x.data(), int(x.size()), MPI_FLOAT, parts_.data(), int(x.size()), MPI_FLOAT,
+                   comm_, &request);
+    finish(request, "an all-reduce", true);
     // Added in rank order on every rank: the same bits everywhere, whatever MPI's algorithm.
     std::copy_n(parts_.data(), x.size(), x.data());
     for (int32_t r = 1; r < size_; ++r) {
@@ -125,6 +129,9 @@ class MpiTensorGroup : public TensorParallel {
   }
   void gather(std::span<const float> local, std::span<float> all, std::span<const int64_t> counts,
               bool everyone) override {
+    ScopedSeconds timed(traffic_.seconds);
+    if (everyone || rank_ != 0)
+      traffic_.bytes_sent += local.size_bytes() * uint64_t(everyone ? size_ - 1 : 1);
     counts_.assign(size_t(size_), 0);
     displs_.assign(size_t(size_), 0);
     if (everyone || rank_ == 0)
@@ -132,18 +139,49 @@ class MpiTensorGroup : public TensorParallel {
         counts_[size_t(r)] = int(counts[size_t(r)]);
         if (r > 0) displs_[size_t(r)] = displs_[size_t(r) - 1] + counts_[size_t(r) - 1];
       }
+    MPI_Request request;
     if (everyone) {
-      MPI_Allgatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
-                     displs_.data(), MPI_FLOAT, comm_);
+      MPI_Iallgatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
+                      displs_.data(), MPI_FLOAT, comm_, &request);
     } else {
-      MPI_Gatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
-                  displs_.data(), MPI_FLOAT, 0, comm_);
+      MPI_Igatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
+                   displs_.data(), MPI_FLOAT, 0, comm_, &request);
+    }
+    finish(request, "a gather", true);
+  }
+
+  // Waits for a non-blocking call, polling with a growing sleep (an idle wait leaves the cores
+  // to the others). With a deadline, a call the other ranks do not complete within the
+  // watchdog's time means one of them died or hangs: this rank says so and stops the whole job
+  // (mpirun then ends every rank with a non-zero exit) instead of waiting for ever.
+  void finish(MPI_Request& request, const char* what, bool deadline) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto max_sleep = std::chrono::microseconds(deadline ? 50 : 1000);
+    auto sleep = std::chrono::microseconds(0);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (polls < 1000) continue;  // a pass's partners are usually microseconds away
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(max_sleep, sleep * 2 + std::chrono::microseconds(1));
+      if (deadline && std::chrono::steady_clock::now() - start > watchdog_) {
+        std::fprintf(stderr,
+                     "vela: tensor-parallel rank %d: %s got no answer from the other ranks "
+                     "within %.0f s (one of them died or hangs); stopping every rank\n",
+                     rank_, what, std::chrono::duration<double>(watchdog_).count());
+        std::fflush(stderr);
+        MPI_Abort(comm_, 1);
+      }
     }
   }
 
  private:
   MPI_Comm comm_;
   int32_t local_ranks_;
+  // How long a collective call may wait for the other ranks (VELA_TENSOR_PARALLEL_TIMEOUT
+  // seconds): well above any pass, so only a dead or stopped rank reaches it.
+  std::chrono::duration<double> watchdog_{60.0};
   int rank_ = 0, size_ = 0;
   bool closed_ = false;
   TensorParallelTraffic traffic_;
@@ -256,8 +294,10 @@ Status start_workers(TensorParallel& g, const ShardSetup& setup) {
   // Each rank answers with a fixed-size status text: empty when its slice is loaded.
   std::vector<char> replies(kStatusBytes * size_t(group.size()));
   std::vector<char> mine(kStatusBytes, '\0');
-  MPI_Gather(mine.data(), int(kStatusBytes), MPI_CHAR, replies.data(), int(kStatusBytes), MPI_CHAR,
-             0, group.comm());
+  MPI_Request request;
+  MPI_Igather(mine.data(), int(kStatusBytes), MPI_CHAR, replies.data(), int(kStatusBytes), MPI_CHAR,
+              0, group.comm(), &request);
+  group.finish(request, "loading the model", false);  // a large model loads for minutes
   for (int32_t r = 1; r < group.size(); ++r) {
     const char* reply = replies.data() + kStatusBytes * size_t(r);
     if (reply[0] != '\0')
@@ -278,7 +318,10 @@ int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
         load_worker(std::string(group.payload().begin(), group.payload().end()), g, status);
     std::vector<char> reply(kStatusBytes, '\0');
     std::copy_n(status.data(), std::min(status.size(), kStatusBytes - 1), reply.data());
-    MPI_Gather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0, group.comm());
+    MPI_Request request;
+    MPI_Igather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0, group.comm(),
+                &request);
+    group.finish(request, "loading the model", false);
     if (!worker) {  // rank 0 reports the error and closes the group
       while (group.receive() != kClose) {
       }

@@ -27,8 +27,9 @@ std::string mpirun(int n_ranks) {
          " --oversubscribe ";
 }
 
-// The rank-0 process among mpirun's children (by the rank Open MPI puts in its environment).
-pid_t rank_zero_of(pid_t launcher) {
+// The process of `rank` among mpirun's children (by the rank Open MPI puts in its environment).
+pid_t rank_of(pid_t launcher, int rank) {
+  const std::string wanted = "\nOMPI_COMM_WORLD_RANK=" + std::to_string(rank) + "\n";
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -42,7 +43,7 @@ pid_t rank_zero_of(pid_t launcher) {
     std::string env = "\n" + test::read_file(entry.path() / "environ");
     for (char& ch : env)
       if (ch == '\0') ch = '\n';
-    if (env.find("\nOMPI_COMM_WORLD_RANK=0\n") != std::string::npos) return std::stoi(name);
+    if (env.find(wanted) != std::string::npos) return std::stoi(name);
   }
   return -1;
 }
@@ -191,10 +192,47 @@ TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
   EXPECT_GT(comm, 0.0);
   EXPECT_LE(comm, forward);
   // SIGTERM on rank 0 drains as one process does, then closes the group: every rank exits 0.
-  const pid_t rank0 = rank_zero_of(split->pid());
+  const pid_t rank0 = rank_of(split->pid(), 0);
   ASSERT_GT(rank0, 0);
   ::kill(rank0, SIGTERM);
   EXPECT_EQ(split->wait_exit(60), 0) << split->log();
+}
+
+// A worker that dies (kill -9) or hangs (SIGSTOP) in the middle of serving ends the whole job
+// with a non-zero exit within a bounded time: mpirun notices a death, the collectives' watchdog
+// a hang, and names the rank that noticed.
+TEST(MpiTensorParallel, ADeadOrHungRankStopsTheJob) {
+  VELA_REQUIRE_SHARED();
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("VELA_TENSOR_PARALLEL_TIMEOUT", "3", 1);
+  const std::vector<std::string> args = {"-m", model_path("tiny-llama-256-Q8_0"), "-t",
+                                         "1",  "--tensor-parallel-size",          "2"};
+  const nlohmann::json body = {{"prompt", "Hello"}, {"max_tokens", 8}, {"temperature", 0}};
+  for (int sig : {SIGKILL, SIGSTOP}) {
+    auto server =
+        test::ServerProcess::start(args, true, {VELA_MPIRUN, "-np", "2", "--oversubscribe"});
+    ASSERT_TRUE(server);
+    EXPECT_EQ(server->post("/v1/completions", body.dump()).status, 200);
+    const pid_t worker = rank_of(server->pid(), 1);
+    ASSERT_GT(worker, 0);
+    ::kill(worker, sig);
+    // The next request's pass needs the worker (answered or not: the job goes down).
+    test::BackgroundCurl request(
+        {"-H", "Content-Type: application/json", "-d", body.dump(), server->url("/v1/completions")},
+        30);
+    const int status = server->wait_exit(40);
+    EXPECT_NE(status, 0) << "signal " << sig << "\n" << server->log();
+    EXPECT_NE(status, -1) << "signal " << sig << ": still running\n" << server->log();
+    if (sig == SIGSTOP) {
+      EXPECT_NE(server->log().find("tensor-parallel rank 0: "), std::string::npos) << server->log();
+      EXPECT_NE(server->log().find("got no answer from the other ranks within 3 s"),
+                std::string::npos)
+          << server->log();
+    }
+    ::kill(worker, SIGKILL);
+  }
+  unsetenv("VELA_TENSOR_PARALLEL_TIMEOUT");
 }
 
 }  // namespace
