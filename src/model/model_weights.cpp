@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cassert>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -109,16 +109,18 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
   for (size_t i = 0; i < chosen.size(); i += n_threads) pack(i);
   for (std::thread& th : threads) th.join();
   for (size_t i = 0; i < chosen.size(); ++i) {
-    std::erase_if(w.column_slices, [&](const auto& slice) { return slice.get() == chosen[i]->data; });
+    std::erase_if(w.column_slices,
+                  [&](const auto& slice) { return slice.get() == chosen[i]->data; });
     chosen[i]->data = dst[i];
     chosen[i]->layout = WeightLayout::kInterleaved16;
   }
 }
 
 // Columns [col_begin, col_begin + n_cols) of row-major m (whole blocks) copied into a buffer of
-// w.column_slices.
-WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, int64_t col_begin,
-                          int64_t n_cols) {
+// w.column_slices. release_pages: m is in a file mapping, whose pages the copy replaces (every
+// page of m is read: a row's slice is shorter than a page).
+WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, int64_t col_begin, int64_t n_cols,
+                          bool release_pages) {
   const GgmlTypeInfo info = *ggml_type_info(uint32_t(m.type));
   assert(col_begin % info.block_size == 0 && n_cols % info.block_size == 0);
   WeightMatrix v = m;
@@ -132,6 +134,7 @@ WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, int64_t col_be
                 size_t(v.row_bytes));
   v.data = slice.get();
   w.column_slices.push_back(std::move(slice));
+  if (release_pages) release_mapped_pages(m.data, m.n_rows * m.row_bytes);
   return v;
 }
 
@@ -140,7 +143,9 @@ std::vector<float> slice_vector(const std::vector<float>& v, int64_t begin, int6
   return {v.begin() + begin, v.begin() + begin + n};
 }
 
-int64_t block_columns(GgmlType type) { return ggml_type_info(uint32_t(type))->block_size; }
+int64_t block_columns(GgmlType type) {
+  return ggml_type_info(uint32_t(type))->block_size;
+}
 
 }  // namespace
 
@@ -279,10 +284,11 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       l.bk = slice_vector(l.bk, r.kv_head_begin * hd, r.n_head_kv * hd);
       l.bv = slice_vector(l.bv, r.kv_head_begin * hd, r.n_head_kv * hd);
       if (!r.replicated_attn_output)
-        l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd);
+        l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd, g.memory_mapped());
       l.w_gate = weight_rows(l.w_gate, r.ff_begin, r.n_ff);
       l.w_up = weight_rows(l.w_up, r.ff_begin, r.n_ff);
-      if (!r.replicated_ffn_down) l.w_down = copy_columns(w, l.w_down, r.ff_begin, r.n_ff);
+      if (!r.replicated_ffn_down)
+        l.w_down = copy_columns(w, l.w_down, r.ff_begin, r.n_ff, g.memory_mapped());
     }
     w.output = weight_rows(w.output, r.vocab_begin, r.n_vocab);
   } else {
