@@ -17,6 +17,7 @@ packages=(
   python3-jsonschema                             # independent validator of structured output
   python3-venv python3-pip python3-setuptools python3-wheel  # pip install . (offline)
   openmpi-bin libopenmpi-dev                     # tensor parallelism over MPI (src/dist/)
+  iproute2                                       # network namespaces as hosts in its tests
   nginx                                          # replicas behind a load balancer (deploy/nginx/)
 )
 # The openai npm client drives the server in integration tests: Node.js and npm from Debian,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -233,6 +234,80 @@ TEST(MpiTensorParallel, ADeadOrHungRankStopsTheJob) {
     ::kill(worker, SIGKILL);
   }
   unsetenv("VELA_TENSOR_PARALLEL_TIMEOUT");
+}
+
+// Two hosts made of network namespaces joined by a veth pair, each with its own address: mpirun
+// runs in the first and starts the second's daemon through an rsh agent that enters the
+// namespace, and the ranks talk over TCP (shared memory is turned off).
+class NamespaceHosts {
+ public:
+  NamespaceHosts() {
+    const std::string id = std::to_string(getpid() % 100000);
+    hosts_ = {"vela" + id + "a", "vela" + id + "b"};
+    subnet_ = "10.213." + std::to_string(getpid() % 250) + ".";
+    const std::string veth_a = "vv" + id + "a", veth_b = "vv" + id + "b";
+    const std::string setup =
+        "ip netns add " + hosts_[0] + " && ip netns add " + hosts_[1] + " && ip link add " +
+        veth_a + " type veth peer name " + veth_b + " && ip link set " + veth_a + " netns " +
+        hosts_[0] + " && ip link set " + veth_b + " netns " + hosts_[1] + " && ip -n " + hosts_[0] +
+        " addr add " + subnet_ + "1/24 dev " + veth_a + " && ip -n " + hosts_[1] + " addr add " +
+        subnet_ + "2/24 dev " + veth_b + " && ip -n " + hosts_[0] + " link set " + veth_a +
+        " up && ip -n " + hosts_[1] + " link set " + veth_b + " up && ip -n " + hosts_[0] +
+        " link set lo up && ip -n " + hosts_[1] + " link set lo up";
+    const test::CommandResult r = test::run_command(setup);
+    ok_ = r.exit_code == 0;
+    error_ = r.err;
+    agent_ = test::temp_file("netns-agent");
+    test::write_file(agent_,
+                     "#!/bin/sh\nhost=\"$1\"; shift\nexec ip netns exec \"$host\" sh -c \"$*\"\n");
+    std::filesystem::permissions(agent_, std::filesystem::perms::owner_all);
+  }
+  ~NamespaceHosts() {
+    test::run_command("ip netns del " + hosts_[0] + "; ip netns del " + hosts_[1]);
+  }
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  // mpirun, one rank per host, ranks over TCP on the hosts' link only.
+  std::string mpirun() const {
+    const std::string net = subnet_ + "0/24";
+    return "timeout 120 ip netns exec " + hosts_[0] + " " + VELA_MPIRUN + " --host " + hosts_[0] +
+           "," + hosts_[1] + " -np 2 --mca plm_rsh_agent " + agent_.string() +
+           " --mca btl tcp,self --mca btl_tcp_if_include " + net + " --mca oob_tcp_if_include " +
+           net + " ";
+  }
+
+ private:
+  std::vector<std::string> hosts_;
+  std::string subnet_;
+  std::filesystem::path agent_;
+  bool ok_ = false;
+  std::string error_;
+};
+
+TEST(MpiTensorParallel, RanksInTwoNetworkNamespacesOverTcp) {
+  VELA_REQUIRE_SHARED();
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  if (test::run_command("command -v ip").exit_code != 0) GTEST_SKIP() << "iproute2 (ip) missing";
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  NamespaceHosts hosts;
+  if (!hosts.ok()) GTEST_SKIP() << "cannot make network namespaces here: " << hosts.error();
+  // Each rank in its own network stack, on its own address.
+  const test::CommandResult where = test::run_command(
+      hosts.mpirun() + "sh -c 'echo $(readlink /proc/self/ns/net) $(ip -br addr | grep -c UP)'");
+  ASSERT_EQ(where.exit_code, 0) << where.err;
+  const size_t newline = where.out.find('\n');
+  ASSERT_NE(newline, std::string::npos) << where.out;
+  EXPECT_NE(where.out.substr(0, newline), where.out.substr(newline + 1)) << where.out;
+  for (const char* name : {"tiny-llama-256-Q8_0", "tiny-llama-gqa"}) {
+    const std::string model = std::filesystem::absolute(model_path(name)).string();
+    const test::CommandResult one = test::run_command(generate_command(model, 1));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const test::CommandResult split = test::run_command(
+        hosts.mpirun() + generate_command(model, 1) + " --tensor-parallel-size 2");
+    ASSERT_EQ(split.exit_code, 0) << split.err;
+    EXPECT_EQ(split.out, one.out) << name;
+  }
 }
 
 }  // namespace
