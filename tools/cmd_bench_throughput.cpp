@@ -1,6 +1,8 @@
 // `vela bench throughput -m MODEL`: offline serving throughput. N prompts submitted at once
 // through the continuous-batching engine vs the same prompts one at a time; KV waste at the
-// peak; and a shared-prefix scenario with the prefix cache on and off.
+// peak; and a shared-prefix scenario with the prefix cache on and off. With
+// --tensor-parallel-size, also the communication's share of the forward passes and the bytes
+// rank 0 sent per computed token.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "engine/engine_factory.h"
+#include "tensor_parallel_role.h"
 
 namespace vela::cli {
 namespace {
@@ -26,6 +29,9 @@ struct RunResult {
   double kv_waste = 0;  // at the step with the most KV slots allocated
   uint64_t prefix_queries = 0, prefix_hits = 0;
   uint64_t preemptions = 0;
+  // Tensor parallelism (rank 0): bytes sent, seconds communicating, seconds in forward passes.
+  uint64_t tp_bytes = 0;
+  double tp_seconds = 0, forward_seconds = 0;
 
   double requests_per_s() const { return double(requests) / seconds; }
   double output_tokens_per_s() const { return double(output_tokens) / seconds; }
@@ -42,6 +48,7 @@ Result<RunResult> run(Engine& engine, const std::vector<std::vector<int32_t>>& p
   RunResult r;
   const BlockPoolUsage before = engine.kv_usage();
   const uint64_t preempt_before = engine.n_preemptions();
+  const EngineCounters counters_before = engine.counters();
   const auto start = std::chrono::steady_clock::now();
   const auto on_event = [&r](const RequestEvent& e) {
     if (e.finished) r.output_tokens += int64_t(e.output->token_ids.size());
@@ -68,6 +75,9 @@ Result<RunResult> run(Engine& engine, const std::vector<std::vector<int32_t>>& p
   r.prefix_queries = after.prefix_queries - before.prefix_queries;
   r.prefix_hits = after.prefix_hits - before.prefix_hits;
   r.preemptions = engine.n_preemptions() - preempt_before;
+  r.tp_bytes = c.tp_bytes_sent - counters_before.tp_bytes_sent;
+  r.tp_seconds = c.tp_communication_seconds - counters_before.tp_communication_seconds;
+  r.forward_seconds = c.forward_seconds - counters_before.forward_seconds;
   return r;
 }
 
@@ -91,7 +101,11 @@ nlohmann::json to_json(const RunResult& r) {
           {"kv_waste_at_peak", r.kv_waste},
           {"prefix_cache_queries", r.prefix_queries},
           {"prefix_cache_hits", r.prefix_hits},
-          {"preemptions", r.preemptions}};
+          {"preemptions", r.preemptions},
+          {"forward_seconds", r.forward_seconds},
+          {"tensor_parallel_communication_seconds", r.tp_seconds},
+          {"tensor_parallel_bytes_sent_per_token",
+           double(r.tp_bytes) / double(std::max<int64_t>(1, r.prompt_tokens + r.output_tokens))}};
 }
 
 void print_row(const char* name, const RunResult& r) {
@@ -125,7 +139,8 @@ int run_bench_throughput(int argc, char** argv) {
        {"kv-type", 0, "TYPE", "KV cache type (default f16)"},
        {"block-size", 0, "N", "KV token slots per block (default 8)"},
        {"seed", 's', "N", "prompt seed (default 1)"},
-       {"output", 'o', "md|json", "output format (default md)"}});
+       {"output", 'o', "md|json", "output format (default md)"},
+       {"tensor-parallel-size", 0, "N", kTensorParallelHelp}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto num = args.get_int("num-prompts", 64, 1, 100000);
   const auto in_len = args.get_int("input-len", 128, 1, 1 << 20);
@@ -139,8 +154,9 @@ int run_bench_throughput(int argc, char** argv) {
   const auto ctx = args.get_int("ctx-size", 0, 0, 1 << 24);
   const auto seed = args.get_int("seed", 1, 0, INT64_MAX);
   const auto block_size = args.get_int("block-size", 8, 1, 1024);
+  const auto tensor_parallel = args.get_int("tensor-parallel-size", 1, 1, 256);
   for (const auto* r : {&num, &in_len, &out_len, &seq_n, &prefix_len, &prefix_n, &threads,
-                        &max_seqs, &budget, &ctx, &seed, &block_size}) {
+                        &max_seqs, &budget, &ctx, &seed, &block_size, &tensor_parallel}) {
     if (!*r) {
       std::fprintf(stderr, "%s\n", r->message().c_str());
       return 2;
@@ -159,6 +175,7 @@ int run_bench_throughput(int argc, char** argv) {
   options.max_context = int32_t(*ctx);
   options.kv_cache_type = args.get("kv-type", "f16");
   options.block_size = int32_t(*block_size);
+  options.tensor_parallel_size = int32_t(*tensor_parallel);
   const auto make = [&](bool prefix_caching) {
     EngineOptions o = options;
     o.enable_prefix_caching = prefix_caching;
@@ -255,6 +272,17 @@ int run_bench_throughput(int argc, char** argv) {
   if (sequential) print_row("one at a time", *sequential);
   if (shared_on) print_row("shared prefix, prefix cache on", *shared_on);
   if (shared_off) print_row("shared prefix, prefix cache off", *shared_off);
+  if (*tensor_parallel > 1)
+    for (const auto& [name, r] : {std::pair<const char*, const RunResult*>{"batched", &*batched},
+                                  {"one at a time", sequential ? &*sequential : nullptr}})
+      if (r)
+        std::printf(
+            "\ntensor parallel x%lld, %s: communication %.1f%% of the forward passes, "
+            "rank 0 sent %.0f bytes per token",
+            (long long)*tensor_parallel, name,
+            100.0 * r->tp_seconds / std::max(r->forward_seconds, 1e-12),
+            double(r->tp_bytes) /
+                double(std::max<int64_t>(1, r->prompt_tokens + r->output_tokens)));
   if (sequential)
     std::printf("\nbatched / one-at-a-time output tokens/s: %.2fx\n",
                 batched->output_tokens_per_s() / sequential->output_tokens_per_s());

@@ -86,6 +86,8 @@ class MpiTensorGroup : public TensorParallel {
   }
   const std::vector<char>& payload() const { return payload_; }
   TensorParallelTraffic traffic() const override { return traffic_; }
+  // The command that ended the last receive_batch.
+  Command last_command() const { return last_; }
 
   void send_batch(const ForwardBatch& batch) override {
     message_.encode(batch);
@@ -93,9 +95,10 @@ class MpiTensorGroup : public TensorParallel {
   }
   std::optional<ForwardBatch> receive_batch() override {
     for (;;) {
-      const Command c = receive();
-      if (c == kClose) return std::nullopt;
-      if (c != kBatch) continue;  // a stray setup: not this rank's business now
+      last_ = receive();
+      // A close ends the passes; so does a new setup (rank 0 builds another engine).
+      if (last_ == kClose || last_ == kSetup) return std::nullopt;
+      if (last_ != kBatch) continue;
       words_.resize(payload_.size() / sizeof(int32_t));
       std::copy_n(payload_.data(), words_.size() * sizeof(int32_t),
                   reinterpret_cast<char*>(words_.data()));
@@ -185,6 +188,7 @@ class MpiTensorGroup : public TensorParallel {
   int rank_ = 0, size_ = 0;
   bool closed_ = false;
   TensorParallelTraffic traffic_;
+  Command last_ = kClose;
   BatchMessage message_;
   std::vector<int32_t> words_;
   std::vector<char> payload_;
@@ -309,10 +313,10 @@ Status start_workers(TensorParallel& g, const ShardSetup& setup) {
 
 int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
   auto& group = static_cast<MpiTensorGroup&>(*g);
-  for (;;) {
-    const Command c = group.receive();
-    if (c == kClose) return 0;
-    if (c != kSetup) continue;
+  Command c = group.receive();
+  // Each setup builds this rank's part of one engine, which serves passes until rank 0 closes
+  // the group or sets up the next engine.
+  while (c == kSetup) {
     std::string status;
     auto worker =
         load_worker(std::string(group.payload().begin(), group.payload().end()), g, status);
@@ -331,8 +335,9 @@ int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
       std::fprintf(stderr, "vela: %s\n", st.message().c_str());
       MPI_Abort(group.comm(), 1);
     }
-    return 0;
+    c = group.last_command();
   }
+  return 0;
 }
 
 }  // namespace vela::dist

@@ -35,7 +35,7 @@ class TensorParallel {
   // Rank 0: the batch of the pass it is about to run (hidden-state rows are rank 0's alone).
   virtual void send_batch(const ForwardBatch& batch) = 0;
   // Other ranks: the next batch rank 0 sent, valid until the next call; nullopt once rank 0
-  // has closed the group.
+  // has closed the group or moved on to another engine's setup.
   virtual std::optional<ForwardBatch> receive_batch() = 0;
   // Rank 0: no more batches follow (the other ranks' receive_batch returns nullopt).
   virtual void close() = 0;

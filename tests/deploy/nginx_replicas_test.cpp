@@ -59,18 +59,6 @@ std::string find_nginx() {
   return "";
 }
 
-uint16_t free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Replaces every `from` in `text`; returns how many.
 int replace_all(std::string& text, const std::string& from, const std::string& to) {
   int n = 0;
@@ -120,7 +108,7 @@ class Nginx {
     // A free port may be taken before nginx binds it: then try another.
     for (int attempt = 0; attempt < 3; ++attempt) {
       auto n = std::unique_ptr<Nginx>(new Nginx());
-      n->port_ = free_port();
+      n->port_ = free_loopback_port();
       n->prefix_ = unique_temp_path("nginx" + std::to_string(attempt));
       std::filesystem::remove_all(n->prefix_);
       std::filesystem::create_directories(n->prefix_ / "logs");

@@ -9,47 +9,20 @@
 #include "kv/kv_cache.h"
 #include "model/llama_forward.h"
 #include "support/shared_data.h"
+#include "two_sequence_passes.h"
 
 namespace vela {
 namespace {
 
-constexpr int32_t kBlock = 16;
-constexpr int32_t kMaxBlocks = 8;
-
-// Two sequences in scattered blocks. Pass 1 is a prefill mixing A's 37-token prompt with B's
-// 6-token prompt (interleaved); passes 2-4 decode one token for each. Returns all the logits.
 std::vector<float> run_passes(const std::shared_ptr<const Model>& model, KvType kv_type,
                               int32_t n_threads, std::shared_ptr<ThreadPool> pool = nullptr) {
-  ForwardOptions options{64, 64, kBlock * kMaxBlocks, n_threads, /*min_parallel_work=*/0};
+  ForwardOptions options{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, n_threads,
+                         /*min_parallel_work=*/0};
   LlamaForward fwd(model, options, std::move(pool));
   const ModelConfig& c = model->config();
-  KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, kBlock, 2 * kMaxBlocks, kv_type});
-  // Scattered, interleaved blocks for the two sequences.
-  const std::vector<int32_t> table = {9, 2, 14, 5, -1, -1, -1, -1, 0, 11, 7, -1, -1, -1, -1, -1};
-  std::vector<float> all;
-  std::vector<int32_t> n_past = {0, 0};
-  const auto pass = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& seq) {
-    std::vector<int32_t> pos, want;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      pos.push_back(n_past[size_t(seq[i])]++);
-      want.push_back(int32_t(i));
-    }
-    std::vector<float> logits(ids.size() * size_t(c.n_vocab));
-    const Status st =
-        fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, cache, logits);
-    EXPECT_TRUE(st.ok()) << st.message();
-    all.insert(all.end(), logits.begin(), logits.end());
-  };
-  std::vector<int32_t> ids, seq;
-  for (int32_t i = 0; i < 43; ++i) {
-    const bool b = i % 7 == 3;  // B's 6 tokens scattered among A's 37
-    ids.push_back(int32_t(1 + (i * 131) % (c.n_vocab - 1)));
-    seq.push_back(b ? 1 : 0);
-  }
-  pass(ids, seq);
-  for (int32_t step = 0; step < 3; ++step)
-    pass({int32_t(5 + step * 17), int32_t(9 + step * 23)}, {0, 1});
-  return all;
+  KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, test::kTwoSeqBlock,
+                              test::kTwoSeqBlocks, kv_type});
+  return test::run_two_sequence_passes(fwd, cache);
 }
 
 void expect_bit_identical(const std::vector<float>& a, const std::vector<float>& b,

@@ -12,6 +12,7 @@
 #include "model/llama_forward.h"
 #include "model/tensor_parallel.h"
 #include "support/shared_data.h"
+#include "two_sequence_passes.h"
 
 namespace vela {
 namespace {
@@ -85,52 +86,19 @@ class ThreadGroup {
   bool closed_ = false;
 };
 
-constexpr int32_t kBlock = 8;
-constexpr int32_t kMaxBlocks = 8;
-constexpr int32_t kBlocks = 2 * kMaxBlocks;
-
-// Two sequences: a prefill mixing A's 21 tokens with B's 4, then three decode passes of both
-// (the logits of every token). Runs on rank 0's forward pass; returns all the logits.
-std::vector<float> run_passes(LlamaForward& fwd, KvCache& cache) {
-  const ModelConfig& c = fwd.model().config();
-  const std::vector<int32_t> table = {9, 2, 14, 5, -1, -1, -1, -1, 0, 11, 7, -1, -1, -1, -1, -1};
-  std::vector<float> all;
-  std::vector<int32_t> n_past = {0, 0};
-  const auto pass = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& seq) {
-    std::vector<int32_t> pos, want;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      pos.push_back(n_past[size_t(seq[i])]++);
-      want.push_back(int32_t(i));
-    }
-    std::vector<float> logits(ids.size() * size_t(c.n_vocab));
-    const Status st =
-        fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, cache, logits);
-    EXPECT_TRUE(st.ok()) << st.message();
-    all.insert(all.end(), logits.begin(), logits.end());
-  };
-  std::vector<int32_t> ids, seq;
-  for (int32_t i = 0; i < 25; ++i) {
-    ids.push_back(int32_t(1 + (i * 131) % (c.n_vocab - 1)));
-    seq.push_back(i % 6 == 2 ? 1 : 0);
-  }
-  pass(ids, seq);
-  for (int32_t step = 0; step < 3; ++step)
-    pass({int32_t(5 + step * 17), int32_t(9 + step * 23)}, {0, 1});
-  return all;
-}
-
 ForwardOptions options(std::shared_ptr<TensorParallel> group = nullptr) {
-  ForwardOptions o{32, 32, kBlock * kMaxBlocks, 1, 0};
+  ForwardOptions o{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, 1, 0};
   o.tensor_parallel = std::move(group);
   return o;
 }
 
 KvCache make_cache(const Model& m) {
   const ModelConfig& c = m.config();
-  return KvCache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, kBlock, kBlocks, KvType::kF16});
+  return KvCache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, test::kTwoSeqBlock,
+                               test::kTwoSeqBlocks, KvType::kF16});
 }
 
-// The logits of run_passes with the model split over n_ranks threads.
+// The logits of run_two_sequence_passes with the model split over n_ranks threads.
 std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks) {
   ThreadGroup group(n_ranks);
   std::vector<float> logits;
@@ -148,7 +116,7 @@ std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks) {
       LlamaForward fwd(*model, options(rank));
       KvCache cache = make_cache(**model);
       if (r == 0) {
-        logits = run_passes(fwd, cache);
+        logits = test::run_two_sequence_passes(fwd, cache);
         rank->close();
       } else {
         const Status st = run_tensor_parallel_worker(fwd, cache, *rank);
@@ -175,7 +143,7 @@ TEST_P(TensorParallelForward, MatchesTheWholeModel) {
   ASSERT_TRUE(whole.ok()) << whole.message();
   LlamaForward fwd(*whole, options());
   KvCache cache = make_cache(**whole);
-  const std::vector<float> expected = run_passes(fwd, cache);
+  const std::vector<float> expected = test::run_two_sequence_passes(fwd, cache);
   const std::vector<float> got = sharded_logits(path, GetParam().n_ranks);
   ASSERT_EQ(got.size(), expected.size());
   const int32_t V = (*whole)->config().n_vocab;

@@ -23,18 +23,6 @@ bool have(const char* tool) {
   return run_command(std::string("command -v ") + tool).exit_code == 0;
 }
 
-uint16_t free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(Prometheus, PromtoolAcceptsTheExposition) {
   VELA_REQUIRE_SHARED();
   if (!have("promtool")) GTEST_SKIP() << "promtool not installed (Debian package prometheus)";
@@ -73,7 +61,7 @@ TEST(Prometheus, ScrapesAndAnswersAHistogramQuantile) {
              "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: vela\n"
              "    static_configs:\n      - targets: ['127.0.0.1:" +
                  std::to_string(server->port()) + "']\n");
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port();
   const std::string web = "127.0.0.1:" + std::to_string(port);
   // Bounded: the server is killed by `timeout` after 60 s whatever happens.
   const std::string start =

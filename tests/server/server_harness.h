@@ -22,6 +22,9 @@ struct HttpResult {
   bool has_header(const std::string& name_colon_value) const;  // case-insensitive substring
 };
 
+// A loopback TCP port that was free a moment ago (for a program that cannot take port 0).
+uint16_t free_loopback_port();
+
 // A fresh empty file in the test's temp dir.
 std::filesystem::path temp_file(const std::string& stem);
 void write_file(const std::filesystem::path& path, const std::string& text);

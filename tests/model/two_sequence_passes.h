@@ -1,0 +1,48 @@
+#pragma once
+// A forward-pass workload shared by the model tests that compare two ways of running the same
+// passes (thread counts, tensor-parallel ranks): two sequences in scattered, interleaved blocks;
+// pass 1 a prefill mixing A's 37-token prompt with B's 6 tokens, passes 2-4 one decode token
+// each. Every token's logits are kept.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/llama_forward.h"
+
+namespace vela::test {
+
+inline constexpr int32_t kTwoSeqBlock = 16;                     // KV block size the passes need
+inline constexpr int32_t kTwoSeqMaxBlocks = 8;                  // blocks per sequence in the table
+inline constexpr int32_t kTwoSeqBlocks = 2 * kTwoSeqMaxBlocks;  // blocks the KV cache needs
+
+// The logits of all four passes, [43 + 2 * 3, n_vocab].
+inline std::vector<float> run_two_sequence_passes(LlamaForward& fwd, KvCache& cache) {
+  const ModelConfig& c = fwd.model().config();
+  const std::vector<int32_t> table = {9, 2, 14, 5, -1, -1, -1, -1, 0, 11, 7, -1, -1, -1, -1, -1};
+  std::vector<float> all;
+  std::vector<int32_t> n_past = {0, 0};
+  const auto pass = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& seq) {
+    std::vector<int32_t> pos, want;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      pos.push_back(n_past[size_t(seq[i])]++);
+      want.push_back(int32_t(i));
+    }
+    std::vector<float> logits(ids.size() * size_t(c.n_vocab));
+    const Status st =
+        fwd.forward(ForwardBatch{ids, pos, seq, table, kTwoSeqMaxBlocks, want}, cache, logits);
+    EXPECT_TRUE(st.ok()) << st.message();
+    all.insert(all.end(), logits.begin(), logits.end());
+  };
+  std::vector<int32_t> ids, seq;
+  for (int32_t i = 0; i < 43; ++i) {
+    ids.push_back(int32_t(1 + (i * 131) % (c.n_vocab - 1)));
+    seq.push_back(i % 7 == 3 ? 1 : 0);  // B's 6 tokens scattered among A's 37
+  }
+  pass(ids, seq);
+  for (int32_t step = 0; step < 3; ++step)
+    pass({int32_t(5 + step * 17), int32_t(9 + step * 23)}, {0, 1});
+  return all;
+}
+
+}  // namespace vela::test
