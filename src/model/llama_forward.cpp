@@ -428,6 +428,7 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
 void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
+    if (tp_ != nullptr) tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
     return;
   }
   const int64_t n_ff = model_->config().n_ff;

@@ -285,6 +285,14 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       l.bv = slice_vector(l.bv, r.kv_head_begin * hd, r.n_head_kv * hd);
       if (!r.replicated_attn_output)
         l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd, g.memory_mapped());
+      if (l.moe()) {  // whole experts: this rank's rows of each stack
+        ExpertStacks& st = stacks[i];
+        const int64_t ff = c.n_ff_expert, e0 = r.expert_begin, ne = r.n_expert;
+        st.gate = weight_rows(st.gate, e0 * ff, ne * ff);
+        st.up = weight_rows(st.up, e0 * ff, ne * ff);
+        st.down = weight_rows(st.down, e0 * c.n_embd, ne * c.n_embd);
+        continue;
+      }
       l.w_gate = weight_rows(l.w_gate, r.ff_begin, r.n_ff);
       l.w_up = weight_rows(l.w_up, r.ff_begin, r.n_ff);
       if (!r.replicated_ffn_down)
@@ -323,11 +331,14 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       l.w_up = weight_rows(fused_gate_up[i], c.n_ff, c.n_ff);
     }
     if (const ExpertStacks& st = stacks[i]; st.gate.data) {
-      const int64_t ff = c.n_ff_expert;
+      // Every expert id has an entry; a tensor-parallel rank's experts are [expert_begin,
+      // expert_begin + n_expert) of its stacks, the others' entries empty.
+      const int64_t ff = c.n_ff_expert, e0 = w.shard.expert_begin;
       l.experts.resize(size_t(c.n_expert));
-      for (int64_t e = 0; e < c.n_expert; ++e)
-        l.experts[size_t(e)] = {weight_rows(st.gate, e * ff, ff), weight_rows(st.up, e * ff, ff),
-                                weight_rows(st.down, e * c.n_embd, c.n_embd)};
+      for (int64_t e = e0; e < e0 + w.shard.n_expert; ++e)
+        l.experts[size_t(e)] = {weight_rows(st.gate, (e - e0) * ff, ff),
+                                weight_rows(st.up, (e - e0) * ff, ff),
+                                weight_rows(st.down, (e - e0) * c.n_embd, c.n_embd)};
     }
   }
   return w;

@@ -63,7 +63,7 @@ struct LayerWeights {
   // Mixture of experts (empty router: dense). Experts stay in the file mapping, so the pages of
   // experts no token chooses are never read.
   WeightMatrix router;                 // [n_expert, n_embd]
-  std::vector<ExpertWeights> experts;  // [n_expert]
+  std::vector<ExpertWeights> experts;  // [n_expert]; a TP rank's others' experts empty
 
   bool moe() const { return router.data != nullptr; }
 };

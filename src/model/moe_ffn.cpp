@@ -43,6 +43,8 @@ MoeFeedForward::MoeFeedForward(const Model& model, int32_t max_tokens)
       activation_(model.config().arch->activation),
       split_(2 * std::max(model.config().n_expert, 1)) {
   const ModelConfig& c = config_;
+  own_begin_ = model.weights().shard.expert_begin;
+  own_end_ = own_begin_ + model.weights().shard.n_expert;
   const size_t T = size_t(max_tokens), K = size_t(c.n_expert_used), N = size_t(c.n_expert);
   router_logits_.resize(T * N);
   route_ids_.resize(T * K);
@@ -141,7 +143,7 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   for (int64_t e = 0; e < N; ++e) {
     expert_offset_[size_t(e)] = next_row;
     next_row += expert_count_[size_t(e)];
-    if (expert_count_[size_t(e)] == 0) continue;
+    if (expert_count_[size_t(e)] == 0 || e < own_begin_ || e >= own_end_) continue;
     chosen_.push_back(int32_t(e));
     expert_runs_[size_t(layer_index * N + e)] += 1;
     expert_tokens_[size_t(layer_index * N + e)] += expert_count_[size_t(e)];
@@ -158,6 +160,11 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
                 gathered_.data() + int64_t(route_rows_[size_t(i)]) * E);
   });
 
+  const auto owned = [&](int32_t e) { return e >= own_begin_ && e < own_end_; };
+  if (chosen_.empty()) {  // a tensor-parallel rank none of whose experts was chosen
+    std::fill(out, out + n_tokens * E, 0.0f);
+    return;
+  }
   // Gate and up of every chosen expert in one loop.
   gates_.clear();
   ups_.clear();
@@ -201,14 +208,18 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   parallel_ranges(pool, n_tokens, E * K, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* o = out + t * E;
+      bool first = true;
       for (int64_t r = 0; r < K; ++r) {
+        if (!owned(route_ids_[size_t(t * K + r)])) continue;
         const float w = route_weights_[size_t(t * K + r)];
         const float* y = gathered_.data() + int64_t(route_rows_[size_t(t * K + r)]) * E;
-        if (r == 0)
+        if (first)
           for (int64_t i = 0; i < E; ++i) o[i] = w * y[i];
         else
           for (int64_t i = 0; i < E; ++i) o[i] += w * y[i];
+        first = false;
       }
+      if (first) std::fill(o, o + E, 0.0f);
     }
   });
 }

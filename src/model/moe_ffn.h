@@ -33,7 +33,9 @@ class MoeFeedForward {
   // Buffers sized once for max_tokens tokens of this model.
   MoeFeedForward(const Model& model, int32_t max_tokens);
 
-  // out[t] = sum over token t's experts e (rank order) of weight(t, e) * FFN_e(xn[t]).
+  // out[t] = sum over token t's experts e (rank order) of weight(t, e) * FFN_e(xn[t]); on a
+  // tensor-parallel rank, over those of its own experts only (the ranks' outputs add up to the
+  // whole sum).
   // xn, out: [n_tokens, n_embd]. Element-wise loops below min_work and products below
   // min_parallel_work (< 0: MatmulSplit's default) stay on the calling thread.
   void run(const LayerWeights& layer, int32_t layer_index, const float* xn, int64_t n_tokens,
@@ -50,6 +52,7 @@ class MoeFeedForward {
                           MatmulScratch& buffer, ThreadPool& pool, int64_t min_work);
 
   const ModelConfig& config_;
+  int32_t own_begin_ = 0, own_end_ = 0;  // the experts this model holds (all but on a TP rank)
   FfnActivation activation_;
   MatmulSplit split_;
 

@@ -27,10 +27,10 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     r.n_head_kv = c.n_head_kv;
     r.n_ff = c.n_ff;
     r.n_vocab = c.n_vocab;
+    r.n_expert = c.n_expert;
     return r;
   }
   const std::string size = str(s.size);
-  if (c.moe()) return make_error("tensor parallelism does not split mixture-of-experts layers");
   if (c.arch->qk_norm == QkNorm::kWhole)
     return make_error("tensor parallelism does not split a Q/K norm over all heads (" +
                       c.arch_name + ")");
@@ -39,7 +39,9 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
   if (c.n_head_kv % s.size != 0 && s.size % c.n_head_kv != 0)
     return make_error(str(c.n_head_kv) + " KV heads neither split over nor replicate to " + size +
                       " ranks");
-  if (c.n_ff % s.size != 0)
+  if (c.moe() && c.n_expert % s.size != 0)
+    return make_error(str(c.n_expert) + " experts do not split over " + size + " ranks");
+  if (!c.moe() && c.n_ff % s.size != 0)
     return make_error("the FFN width " + str(c.n_ff) + " does not split over " + size + " ranks");
   r.n_head = c.n_head / s.size;
   r.head_begin = s.rank * r.n_head;
@@ -50,10 +52,15 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     r.n_head_kv = 1;
     r.kv_head_begin = s.rank / (s.size / c.n_head_kv);
   }
-  r.n_ff = c.n_ff / s.size;
-  r.ff_begin = s.rank * r.n_ff;
+  if (c.moe()) {
+    r.n_expert = c.n_expert / s.size;
+    r.expert_begin = s.rank * r.n_expert;
+  } else {
+    r.n_ff = c.n_ff / s.size;
+    r.ff_begin = s.rank * r.n_ff;
+  }
   r.replicated_attn_output = int64_t(r.n_head) * c.head_dim % attn_block_cols != 0;
-  r.replicated_ffn_down = r.n_ff % down_block_cols != 0;
+  r.replicated_ffn_down = !c.moe() && r.n_ff % down_block_cols != 0;
   r.vocab_begin = shard_vocab_begin(c.n_vocab, s);
   r.n_vocab = shard_vocab_begin(c.n_vocab, {s.rank + 1, s.size}) - r.vocab_begin;
   if (r.n_vocab <= 0) return make_error("the vocabulary is too small for " + size + " ranks");
@@ -64,7 +71,7 @@ ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
   ModelConfig local = c;
   local.n_head = r.n_head;
   local.n_head_kv = r.n_head_kv;
-  local.n_ff = int32_t(r.n_ff);
+  if (!c.moe()) local.n_ff = int32_t(r.n_ff);
   return local;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Which part of a model one rank of a tensor-parallel group holds: attention split by heads
 // (KV heads replicated when there are fewer than ranks), the dense FFN split by its inner
-// dimension (gate/up by rows, down by columns), the output head split by vocabulary rows.
+// dimension (gate/up by rows, down by columns), a mixture-of-experts FFN by experts (each rank
+// runs whole experts of its own: expert parallelism), the output head by vocabulary rows.
 // Column splits fall on quantization block boundaries, so each rank's slice is whole blocks.
 // Plain value types and pure functions; no shared state.
 #include <cstdint>
@@ -24,6 +25,7 @@ struct ShardRanges {
   int32_t kv_head_begin = 0, n_head_kv = 0;  // KV heads (replicated when n_head_kv < size)
   int64_t ff_begin = 0, n_ff = 0;            // dense FFN inner dimension
   int64_t vocab_begin = 0, n_vocab = 0;      // output head rows
+  int32_t expert_begin = 0, n_expert = 0;    // mixture-of-experts: the experts this rank runs
   // A column slice that would not be whole quantization blocks keeps the matrix whole on every
   // rank instead: the ranks then gather the matrix's input and each computes the full product.
   bool replicated_attn_output = false;
@@ -31,8 +33,8 @@ struct ShardRanges {
 };
 
 // The ranges of `shard` for a model of config `c`, or an error naming the dimension that does
-// not split (heads or FFN width not divisible by the ranks, a mixture-of-experts model or a
-// whole-vector Q/K norm). attn_block_cols, down_block_cols: the widest quantization block (in
+// not split (heads, FFN width or experts not divisible by the ranks, or a whole-vector Q/K
+// norm). attn_block_cols, down_block_cols: the widest quantization block (in
 // columns) of the attention output and FFN down matrices, whose columns are split.
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& shard,
                                  int64_t attn_block_cols, int64_t down_block_cols);

@@ -53,9 +53,10 @@ std::string model_path(const std::string& name) {
   return test::shared_path("models/" + name + ".gguf").string();
 }
 
-std::string generate_command(const std::string& model, int n_ranks) {
+std::string generate_command(const std::string& model, int n_ranks, int n_tokens = 24) {
   std::string cmd = std::string(VELA_BINARY) + " generate -m " + model +
-                    " -p 'Once upon a time' -n 24 --temp 0 -t 1 --ignore-eos";
+                    " -p 'Once upon a time' -n " + std::to_string(n_tokens) +
+                    " --temp 0 -t 1 --ignore-eos";
   if (n_ranks > 1)
     cmd = mpirun(n_ranks) + cmd + " --tensor-parallel-size " + std::to_string(n_ranks);
   return cmd;
@@ -64,6 +65,9 @@ std::string generate_command(const std::string& model, int n_ranks) {
 struct Case {
   const char* model;
   int n_ranks;
+  // Greedy tokens compared: fewer where a random model's near-ties (a MoE router's top-k) flip
+  // within float rounding of the reordered sums; tests/model bounds the logits themselves.
+  int n_tokens = 24;
 };
 
 class MpiGenerate : public ::testing::TestWithParam<Case> {};
@@ -71,9 +75,11 @@ class MpiGenerate : public ::testing::TestWithParam<Case> {};
 TEST_P(MpiGenerate, GreedyOutputEqualsOneProcess) {
   VELA_REQUIRE_SHARED();
   const std::string model = model_path(GetParam().model);
-  const test::CommandResult one = test::run_command(generate_command(model, 1));
+  const int n = GetParam().n_tokens;
+  const test::CommandResult one = test::run_command(generate_command(model, 1, n));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const test::CommandResult split = test::run_command(generate_command(model, GetParam().n_ranks));
+  const test::CommandResult split =
+      test::run_command(generate_command(model, GetParam().n_ranks, n));
   ASSERT_EQ(split.exit_code, 0) << split.err;
   EXPECT_FALSE(one.out.empty());
   EXPECT_EQ(split.out, one.out);
@@ -87,12 +93,13 @@ TEST_P(MpiGenerate, GreedyOutputEqualsOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, MpiGenerate,
-    ::testing::Values(Case{"aidreams260K", 2},           // trained, MHA
-                      Case{"tiny-llama-256-Q8_0", 2},    // packed int8 slices
-                      Case{"tiny-llama-256-Q4_K_M", 2},  // columns kept whole (256-blocks)
-                      Case{"tiny-llama-256-F16", 4},     // 2 KV heads over 4 ranks
-                      Case{"tiny-llama-gqa", 2},         // tied output head
-                      Case{"tiny-qwen3-Q8_0", 2}),       // per-head Q/K norms
+    ::testing::Values(Case{"aidreams260K", 2},            // trained, MHA
+                      Case{"tiny-llama-256-Q8_0", 2},     // packed int8 slices
+                      Case{"tiny-llama-256-Q4_K_M", 2},   // columns kept whole (256-blocks)
+                      Case{"tiny-llama-256-F16", 4},      // 2 KV heads over 4 ranks
+                      Case{"tiny-llama-gqa", 2},          // tied output head
+                      Case{"tiny-qwen3-Q8_0", 2},         // per-head Q/K norms
+                      Case{"tiny-qwen3moe-Q8_0", 2, 8}),  // experts split over the ranks
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
       for (char& ch : name)
@@ -127,12 +134,12 @@ TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
   EXPECT_NE(r.exit_code, 124) << "timed out";
   EXPECT_NE(r.err.find("--tensor-parallel-size 4 but mpirun started 2 ranks"), std::string::npos)
       << r.err;
-  // A mixture-of-experts model is not split.
+  // A Q/K norm over all heads at once does not split by heads.
   r = test::run_command(mpirun(2) + std::string(VELA_BINARY) + " generate -m " +
-                        model_path("tiny-qwen3moe-Q8_0") + " -p hi -n 2 --tensor-parallel-size 2");
+                        model_path("tiny-olmoe-F32") + " -p hi -n 2 --tensor-parallel-size 2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "timed out";
-  EXPECT_NE(r.err.find("does not split mixture-of-experts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not split a Q/K norm over all heads"), std::string::npos) << r.err;
 }
 
 // The server on rank 0 of two: completions equal a one-process server's, concurrent requests
@@ -268,12 +275,14 @@ class NamespaceHosts {
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
   // mpirun, one rank per host, ranks over TCP on the hosts' link only.
+  // (rtc ^hwloc: the two daemons share this machine, and each writing its hwloc topology to
+  // shared memory makes one of them crash now and then.)
   std::string mpirun() const {
     const std::string net = subnet_ + "0/24";
     return "timeout 120 ip netns exec " + hosts_[0] + " " + VELA_MPIRUN + " --host " + hosts_[0] +
            "," + hosts_[1] + " -np 2 --mca plm_rsh_agent " + agent_.string() +
-           " --mca btl tcp,self --mca btl_tcp_if_include " + net + " --mca oob_tcp_if_include " +
-           net + " ";
+           " --mca rtc ^hwloc --mca btl tcp,self --mca btl_tcp_if_include " + net +
+           " --mca oob_tcp_if_include " + net + " ";
   }
 
  private:
@@ -305,7 +314,7 @@ TEST(MpiTensorParallel, RanksInTwoNetworkNamespacesOverTcp) {
     ASSERT_EQ(one.exit_code, 0) << one.err;
     const test::CommandResult split = test::run_command(
         hosts.mpirun() + generate_command(model, 1) + " --tensor-parallel-size 2");
-    ASSERT_EQ(split.exit_code, 0) << split.err;
+    ASSERT_EQ(split.exit_code, 0) << split.err << "\n---\n" << split.out;
     EXPECT_EQ(split.out, one.out) << name;
   }
 }

@@ -174,7 +174,10 @@ INSTANTIATE_TEST_SUITE_P(
                       TpCase{"tiny-qwen2-bpe-F16", 2},     // Q/K/V biases
                       TpCase{"tiny-qwen3-Q8_0", 2},        // per-head Q/K norms
                       TpCase{"tiny-gemma2-F32", 2},        // post-norms, soft-caps, windows
-                      TpCase{"tiny-phi3-F32", 2}),         // fused QKV and gate/up
+                      TpCase{"tiny-phi3-F32", 2},          // fused QKV and gate/up
+                      TpCase{"tiny-qwen3moe-Q8_0", 2},     // experts split over the ranks
+                      TpCase{"tiny-qwen3moe-F32", 4},      // 2 experts a rank, KV replicated
+                      TpCase{"tiny-mixtral-Q4_0", 2}),     // 4 experts, 2 chosen per token
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
       for (char& ch : name)
