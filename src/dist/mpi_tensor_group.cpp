@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,11 @@ namespace vela::dist {
 namespace {
 
 enum Command : int64_t { kSetup = 1, kBatch = 2, kClose = 3 };
+
+std::atomic<bool> g_failed{false};
+// How long a failed rank keeps running before it aborts the job: time for a load balancer's
+// health check to see /health answer 503.
+constexpr auto kFailureNoticeSeconds = std::chrono::seconds(3);
 
 // Adds the wall time of a scope to a total.
 class ScopedSeconds {
@@ -174,6 +180,8 @@ class MpiTensorGroup : public TensorParallel {
                      "within %.0f s (one of them died or hangs); stopping every rank\n",
                      rank_, what, std::chrono::duration<double>(watchdog_).count());
         std::fflush(stderr);
+        g_failed = true;
+        std::this_thread::sleep_for(kFailureNoticeSeconds);
         MPI_Abort(comm_, 1);
       }
     }
@@ -206,6 +214,9 @@ bool launched_by_mpirun() {
 
 bool available() {
   return true;
+}
+bool group_failed() {
+  return g_failed;
 }
 
 Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& worker_program) {

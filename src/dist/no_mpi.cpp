@@ -1,6 +1,5 @@
 // The tensor-parallel entry points of a build without MPI: each says that this build has none.
 #include "dist/tensor_group.h"
-
 #include "kernels/cpu_features.h"
 
 namespace vela::dist {
@@ -16,8 +15,17 @@ Error no_mpi() {
 bool available() {
   return false;
 }
-Result<std::shared_ptr<TensorParallel>> join(int32_t) {
+bool group_failed() {
+  return false;
+}
+Result<std::shared_ptr<TensorParallel>> join(int32_t, const std::string&) {
   return no_mpi();
+}
+Result<std::shared_ptr<TensorParallel>> join_spawned() {
+  return no_mpi();
+}
+int32_t threads_per_rank(int32_t n_threads) {
+  return n_threads > 0 ? n_threads : cpu_features().physical_cores;
 }
 Status start_workers(TensorParallel&, const ShardSetup&) {
   return no_mpi();

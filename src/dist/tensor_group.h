@@ -28,6 +28,9 @@ struct ShardSetup {
 
 // Whether this build has MPI.
 bool available();
+// True once this process's group has failed (a watchdog fired): the job is about to stop, and
+// the server's /health answers 503 for the seconds until it does. Safe from any thread.
+bool group_failed();
 // This process's group of `size` ranks, initialising MPI on the first call. Under mpirun the
 // group is mpirun's ranks (exactly `size` of them); without a launcher, given worker_program
 // (the vela binary), this process spawns size - 1 workers on this host (`worker_program

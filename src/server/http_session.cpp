@@ -9,6 +9,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "dist/tensor_group.h"
 #include "server/openai_response.h"
 #include "server/request_workers.h"
 #include "server/tokenize_handler.h"
@@ -230,6 +231,8 @@ void HttpSession::handle_request() {
   if (path == "/health") {
     if (!only(http::verb::get)) return;
     if (ctx_.draining) return send(503, "application/json", R"({"status":"shutting_down"})");
+    if (dist::group_failed())
+      return send(503, "application/json", R"({"status":"tensor_parallel_group_failed"})");
     if (!model) return send(503, "application/json", R"({"status":"loading"})");
     return send(200, "application/json", R"({"status":"ok"})");
   }

@@ -7,11 +7,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "server_harness.h"
 #include "support/run_command.h"
@@ -229,6 +231,15 @@ TEST(MpiTensorParallel, ADeadOrHungRankStopsTheJob) {
     test::BackgroundCurl request(
         {"-H", "Content-Type: application/json", "-d", body.dump(), server->url("/v1/completions")},
         30);
+    if (sig == SIGSTOP) {  // the watchdog's notice: /health says 503 before the job goes
+      bool saw_503 = false;
+      for (int i = 0; i < 200 && !saw_503; ++i) {
+        const test::HttpResult health = server->get("/health", "-m 1");
+        saw_503 = health.status == 503 && health.body.find("tensor_parallel") != std::string::npos;
+        if (!saw_503) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      EXPECT_TRUE(saw_503) << server->log();
+    }
     const int status = server->wait_exit(40);
     EXPECT_NE(status, 0) << "signal " << sig << "\n" << server->log();
     EXPECT_NE(status, -1) << "signal " << sig << ": still running\n" << server->log();
