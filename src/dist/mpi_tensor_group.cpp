@@ -1,7 +1,8 @@
-// TensorParallel over comm_. Every message from rank 0 is a broadcast of a two-word
-// header (command, payload bytes) and then the payload. The other ranks wait for a header with a
-// non-blocking broadcast polled with a growing sleep, so an idle worker leaves its cores to the
-// engine instead of spinning in MPI's progress loop.
+// TensorParallel over MPI: the world of mpirun, or rank 0 merged with the workers it spawned.
+// Every message from rank 0 is a broadcast of a two-word header (command, payload bytes) and
+// then the payload. Every call is non-blocking, waited for with a deadline inside a pass (the
+// watchdog); the other ranks wait for the next command polling with a growing sleep, so an idle
+// worker leaves its cores to the engine instead of spinning in MPI's progress loop.
 #include <mpi.h>
 
 #include <algorithm>
@@ -62,8 +63,6 @@ class MpiTensorGroup : public TensorParallel {
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
-  void mark_closed() { closed_ = true; }
-  void mark_open() { closed_ = false; }
 
   void send(Command command, const void* data, int64_t bytes) {
     ScopedSeconds timed(traffic_.seconds);
