@@ -152,15 +152,21 @@ TEST_P(TensorParallelForward, MatchesTheWholeModel) {
     max_abs = std::max(max_abs, std::fabs(expected[i]));
     max_diff = std::max(max_diff, std::fabs(expected[i] - got[i]));
   }
-  // Float rounding of the reordered sums only, grown through the layers of a random-weight
-  // model (measured up to 1.1e-3 of the largest logit, Q8_0); a wrong slice is off by about the
-  // logits' scale.
-  EXPECT_LE(max_diff, 4e-3f * max_abs) << "largest logit " << max_abs;
+  // The reordered sums differ in the last bits, and where activations are quantized (Q8_0 and
+  // Q4_0 weights take int8 activations) such a difference can flip the rounding of an
+  // activation, a step of up to half a quantum, which a random-weight model's layers then grow:
+  // measured up to 1.1e-3 of the largest logit with the packed int8 kernels and 1.3e-2 with the
+  // scalar row-major ones (Q8_0). A wrong slice is off by more than the logits' scale (21-27
+  // against a largest logit of 17, checked).
+  const float bound = 3e-2f * max_abs;
+  EXPECT_LE(max_diff, bound) << "largest logit " << max_abs;
+  // Each row's pick is the whole model's best, or within the bound of it (a near-tie).
   for (size_t row = 0; row < got.size() / size_t(V); ++row) {
-    const auto argmax = [&](const std::vector<float>& l) {
-      return std::max_element(l.begin() + row * V, l.begin() + (row + 1) * V) - l.begin();
-    };
-    EXPECT_EQ(argmax(got), argmax(expected)) << "row " << row;
+    const auto first = got.begin() + int64_t(row) * V;
+    const size_t pick = size_t(std::max_element(first, first + V) - got.begin());
+    const float best = *std::max_element(expected.begin() + int64_t(row) * V,
+                                         expected.begin() + int64_t(row + 1) * V);
+    EXPECT_GE(expected[pick], best - bound) << "row " << row;
   }
 }
 
