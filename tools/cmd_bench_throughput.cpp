@@ -140,7 +140,8 @@ int run_bench_throughput(int argc, char** argv) {
        {"block-size", 0, "N", "KV token slots per block (default 8)"},
        {"seed", 's', "N", "prompt seed (default 1)"},
        {"output", 'o', "md|json", "output format (default md)"},
-       {"tensor-parallel-size", 0, "N", kTensorParallelHelp}});
+       {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
+       {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto num = args.get_int("num-prompts", 64, 1, 100000);
   const auto in_len = args.get_int("input-len", 128, 1, 1 << 20);
@@ -155,8 +156,10 @@ int run_bench_throughput(int argc, char** argv) {
   const auto seed = args.get_int("seed", 1, 0, INT64_MAX);
   const auto block_size = args.get_int("block-size", 8, 1, 1024);
   const auto tensor_parallel = args.get_int("tensor-parallel-size", 1, 1, 256);
+  const auto pipeline_parallel = args.get_int("pipeline-parallel-size", 1, 1, 256);
   for (const auto* r : {&num, &in_len, &out_len, &seq_n, &prefix_len, &prefix_n, &threads,
-                        &max_seqs, &budget, &ctx, &seed, &block_size, &tensor_parallel}) {
+                        &max_seqs, &budget, &ctx, &seed, &block_size, &tensor_parallel,
+                        &pipeline_parallel}) {
     if (!*r) {
       std::fprintf(stderr, "%s\n", r->message().c_str());
       return 2;
@@ -176,6 +179,7 @@ int run_bench_throughput(int argc, char** argv) {
   options.kv_cache_type = args.get("kv-type", "f16");
   options.block_size = int32_t(*block_size);
   options.tensor_parallel_size = int32_t(*tensor_parallel);
+  options.pipeline_parallel_size = int32_t(*pipeline_parallel);
   const auto make = [&](bool prefix_caching) {
     EngineOptions o = options;
     o.enable_prefix_caching = prefix_caching;
@@ -272,14 +276,14 @@ int run_bench_throughput(int argc, char** argv) {
   if (sequential) print_row("one at a time", *sequential);
   if (shared_on) print_row("shared prefix, prefix cache on", *shared_on);
   if (shared_off) print_row("shared prefix, prefix cache off", *shared_off);
-  if (*tensor_parallel > 1)
+  if (*tensor_parallel * *pipeline_parallel > 1)
     for (const auto& [name, r] : {std::pair<const char*, const RunResult*>{"batched", &*batched},
                                   {"one at a time", sequential ? &*sequential : nullptr}})
       if (r)
         std::printf(
-            "\ntensor parallel x%lld, %s: communication %.1f%% of the forward passes, "
-            "rank 0 sent %.0f bytes per token",
-            (long long)*tensor_parallel, name,
+            "\ntensor parallel x%lld, pipeline x%lld, %s: communication %.1f%% of the "
+            "forward passes, rank 0 sent %.0f bytes per token",
+            (long long)*tensor_parallel, (long long)*pipeline_parallel, name,
             100.0 * r->tp_seconds / std::max(r->forward_seconds, 1e-12),
             double(r->tp_bytes) /
                 double(std::max<int64_t>(1, r->prompt_tokens + r->output_tokens)));

@@ -69,7 +69,8 @@ int run_generate(int argc, char** argv) {
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
              {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"},
              {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
-             {"tensor-parallel-size", 0, "N", kTensorParallelHelp}});
+             {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
+             {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp}});
   add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
@@ -84,6 +85,7 @@ int run_generate(int argc, char** argv) {
   auto ctx = args.get_int("ctx-size", 0, 0, 1 << 24);
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   auto tp = args.get_int("tensor-parallel-size", 1, 1, 256);
+  auto pp = args.get_int("pipeline-parallel-size", 1, 1, 256);
   Status st = read_sampling(args, params);
   auto spec = read_speculative_flags(args);
   if (!spec) {
@@ -92,7 +94,7 @@ int run_generate(int argc, char** argv) {
   }
   apply_speculative_flags(*spec, config);
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
-                         batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(),
+                         batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(), pp ? nullptr : &pp.error(),
                          st ? nullptr : &st.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
@@ -103,6 +105,7 @@ int run_generate(int argc, char** argv) {
   config.max_context = static_cast<int32_t>(*ctx);
   config.max_batch_tokens = static_cast<int32_t>(*batch);
   config.tensor_parallel_size = static_cast<int32_t>(*tp);
+  config.pipeline_parallel_size = static_cast<int32_t>(*pp);
   config.max_num_seqs = 1;  // one prompt: KV for one sequence
 
   TraceOption trace_file(args.get("trace"), "generate");

@@ -109,6 +109,7 @@ int run_serve(int argc, char** argv) {
        {"embedding-pooling", 0, "HOW",
         "/v1/embeddings: mean (of the final hidden states, default) or last (token's)"},
        {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
+       {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp},
        {"request-threads", 0, "N",
         "threads that parse, template and tokenize requests beside the I/O thread (default 2)"}});
   add_speculative_flags(args);
@@ -138,6 +139,7 @@ int run_serve(int argc, char** argv) {
   VELA_INT(request_threads, "request-threads", 2, 1, 256)
   VELA_INT(min_prefill, "min-prefill-tokens", kDefaultMinPrefillTokens, 1, 1 << 20)
   VELA_INT(tensor_parallel, "tensor-parallel-size", 1, 1, 256)
+  VELA_INT(pipeline_parallel, "pipeline-parallel-size", 1, 1, 256)
 #undef VELA_INT
   auto wait_ms = args.get_float("max-wait-ms", 0, 0, 10000);
   if (!wait_ms) return fail(wait_ms.message());
@@ -181,6 +183,7 @@ int run_serve(int argc, char** argv) {
   eo.engine.target_itl_ratio = *target_ratio;
   eo.engine.min_prefill_tokens = int32_t(*min_prefill);
   eo.engine.tensor_parallel_size = int32_t(*tensor_parallel);
+  eo.engine.pipeline_parallel_size = int32_t(*pipeline_parallel);
   eo.engine.kv_cache_type = args.get("kv-type", "f16");
   {
     auto bs = args.get_int("block-size", 8, 1, 1024);

@@ -1,7 +1,8 @@
 #pragma once
-// A command run as `mpirun -np N vela <command> --tensor-parallel-size N` starts on every rank;
-// rank 0 goes on with the command, the others serve its forward passes instead. Without mpirun
-// the command spawns its N - 1 worker processes itself (`vela tensor-parallel-worker`).
+// A command run as `mpirun -np N vela <command> --tensor-parallel-size T
+// [--pipeline-parallel-size P]` (N = T * P) starts on every rank; rank 0 goes on with the
+// command, the others serve its forward passes instead. Without mpirun the command spawns its
+// N - 1 worker processes itself (`vela tensor-parallel-worker`).
 // Thread-safety: call from main() before anything else starts.
 #include <memory>
 #include <optional>
@@ -11,7 +12,9 @@
 namespace vela::cli {
 
 inline constexpr const char* kTensorParallelHelp =
-    "split the model over N ranks started by mpirun -np N (default 1)";
+    "split each layer over N ranks (mpirun -np N, or spawned here; default 1)";
+inline constexpr const char* kPipelineParallelHelp =
+    "split the layers into N stages of consecutive layers, each on its own ranks (default 1)";
 
 // Joins the group when argv asks for more than one rank. Returns the exit code when this process
 // is done (a non-zero rank after serving, or a failed join); nullopt to run the command, with

@@ -49,9 +49,11 @@ struct LLMConfig {
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
   bool speculative_adaptive = true;
-  // Ranks the model is split over (tensor parallelism), each a process of `mpirun -np N`; this
-  // process is rank 0. 1 = one process.
+  // Ranks each stage's layers are split over (tensor parallelism) and stages of contiguous
+  // layers (pipeline parallelism): tensor_parallel_size * pipeline_parallel_size processes of
+  // `mpirun -np N`, of which this is rank 0. 1 and 1 = one process.
   int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
 };
 
 // kStop: a stop token or string; kLength: max_tokens or the context; kAbort: cancelled.

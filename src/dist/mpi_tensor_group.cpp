@@ -1,6 +1,7 @@
 // TensorParallel over MPI: the world of mpirun, or rank 0 merged with the workers it spawned.
-// Every message from rank 0 is a broadcast of a two-word header (command, payload bytes) and
-// then the payload. Every call is non-blocking, waited for with a deadline inside a pass (the
+// World rank w is rank w % T of pipeline stage w / T (T ranks a stage); a stage's collectives
+// run on a communicator of its own, hidden states go point to point. Every message from rank 0
+// is a broadcast of a two-word header (command, payload bytes) and then the payload. Every call is non-blocking, waited for with a deadline inside a pass (the
 // watchdog); the other ranks wait for the next command polling with a growing sleep, so an idle
 // worker leaves its cores to the engine instead of spinning in MPI's progress loop.
 #include <mpi.h>
@@ -44,29 +45,44 @@ class ScopedSeconds {
 class MpiTensorGroup : public TensorParallel {
  public:
   // comm: the group's communicator (the world under mpirun, or the spawner's merged with its
-  // spawned workers); local_ranks: ranks sharing this host's cores.
-  MpiTensorGroup(MPI_Comm comm, int32_t local_ranks) : comm_(comm), local_ranks_(local_ranks) {
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
+  // spawned workers); local_ranks: ranks sharing this host's cores; sizes: the layout, on world
+  // rank 0 (the others learn it from rank 0).
+  MpiTensorGroup(MPI_Comm comm, int32_t local_ranks, ParallelSizes sizes)
+      : comm_(comm), local_ranks_(local_ranks) {
+    MPI_Comm_rank(comm_, &world_rank_);
+    MPI_Comm_size(comm_, &world_size_);
     if (const char* v = std::getenv("VELA_TENSOR_PARALLEL_TIMEOUT")) {
       const double seconds = std::atof(v);
       if (seconds > 0) watchdog_ = std::chrono::duration<double>(seconds);
     }
+    int32_t layout[2] = {sizes.tensor, sizes.pipeline};
+    MPI_Request request;
+    MPI_Ibcast(layout, 2, MPI_INT32_T, 0, comm_, &request);
+    finish(request, "joining the group", false);
+    size_ = layout[0];
+    n_stages_ = layout[1];
+    rank_ = world_rank_ % size_;
+    stage_ = world_rank_ / size_;
+    MPI_Comm_split(comm_, stage_, rank_, &stage_comm_);
   }
   int32_t local_ranks() const { return local_ranks_; }
   MPI_Comm comm() const { return comm_; }
+  int32_t world_size() const { return world_size_; }
   ~MpiTensorGroup() override {
-    if (rank_ == 0 && !closed_) close();
+    if (world_rank_ == 0 && !closed_) close();
+    MPI_Comm_free(&stage_comm_);
     if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
     MPI_Finalize();
   }
 
   int32_t rank() const override { return rank_; }
   int32_t size() const override { return size_; }
+  int32_t stage() const override { return stage_; }
+  int32_t n_stages() const override { return n_stages_; }
 
   void send(Command command, const void* data, int64_t bytes) {
     ScopedSeconds timed(traffic_.seconds);
-    traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(size_ - 1);
+    traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(world_size_ - 1);
     int64_t header[2] = {command, bytes};
     MPI_Request request;
     MPI_Ibcast(header, 2, MPI_INT64_T, 0, comm_, &request);
@@ -109,7 +125,8 @@ class MpiTensorGroup : public TensorParallel {
                   reinterpret_cast<char*>(words_.data()));
       auto b = BatchMessage::decode(words_);
       if (!b) {
-        std::fprintf(stderr, "vela: tensor-parallel rank %d: %s\n", rank_, b.message().c_str());
+        std::fprintf(stderr, "vela: tensor-parallel rank %d: %s\n", world_rank_,
+                     b.message().c_str());
         MPI_Abort(comm_, 1);
       }
       return *b;
@@ -126,7 +143,7 @@ class MpiTensorGroup : public TensorParallel {
     parts_.resize(x.size() * size_t(size_));
     MPI_Request request;
     MPI_Iallgather(x.data(), int(x.size()), MPI_FLOAT, parts_.data(), int(x.size()), MPI_FLOAT,
-                   comm_, &request);
+                   stage_comm_, &request);
     finish(request, "an all-reduce", true);
     // Added in rank order on every rank: the same bits everywhere, whatever MPI's algorithm.
     std::copy_n(parts_.data(), x.size(), x.data());
@@ -150,12 +167,30 @@ class MpiTensorGroup : public TensorParallel {
     MPI_Request request;
     if (everyone) {
       MPI_Iallgatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
-                      displs_.data(), MPI_FLOAT, comm_, &request);
+                      displs_.data(), MPI_FLOAT, stage_comm_, &request);
     } else {
       MPI_Igatherv(local.data(), int(local.size()), MPI_FLOAT, all.data(), counts_.data(),
-                   displs_.data(), MPI_FLOAT, 0, comm_, &request);
+                   displs_.data(), MPI_FLOAT, 0, stage_comm_, &request);
     }
     finish(request, "a gather", true);
+  }
+
+  void send_to(int32_t to, std::span<const float> x) override {
+    ScopedSeconds timed(traffic_.seconds);
+    traffic_.bytes_sent += x.size_bytes();
+    MPI_Request& request = sends_.emplace_back();
+    MPI_Isend(x.data(), int(x.size()), MPI_FLOAT, to, kStageTag, comm_, &request);
+  }
+  void receive_from(int32_t from, std::span<float> x) override {
+    ScopedSeconds timed(traffic_.seconds);
+    MPI_Request request;
+    MPI_Irecv(x.data(), int(x.size()), MPI_FLOAT, from, kStageTag, comm_, &request);
+    finish(request, "receiving from another pipeline stage", true);
+  }
+  void finish_sends() override {
+    ScopedSeconds timed(traffic_.seconds);
+    for (MPI_Request& request : sends_) finish(request, "sending to another pipeline stage", true);
+    sends_.clear();
   }
 
   // Waits for a non-blocking call, polling with a growing sleep (an idle wait leaves the cores
@@ -177,7 +212,7 @@ class MpiTensorGroup : public TensorParallel {
         std::fprintf(stderr,
                      "vela: tensor-parallel rank %d: %s got no answer from the other ranks "
                      "within %.0f s (one of them died or hangs); stopping every rank\n",
-                     rank_, what, std::chrono::duration<double>(watchdog_).count());
+                     world_rank_, what, std::chrono::duration<double>(watchdog_).count());
         std::fflush(stderr);
         g_failed = true;
         std::this_thread::sleep_for(kFailureNoticeSeconds);
@@ -187,12 +222,16 @@ class MpiTensorGroup : public TensorParallel {
   }
 
  private:
+  // Point-to-point messages between stages (the commands are broadcasts, which use no tag).
+  static constexpr int kStageTag = 7;
   MPI_Comm comm_;
+  MPI_Comm stage_comm_ = MPI_COMM_NULL;  // this rank's stage
   int32_t local_ranks_;
   // How long a collective call may wait for the other ranks (VELA_TENSOR_PARALLEL_TIMEOUT
   // seconds): well above any pass, so only a dead or stopped rank reaches it.
   std::chrono::duration<double> watchdog_{60.0};
-  int rank_ = 0, size_ = 0;
+  int world_rank_ = 0, world_size_ = 0;
+  int32_t rank_ = 0, size_ = 1, stage_ = 0, n_stages_ = 1;
   bool closed_ = false;
   TensorParallelTraffic traffic_;
   Command last_ = kClose;
@@ -201,6 +240,7 @@ class MpiTensorGroup : public TensorParallel {
   std::vector<char> payload_;
   std::vector<float> parts_;
   std::vector<int> counts_, displs_;
+  std::vector<MPI_Request> sends_;  // sends to other stages not yet waited for
 };
 
 std::weak_ptr<MpiTensorGroup> g_group;
@@ -218,12 +258,22 @@ bool group_failed() {
   return g_failed;
 }
 
-Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& worker_program) {
+Result<std::shared_ptr<TensorParallel>> join(ParallelSizes sizes,
+                                             const std::string& worker_program) {
+  const int32_t size = sizes.ranks();
   const std::string n = std::to_string(size);
+  const std::string flags = "--tensor-parallel-size " + std::to_string(sizes.tensor) +
+                            (sizes.pipeline > 1
+                                 ? " --pipeline-parallel-size " + std::to_string(sizes.pipeline)
+                                 : std::string());
+  if (sizes.tensor < 1 || sizes.pipeline < 1 || size > 256)
+    return make_error("the parallel sizes must be at least 1 and at most 256 ranks in all (" +
+                      flags + ")");
   if (auto group = g_group.lock()) {
-    if (group->size() != size)
-      return make_error("this process's tensor-parallel group has " +
-                        std::to_string(group->size()) + " ranks, not " + n);
+    if (group->size() != sizes.tensor || group->n_stages() != sizes.pipeline)
+      return make_error("this process's group is " + std::to_string(group->n_stages()) +
+                        " pipeline stages of " + std::to_string(group->size()) +
+                        " tensor-parallel ranks, not " + flags);
     return std::shared_ptr<TensorParallel>(group);
   }
   int initialized = 0;
@@ -231,8 +281,8 @@ Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& wo
   if (initialized) return make_error("MPI was initialised and finalised already in this process");
   const bool launched = launched_by_mpirun();
   if (!launched && worker_program.empty())
-    return make_error("--tensor-parallel-size " + n + " needs " + n +
-                      " MPI ranks: run it as mpirun -np " + n + " vela ...");
+    return make_error(flags + " needs " + n + " MPI ranks: run it as mpirun -np " + n +
+                      " vela ...");
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (provided < MPI_THREAD_SERIALIZED) {
@@ -248,8 +298,8 @@ Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& wo
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (world != size) {
       MPI_Finalize();
-      return make_error("--tensor-parallel-size " + n + " but mpirun started " +
-                        std::to_string(world) + " ranks");
+      return make_error(flags + " needs " + n + " ranks, but mpirun started " +
+                        std::to_string(world));
     }
     for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
       if (const char* v = std::getenv(name)) local_ranks = std::max(1, std::atoi(v));
@@ -270,7 +320,7 @@ Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& wo
     MPI_Comm_free(&workers);
     local_ranks = size;
   }
-  auto group = std::make_shared<MpiTensorGroup>(comm, local_ranks);
+  auto group = std::make_shared<MpiTensorGroup>(comm, local_ranks, sizes);
   g_group = group;
   return std::shared_ptr<TensorParallel>(group);
 }
@@ -289,7 +339,7 @@ Result<std::shared_ptr<TensorParallel>> join_spawned() {
   MPI_Comm_free(&parent);
   int size = 0;
   MPI_Comm_size(comm, &size);
-  auto group = std::make_shared<MpiTensorGroup>(comm, size);
+  auto group = std::make_shared<MpiTensorGroup>(comm, size, ParallelSizes{});
   g_group = group;
   return std::shared_ptr<TensorParallel>(group);
 }
@@ -306,13 +356,13 @@ Status start_workers(TensorParallel& g, const ShardSetup& setup) {
   const std::string text = encode_setup(setup);
   group.send(kSetup, text.data(), int64_t(text.size()));
   // Each rank answers with a fixed-size status text: empty when its slice is loaded.
-  std::vector<char> replies(kStatusBytes * size_t(group.size()));
+  std::vector<char> replies(kStatusBytes * size_t(group.world_size()));
   std::vector<char> mine(kStatusBytes, '\0');
   MPI_Request request;
   MPI_Igather(mine.data(), int(kStatusBytes), MPI_CHAR, replies.data(), int(kStatusBytes), MPI_CHAR,
               0, group.comm(), &request);
   group.finish(request, "loading the model", false);  // a large model loads for minutes
-  for (int32_t r = 1; r < group.size(); ++r) {
+  for (int32_t r = 1; r < group.world_size(); ++r) {
     const char* reply = replies.data() + kStatusBytes * size_t(r);
     if (reply[0] != '\0')
       return make_error("tensor-parallel rank " + std::to_string(r) + ": " +

@@ -8,7 +8,7 @@ namespace {
 Error no_mpi() {
   return make_error(
       "this build of vela has no MPI (install libopenmpi-dev and rebuild) "
-      "for --tensor-parallel-size");
+      "for --tensor-parallel-size or --pipeline-parallel-size");
 }
 }  // namespace
 
@@ -18,7 +18,7 @@ bool available() {
 bool group_failed() {
   return false;
 }
-Result<std::shared_ptr<TensorParallel>> join(int32_t, const std::string&) {
+Result<std::shared_ptr<TensorParallel>> join(ParallelSizes, const std::string&) {
   return no_mpi();
 }
 Result<std::shared_ptr<TensorParallel>> join_spawned() {

@@ -1,7 +1,7 @@
 #pragma once
-// The process's tensor-parallel group over MPI: every rank of `mpirun -np T` joins it, rank 0
-// runs the engine, the others serve its forward passes (serve_as_worker) on their own slice of
-// the model. A build without MPI has the same functions, which return an error saying so.
+// The process's parallel group over MPI: every rank of `mpirun -np T*P` joins it (P pipeline
+// stages of T tensor-parallel ranks), world rank 0 runs the engine, the others serve its forward
+// passes (serve_as_worker) on their own slice of the model. A build without MPI has the same functions, which return an error saying so.
 // Thread-safety: join() from one thread; a group is then used by one thread at a time (as
 // TensorParallel says).
 #include <cstdint>
@@ -15,7 +15,8 @@
 namespace vela::dist {
 
 // What rank 0 tells the other ranks to build: the same model file, forward-pass limits and KV
-// cache geometry (their KV holds only their heads, in the same block ids).
+// cache geometry (their KV holds only their heads of their stage's layers, in the same block
+// ids).
 struct ShardSetup {
   std::string model_path;
   bool repack_weights = true;
@@ -23,7 +24,14 @@ struct ShardSetup {
   int32_t max_logits = 0;
   int32_t max_context = 0;
   int32_t n_threads = 0;  // 0 = this host's physical cores over its ranks
+  int32_t micro_batch_tokens = 64;  // ForwardOptions::micro_batch_tokens
   KvCacheConfig kv;
+};
+
+struct ParallelSizes {
+  int32_t tensor = 1;    // ranks a stage's layers are split over
+  int32_t pipeline = 1;  // stages of contiguous layers
+  int32_t ranks() const { return tensor * pipeline; }
 };
 
 // Whether this build has MPI.
@@ -31,12 +39,18 @@ bool available();
 // True once this process's group has failed (a watchdog fired): the job is about to stop, and
 // the server's /health answers 503 for the seconds until it does. Safe from any thread.
 bool group_failed();
-// This process's group of `size` ranks, initialising MPI on the first call. Under mpirun the
-// group is mpirun's ranks (exactly `size` of them); without a launcher, given worker_program
-// (the vela binary), this process spawns size - 1 workers on this host (`worker_program
-// tensor-parallel-worker`) and is rank 0. An error when neither applies or the build has no
-// MPI.
-Result<std::shared_ptr<TensorParallel>> join(int32_t size, const std::string& worker_program = {});
+// This process's group of sizes.ranks() ranks, initialising MPI on the first call (later calls
+// return the same group, or an error for other sizes). Under mpirun the group is mpirun's ranks
+// (exactly that many); without a launcher, given worker_program (the vela binary), this process
+// spawns the other ranks on this host (`worker_program tensor-parallel-worker`) and is world
+// rank 0. An error when neither applies or the build has no MPI.
+Result<std::shared_ptr<TensorParallel>> join(ParallelSizes sizes,
+                                             const std::string& worker_program = {});
+// A tensor-parallel group of `size` ranks, one stage.
+inline Result<std::shared_ptr<TensorParallel>> join(int32_t size,
+                                                    const std::string& worker_program = {}) {
+  return join(ParallelSizes{size, 1}, worker_program);
+}
 // A spawned worker's side of join: the group of the rank 0 that started this process.
 Result<std::shared_ptr<TensorParallel>> join_spawned();
 // Forward-pass threads of one rank for n_threads (0: the host's physical cores shared by the

@@ -11,6 +11,7 @@ std::string encode_setup(const ShardSetup& s) {
                             {"max_logits", s.max_logits},
                             {"max_context", s.max_context},
                             {"n_threads", s.n_threads},
+                            {"micro_batch_tokens", s.micro_batch_tokens},
                             {"kv",
                              {s.kv.n_layer, s.kv.n_head_kv, s.kv.head_dim, s.kv.block_size,
                               s.kv.n_blocks, int(s.kv.type)}}};
@@ -27,6 +28,7 @@ Result<ShardSetup> decode_setup(const std::string& text) {
     s.max_logits = j.at("max_logits").get<int32_t>();
     s.max_context = j.at("max_context").get<int32_t>();
     s.n_threads = j.at("n_threads").get<int32_t>();
+    s.micro_batch_tokens = j.at("micro_batch_tokens").get<int32_t>();
     const auto& kv = j.at("kv");
     s.kv = KvCacheConfig{kv.at(0).get<int32_t>(), kv.at(1).get<int32_t>(),
                          kv.at(2).get<int32_t>(), kv.at(3).get<int32_t>(),
@@ -47,24 +49,28 @@ std::unique_ptr<Worker> load_worker(const std::string& setup_text,
   }
   ModelLoadOptions lo;
   lo.repack_weights = setup->repack_weights;
-  lo.shard = {group->rank(), group->size()};
+  lo.shard = {group->rank(), group->size(), group->stage(), group->n_stages()};
   auto model = Model::load(setup->model_path, lo);
   if (!model) {
     status = model.message();
     return nullptr;
   }
   const ModelConfig& c = (*model)->config();
-  const KvCacheConfig& kv = setup->kv;
-  if (kv.n_layer != c.n_layer || kv.n_head_kv != c.n_head_kv || kv.head_dim != c.head_dim) {
+  // Rank 0's geometry but this stage's own layers (the block ids are the same on every stage).
+  KvCacheConfig kv = setup->kv;
+  if (kv.n_head_kv != c.n_head_kv || kv.head_dim != c.head_dim ||
+      (group->n_stages() == 1 && kv.n_layer != c.n_layer)) {
     status = "'" + setup->model_path + "' is not the model rank 0 loaded";
     return nullptr;
   }
+  kv.n_layer = c.n_layer;
   ForwardOptions fo;
   fo.max_batch_tokens = setup->max_batch_tokens;
   fo.max_logits = setup->max_logits;
   fo.max_context = setup->max_context;
   fo.n_threads = threads_per_rank(setup->n_threads);
   fo.tensor_parallel = group;
+  fo.micro_batch_tokens = setup->micro_batch_tokens;
   return std::unique_ptr<Worker>(new Worker{*model, LlamaForward(*model, fo), KvCache(kv)});
 }
 

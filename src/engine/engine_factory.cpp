@@ -62,17 +62,20 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   if (o.tensor_parallel_size < 1 || o.tensor_parallel_size > 256)
     return make_error("the tensor-parallel size must be in [1, 256], got " +
                       std::to_string(o.tensor_parallel_size));
+  if (o.pipeline_parallel_size < 1 || o.pipeline_parallel_size > 256)
+    return make_error("the pipeline-parallel size must be in [1, 256], got " +
+                      std::to_string(o.pipeline_parallel_size));
   std::shared_ptr<TensorParallel> group;
-  if (o.tensor_parallel_size > 1) {
-    auto joined = dist::join(o.tensor_parallel_size);
+  if (o.tensor_parallel_size > 1 || o.pipeline_parallel_size > 1) {
+    auto joined = dist::join(dist::ParallelSizes{o.tensor_parallel_size, o.pipeline_parallel_size});
     if (!joined) return joined.error();
     group = std::move(*joined);
-    if (group->rank() != 0)
-      return make_error("an engine runs on tensor-parallel rank 0 only (this is rank " +
-                        std::to_string(group->rank()) + ")");
+    if (group->world_rank() != 0)
+      return make_error("an engine runs on rank 0 of its parallel group only (this is rank " +
+                        std::to_string(group->world_rank()) + ")");
   }
   ModelLoadOptions load_options;
-  load_options.shard = {0, o.tensor_parallel_size};
+  load_options.shard = {0, o.tensor_parallel_size, 0, o.pipeline_parallel_size};
   auto model = Model::load(o.model_path, load_options);
   if (!model) return model.error();
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());

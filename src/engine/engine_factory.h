@@ -41,9 +41,12 @@ struct EngineOptions {
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
   bool speculative_adaptive = true;
-  // Ranks the model is split over (tensor_shard.h), each an MPI process of `mpirun -np N`; this
-  // process is rank 0 (the others run dist::serve_as_worker).
+  // Ranks each pipeline stage's layers are split over, and stages of contiguous layers
+  // (tensor_shard.h): tensor_parallel_size * pipeline_parallel_size MPI processes of `mpirun
+  // -np N` or spawned by this one, which is world rank 0 (the others run
+  // dist::serve_as_worker).
   int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
 };
 
 // Share of MemAvailable the KV cache takes by default when max_num_seqs full contexts would

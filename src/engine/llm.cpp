@@ -86,6 +86,7 @@ Result<std::unique_ptr<LLM>> LLM::load(const LLMConfig& config) {
   o.prompt_lookup_max = config.prompt_lookup_max;
   o.speculative_adaptive = config.speculative_adaptive;
   o.tensor_parallel_size = config.tensor_parallel_size;
+  o.pipeline_parallel_size = config.pipeline_parallel_size;
   auto engine = make_engine(o);
   if (!engine) return engine.error();
   auto impl = std::make_unique<Impl>(std::move(*engine));

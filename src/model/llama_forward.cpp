@@ -84,6 +84,9 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   tp_ = options_.tensor_parallel.get();
   if (tp_ != nullptr) {
     const int32_t n_ranks = tp_->size();
+    first_stage_ = tp_->stage() == 0;
+    last_stage_ = tp_->stage() == tp_->n_stages() - 1;
+    writes_outputs_ = last_stage_ && tp_->rank() == 0;
     const ShardRanges& r = model_->weights().shard;
     const int64_t head_cols = int64_t(r.n_head) * c.head_dim;
     for (int32_t i = 0; i <= n_ranks; ++i) {
@@ -91,9 +94,9 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
       ff_split_.push_back(i * r.n_ff);
       vocab_split_.push_back(shard_vocab_begin(c.n_vocab, {i, n_ranks}));
     }
-    local_logits_.resize(size_t(options_.max_logits) * size_t(r.n_vocab));
+    if (last_stage_) local_logits_.resize(size_t(options_.max_logits) * size_t(r.n_vocab));
     gather_counts_.resize(size_t(n_ranks));
-    size_t gathered = tp_->rank() == 0 ? size_t(options_.max_logits) * size_t(c.n_vocab) : 0;
+    size_t gathered = writes_outputs_ ? size_t(options_.max_logits) * size_t(c.n_vocab) : 0;
     if (r.replicated_attn_output) {
       attn_full_.resize(T * size_t(head_split_.back()));
       gathered = std::max(gathered, attn_full_.size());
@@ -103,6 +106,14 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
       gathered = std::max(gathered, ffn_full_.size());
     }
     gathered_.resize(gathered);
+    if (tp_->n_stages() > 1) {
+      if (!last_stage_) stage_send_.resize(T * size_t(c.n_embd));
+      if (writes_outputs_) {
+        stage_logits_.resize(size_t(options_.max_logits) * size_t(c.n_vocab));
+        stage_hidden_.resize(T * size_t(c.n_embd));
+      }
+      micro_rows_.resize(size_t(options_.max_logits) + T);
+    }
   }
 }
 
@@ -273,12 +284,13 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
     return make_error("too many logits rows requested");
   for (int32_t i : b.logits_indices)
     if (i < 0 || i >= T) return make_error("logits index out of range");
-  const bool logits_here = tp_ == nullptr || tp_->rank() == 0;
-  if (logits_here && logits_size < b.logits_indices.size() * size_t(c.n_vocab))
+  const bool outputs_here = tp_ == nullptr || tp_->world_rank() == 0;
+  if (outputs_here && logits_size < b.logits_indices.size() * size_t(c.n_vocab))
     return make_error("logits buffer too small");
+  if (b.hidden_indices.size() > size_t(T)) return make_error("too many hidden-state rows requested");
   for (int32_t i : b.hidden_indices)
     if (i < 0 || i >= T) return make_error("hidden-state index out of range");
-  if (hidden_size < b.hidden_indices.size() * size_t(c.n_embd))
+  if (outputs_here && hidden_size < b.hidden_indices.size() * size_t(c.n_embd))
     return make_error("hidden-state buffer too small");
   return {};
 }
@@ -290,10 +302,71 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
   trace::Span pass("forward", "forward");
   pass.arg("tokens", b.n_tokens());
   pass.arg("logits", int64_t(b.logits_indices.size()));
+  if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
+  if (tp_ != nullptr && tp_->world_rank() == 0) tp_->send_batch(b);
+  if (tp_ != nullptr && tp_->n_stages() > 1) {
+    run_pipeline(b, cache, logits, hidden);
+  } else {
+    run_stage(b, cache, logits, hidden, 0);
+  }
+  return {};
+}
+
+void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+                                std::span<float> hidden) {
+  const ModelConfig& c = model_->config();
+  const int64_t T = b.n_tokens(), V = c.n_vocab, E = c.n_embd;
+  // Micro-batches take the logits and hidden rows of their tokens in order, so each one's rows
+  // are a contiguous run of the pass's: rows named out of token order keep one micro-batch.
+  int64_t n_micro = 1;
+  if (std::is_sorted(b.logits_indices.begin(), b.logits_indices.end()) &&
+      std::is_sorted(b.hidden_indices.begin(), b.hidden_indices.end()))
+    n_micro = std::clamp<int64_t>(T / std::max(1, options_.micro_batch_tokens), 1,
+                                  tp_->n_stages());
+  size_t logit_row = 0, hidden_row = 0;
+  for (int64_t m = 0; m < n_micro; ++m) {
+    const int64_t t0 = T * m / n_micro, t1 = T * (m + 1) / n_micro;
+    ForwardBatch mb = b;
+    mb.token_ids = b.token_ids.subspan(size_t(t0), size_t(t1 - t0));
+    mb.positions = b.positions.subspan(size_t(t0), size_t(t1 - t0));
+    mb.seq_index = b.seq_index.subspan(size_t(t0), size_t(t1 - t0));
+    int32_t* rows = micro_rows_.data();
+    const size_t l0 = logit_row, h0 = hidden_row;
+    for (; logit_row < b.logits_indices.size() && b.logits_indices[logit_row] < t1; ++logit_row)
+      *rows++ = b.logits_indices[logit_row] - int32_t(t0);
+    for (; hidden_row < b.hidden_indices.size() && b.hidden_indices[hidden_row] < t1;
+         ++hidden_row)
+      *rows++ = b.hidden_indices[hidden_row] - int32_t(t0);
+    mb.logits_indices = {micro_rows_.data(), logit_row - l0};
+    mb.hidden_indices = {micro_rows_.data() + (logit_row - l0), hidden_row - h0};
+    std::span<float> mb_logits, mb_hidden;
+    if (writes_outputs_) {
+      mb_logits = {stage_logits_.data() + l0 * size_t(V), (logit_row - l0) * size_t(V)};
+      mb_hidden = {stage_hidden_.data() + h0 * size_t(E), (hidden_row - h0) * size_t(E)};
+    }
+    run_stage(mb, cache, mb_logits, mb_hidden, t0);
+  }
+  // The last stage's rank 0 returns the pass's outputs to world rank 0.
+  const size_t n_logit_floats = b.logits_indices.size() * size_t(V);
+  const size_t n_hidden_floats = b.hidden_indices.size() * size_t(E);
+  const int32_t last = (tp_->n_stages() - 1) * tp_->size();
+  if (writes_outputs_) {
+    if (n_logit_floats > 0) tp_->send_to(0, {stage_logits_.data(), n_logit_floats});
+    if (n_hidden_floats > 0) tp_->send_to(0, {stage_hidden_.data(), n_hidden_floats});
+  }
+  if (tp_->world_rank() == 0) {
+    if (n_logit_floats > 0) tp_->receive_from(last, logits.first(n_logit_floats));
+    if (n_hidden_floats > 0) tp_->receive_from(last, hidden.first(n_hidden_floats));
+  }
+  tp_->finish_sends();
+}
+
+void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+                             std::span<float> hidden, int64_t send_offset) {
+  // Trace (when on): the stage's pass, partitioned into prepare, each layer (itself partitioned
+  // into its operations) and the output head.
   trace::Phases parts("forward");
   parts.next("prepare");
-  if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
-  if (tp_ != nullptr && tp_->rank() == 0) tp_->send_batch(b);
   const ModelConfig& c = model_->config();
   const ModelWeights& w = model_->weights();
   const int64_t T = b.n_tokens();
@@ -310,16 +383,20 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
     slots_[size_t(t)] = int64_t(block) * bs + pos % bs;
   }
   find_token_runs(b);
-  for_ranges(T, E, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const auto* row = static_cast<const uint8_t*>(w.token_embd.data) +
-                        b.token_ids[size_t(t)] * w.token_embd.row_bytes;
-      float* x = x_.data() + t * E;
-      dequantize_row(w.token_embd.type, row, x, E);
-      if (c.embed_scale != 1.0f)
-        for (int64_t i = 0; i < E; ++i) x[i] *= c.embed_scale;
-    }
-  });
+  if (first_stage_) {
+    for_ranges(T, E, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const auto* row = static_cast<const uint8_t*>(w.token_embd.data) +
+                          b.token_ids[size_t(t)] * w.token_embd.row_bytes;
+        float* x = x_.data() + t * E;
+        dequantize_row(w.token_embd.type, row, x, E);
+        if (c.embed_scale != 1.0f)
+          for (int64_t i = 0; i < E; ++i) x[i] *= c.embed_scale;
+      }
+    });
+  } else {  // the same rank of the previous stage has run the earlier layers
+    tp_->receive_from(tp_->world_rank() - tp_->size(), {x_.data(), size_t(T * E)});
+  }
   const int32_t half_rot = c.n_rot / 2;
   float* const rope_local_cs = rope_cs_.data() + T * half_rot * 2;
   for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
@@ -405,9 +482,15 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
     add_residual(l.post_ffn_norm);
   }
   parts.next("output");
+  if (!last_stage_) {  // on to the next stage; the buffer stays as sent until the pass ends
+    float* out = stage_send_.data() + send_offset * E;
+    std::copy_n(x_.data(), T * E, out);
+    tp_->send_to(tp_->world_rank() + tp_->size(), {out, size_t(T * E)});
+    return;
+  }
 
   // Final hidden states (embeddings) for the rows that want them.
-  const int64_t n_hidden = int64_t(b.hidden_indices.size());
+  const int64_t n_hidden = writes_outputs_ ? int64_t(b.hidden_indices.size()) : 0;
   for_ranges(n_hidden, E, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
       rms_norm(x_.data() + int64_t(b.hidden_indices[size_t(i)]) * E, w.output_norm.data(), 1, E,
@@ -422,7 +505,6 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
                c.rms_eps, final_.data() + i * E);
   });
   if (n_logits > 0) output_head(n_logits, logits);
-  return {};
 }
 
 void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {

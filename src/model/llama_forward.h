@@ -37,8 +37,12 @@ struct ForwardOptions {
   // handing work to the pool costs about a microsecond; -1 = the defaults (per step kind),
   // 0 = split every step (tests).
   int64_t min_parallel_work = -1;
-  // A tensor-parallel rank's group (the model holds that rank's slice); null = one process.
+  // A tensor- or pipeline-parallel rank's group (the model holds that rank's slice of its
+  // stage's layers); null = one process.
   std::shared_ptr<TensorParallel> tensor_parallel;
+  // A pipeline splits a batch into micro-batches of at least this many tokens (at most one per
+  // stage); every rank of the group must use the same value.
+  int32_t micro_batch_tokens = 64;
 };
 
 class LlamaForward {
@@ -58,9 +62,11 @@ class LlamaForward {
   // batch.logits_indices to `logits`: [n_logits, n_vocab], and the final hidden states (after
   // the output norm) of those named by batch.hidden_indices to `hidden`: [n_hidden, n_embd].
   // Checks the batch (sizes, token ids, positions, block ids) and returns an error instead of
-  // touching memory it should not. Tensor-parallel: rank 0 sends the batch to the other ranks,
-  // which call this with the batch they received and empty logits (only rank 0 gets logits and
-  // hidden states).
+  // touching memory it should not. Tensor- or pipeline-parallel: world rank 0 sends the batch to
+  // the other ranks, which call this with the batch they received and empty logits (only world
+  // rank 0 gets logits and hidden states). A pipeline runs a large batch as up to n_stages
+  // micro-batches of consecutive tokens, so that a stage works on one while the next stage works
+  // on the one before.
   Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
                  std::span<float> hidden = {});
 
@@ -80,6 +86,15 @@ class LlamaForward {
 
   Status validate(const ForwardBatch& batch, const KvCache& cache, size_t logits_size,
                   size_t hidden_size) const;
+  // This rank's stage of the pass over `batch` (the whole batch, or one micro-batch of it): the
+  // embeddings or the previous stage's hidden states in, the stage's layers, then the logits and
+  // hidden states (written where `outputs` says) or the hidden states out to the next stage.
+  // send_offset: the micro-batch's first token, its rows of stage_send_.
+  void run_stage(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
+                 std::span<float> hidden, int64_t send_offset);
+  // Runs `batch` as micro-batches over the pipeline's stages; world rank 0 receives the outputs.
+  void run_pipeline(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
+                    std::span<float> hidden);
   // y = W x for each of up to three projections of the same input x: [n_tokens, n_cols];
   // activations converted once per activation type, all products split over the pool in one
   // loop.
@@ -143,6 +158,13 @@ class LlamaForward {
   std::vector<int64_t> ff_split_;     // [n_ranks + 1] first FFN column of each rank
   std::vector<int64_t> vocab_split_;  // [n_ranks + 1] first vocabulary row of each rank
   std::vector<int64_t> gather_counts_;  // [n_ranks] floats each rank sends in a gather
+  // Pipeline-parallel only.
+  bool first_stage_ = true, last_stage_ = true;
+  bool writes_outputs_ = true;        // this rank computes the logits and hidden rows it returns
+  std::vector<float> stage_send_;     // [T, n_embd] hidden states sent on to the next stage
+  std::vector<float> stage_logits_;   // [max_logits, n_vocab] the last stage's rank 0
+  std::vector<float> stage_hidden_;   // [T, n_embd] the last stage's rank 0
+  std::vector<int32_t> micro_rows_;   // [max_logits + T] a micro-batch's logits, hidden rows
 };
 
 }  // namespace vela

@@ -196,19 +196,25 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     return make_error(
         "rope.scaling.type is longrope but rope_factors_short/long.weight are missing");
 
+  // A pipeline stage holds its own layers only (w.layers[j] is the model's layer
+  // stage->begin + j); the other stages' pages of the mapping are never read.
+  auto stage = stage_layers(c.n_layer, shard.stage, shard.n_stages);
+  if (!stage) return stage.error();
+  const int32_t n_local = stage->count;
   // Fused matrices, kept whole until repacking, then split into row views.
-  std::vector<WeightMatrix> fused_qkv(size_t(c.n_layer)), fused_gate_up(size_t(c.n_layer));
+  std::vector<WeightMatrix> fused_qkv(static_cast<size_t>(n_local)),
+      fused_gate_up(static_cast<size_t>(n_local));
   // Stacked experts: [n_expert * rows, cols] each, split into per-expert views after repacking.
   struct ExpertStacks {
     WeightMatrix gate, up, down;
   };
-  std::vector<ExpertStacks> stacks(size_t(c.n_layer));
+  std::vector<ExpertStacks> stacks(static_cast<size_t>(n_local));
   const int64_t q_norm_len = arch.qk_norm == QkNorm::kWhole ? q_dim : c.head_dim;
   const int64_t k_norm_len = arch.qk_norm == QkNorm::kWhole ? kv_dim : c.head_dim;
-  w.layers.resize(static_cast<size_t>(c.n_layer));
-  for (int32_t i = 0; i < c.n_layer; ++i) {
-    LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    const std::string p = "blk." + std::to_string(i) + ".";
+  w.layers.resize(size_t(n_local));
+  for (int32_t i = 0; i < n_local; ++i) {
+    LayerWeights& l = w.layers[size_t(i)];
+    const std::string p = "blk." + std::to_string(stage->begin + i) + ".";
     VELA_TRY_ASSIGN(l.attn_norm, get_vector(g, p + "attn_norm.weight", c.n_embd, true));
     if (arch.fused_qkv) {
       VELA_TRY_ASSIGN(fused_qkv[size_t(i)],
@@ -264,7 +270,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     w.shard = *ranges;
     const ShardRanges& r = w.shard;
     const int64_t hd = c.head_dim;
-    for (size_t i = 0; i < size_t(c.n_layer); ++i) {
+    for (size_t i = 0; i < w.layers.size(); ++i) {
       LayerWeights& l = w.layers[i];
       if (fused_qkv[i].data) {  // split into this rank's row views; each is repacked alone
         l.wq = weight_rows(fused_qkv[i], 0, q_dim);
@@ -308,7 +314,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
         if (m->data != nullptr) matrices.push_back(m);
     // A fused matrix is repacked whole only when each of its row views is whole groups of 16.
-    for (size_t i = 0; i < size_t(c.n_layer); ++i) {
+    for (size_t i = 0; i < w.layers.size(); ++i) {
       if (fused_qkv[i].data && q_dim % 16 == 0 && kv_dim % 16 == 0)
         matrices.push_back(&fused_qkv[i]);
       if (fused_gate_up[i].data && c.n_ff % 16 == 0) matrices.push_back(&fused_gate_up[i]);
@@ -316,10 +322,10 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down})
           matrices.push_back(m);
     }
-    if (!w.tied_embeddings) matrices.push_back(&w.output);
+    if (!w.tied_embeddings && shard.last_stage()) matrices.push_back(&w.output);
     repack_matrices(w, matrices, g.memory_mapped());
   }
-  for (size_t i = 0; i < size_t(c.n_layer); ++i) {
+  for (size_t i = 0; i < w.layers.size(); ++i) {
     LayerWeights& l = w.layers[i];
     if (fused_qkv[i].data) {
       l.wq = weight_rows(fused_qkv[i], 0, q_dim);

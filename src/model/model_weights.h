@@ -77,21 +77,21 @@ struct ModelWeights {
   std::vector<float>
       rope_factors_short;  // [n_rot / 2] LongRoPE within the original context, or empty
   std::vector<float> rope_factors_long;  // [n_rot / 2] LongRoPE beyond it, or empty
-  std::vector<LayerWeights> layers;      // [n_layer]
+  std::vector<LayerWeights> layers;      // [n_layer] (a pipeline stage: its layers only)
 
   // Owns the repacked matrices (empty when none was repacked).
   std::shared_ptr<uint8_t[]> repacked;
   int64_t repacked_bytes = 0;
-  // A tensor-parallel rank's slice: which heads, FFN columns and vocabulary rows it holds, and
-  // the column slices it copied out of the mapping (those not repacked).
+  // A tensor-parallel rank's slice: which heads, FFN columns, vocabulary rows and layers it
+  // holds, and the column slices it copied out of the mapping (those not repacked).
   ShardRanges shard;
   std::vector<std::shared_ptr<uint8_t[]>> column_slices;
 
   // Checks every tensor's presence, type and shape against the config. With repack, matrices the
   // selected kernels prefer interleaved are repacked (the embedding table, read by row, never).
   // repack_experts: the experts' stacked matrices too (otherwise they stay in the mapping).
-  // A sharded `shard` keeps only that rank's slices (tensor_shard.h); the rest of the mapping is
-  // never read.
+  // A sharded `shard` keeps only that rank's slices of its stage's layers (tensor_shard.h; the
+  // output head is repacked on the last stage only); the rest of the mapping is never read.
   static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config,
                                    bool repack = true, bool repack_experts = true,
                                    const TensorShard& shard = {});

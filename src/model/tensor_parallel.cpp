@@ -5,27 +5,29 @@
 namespace vela {
 
 namespace {
-constexpr size_t kHeaderWords = 4;  // n_tokens, block table size, max_blocks_per_seq, n_logits
+// n_tokens, block table size, max_blocks_per_seq, n_logits, n_hidden
+constexpr size_t kHeaderWords = 5;
 }  // namespace
 
 void BatchMessage::encode(const ForwardBatch& b) {
   words_.clear();
   words_.reserve(kHeaderWords + 3 * b.token_ids.size() + b.block_tables.size() +
-                 b.logits_indices.size());
+                 b.logits_indices.size() + b.hidden_indices.size());
   words_.push_back(b.n_tokens());
   words_.push_back(int32_t(b.block_tables.size()));
   words_.push_back(b.max_blocks_per_seq);
   words_.push_back(int32_t(b.logits_indices.size()));
-  for (std::span<const int32_t> part :
-       {b.token_ids, b.positions, b.seq_index, b.block_tables, b.logits_indices})
+  words_.push_back(int32_t(b.hidden_indices.size()));
+  for (std::span<const int32_t> part : {b.token_ids, b.positions, b.seq_index, b.block_tables,
+                                        b.logits_indices, b.hidden_indices})
     words_.insert(words_.end(), part.begin(), part.end());
 }
 
 Result<ForwardBatch> BatchMessage::decode(std::span<const int32_t> w) {
   if (w.size() < kHeaderWords) return make_error("batch message shorter than its header");
-  const int64_t n_tokens = w[0], n_table = w[1], n_logits = w[3];
-  if (n_tokens < 0 || n_table < 0 || n_logits < 0 ||
-      w.size() != kHeaderWords + size_t(3 * n_tokens + n_table + n_logits))
+  const int64_t n_tokens = w[0], n_table = w[1], n_logits = w[3], n_hidden = w[4];
+  if (n_tokens < 0 || n_table < 0 || n_logits < 0 || n_hidden < 0 ||
+      w.size() != kHeaderWords + size_t(3 * n_tokens + n_table + n_logits + n_hidden))
     return make_error("batch message size does not match its header");
   ForwardBatch b;
   size_t at = kHeaderWords;
@@ -40,13 +42,14 @@ Result<ForwardBatch> BatchMessage::decode(std::span<const int32_t> w) {
   b.block_tables = take(n_table);
   b.max_blocks_per_seq = w[2];
   b.logits_indices = take(n_logits);
+  b.hidden_indices = take(n_hidden);
   return b;
 }
 
 Status run_tensor_parallel_worker(LlamaForward& forward, KvCache& cache, TensorParallel& group) {
   while (std::optional<ForwardBatch> batch = group.receive_batch()) {
     if (auto st = forward.forward(*batch, cache, {}); !st)
-      return make_error("tensor-parallel rank " + std::to_string(group.rank()) + ": " +
+      return make_error("tensor-parallel rank " + std::to_string(group.world_rank()) + ": " +
                         st.message());
   }
   return {};

@@ -1,10 +1,13 @@
 #pragma once
-// The collective operations a tensor-parallel forward pass needs, as an interface the
-// distributed runtime (src/dist/) implements over MPI. Rank 0 runs the engine: before each pass
-// it sends the batch, and every other rank runs the same pass on its slice of the weights
-// (tensor_shard.h). The slices meet twice per layer, in an all-reduce of the attention output
-// and FFN down projections (or, for a matrix kept whole, a gather of its input), and once per
-// pass when rank 0 gathers the logits' vocabulary slices.
+// The collective operations a tensor- and pipeline-parallel forward pass needs, as an interface
+// the distributed runtime (src/dist/) implements over MPI. The group is n_stages() pipeline
+// stages (contiguous layers), each a tensor-parallel group of size() ranks. World rank 0 (stage
+// 0's rank 0) runs the engine: before each pass it sends the batch, and every other rank runs
+// the same pass on its slice of the weights (tensor_shard.h). Within a stage the slices meet
+// twice per layer, in an all-reduce of the attention output and FFN down projections (or, for a
+// matrix kept whole, a gather of its input), and once per pass when the last stage's rank 0
+// gathers the logits' vocabulary slices. Between stages each rank sends its hidden states to the
+// same rank of the next stage; the last stage sends the logits to world rank 0.
 // Thread-safety: each rank calls its group from one thread at a time (the one running its
 // passes); every rank makes the same calls in the same order.
 #include <cstdint>
@@ -29,17 +32,21 @@ struct TensorParallelTraffic {
 class TensorParallel {
  public:
   virtual ~TensorParallel() = default;
-  virtual int32_t rank() const = 0;
-  virtual int32_t size() const = 0;
+  virtual int32_t rank() const = 0;  // within this rank's stage
+  virtual int32_t size() const = 0;  // ranks of one stage
+  virtual int32_t stage() const = 0;
+  virtual int32_t n_stages() const = 0;
+  int32_t world_rank() const { return stage() * size() + rank(); }
 
-  // Rank 0: the batch of the pass it is about to run (hidden-state rows are rank 0's alone).
+  // World rank 0: the batch of the pass it is about to run (hidden-state rows are rank 0's alone).
   virtual void send_batch(const ForwardBatch& batch) = 0;
   // Other ranks: the next batch rank 0 sent, valid until the next call; nullopt once rank 0
   // has closed the group or moved on to another engine's setup.
   virtual std::optional<ForwardBatch> receive_batch() = 0;
-  // Rank 0: no more batches follow (the other ranks' receive_batch returns nullopt).
+  // World rank 0: no more batches follow (the other ranks' receive_batch returns nullopt).
   virtual void close() = 0;
 
+  // Collectives among the ranks of this rank's stage.
   // x = the sum of every rank's x, added in rank order, so every rank holds the same bits.
   virtual void all_reduce_sum(std::span<float> x) = 0;
   // Every rank's `local` concatenated in rank order in `all`, rank r's part counts[r] floats
@@ -47,12 +54,19 @@ class TensorParallel {
   virtual void gather(std::span<const float> local, std::span<float> all,
                       std::span<const int64_t> counts, bool everyone) = 0;
 
+  // Point to point between world ranks, received in the order sent. send_to returns at once:
+  // `x` must stay unchanged until finish_sends(), which waits for every send to complete;
+  // receive_from waits for the message (its size known to both sides).
+  virtual void send_to(int32_t to_world_rank, std::span<const float> x) = 0;
+  virtual void receive_from(int32_t from_world_rank, std::span<float> x) = 0;
+  virtual void finish_sends() = 0;
+
   // This rank's totals (the in-process test group reports zeros).
   virtual TensorParallelTraffic traffic() const { return {}; }
 };
 
 // A ForwardBatch flattened into one int32 message and back (what send_batch carries): the
-// tokens, positions, sequence indices, block tables and logits rows.
+// tokens, positions, sequence indices, block tables, logits and hidden-state rows.
 class BatchMessage {
  public:
   void encode(const ForwardBatch& batch);
@@ -61,7 +75,8 @@ class BatchMessage {
   const std::vector<int32_t>& words() const { return words_; }
 
  private:
-  std::vector<int32_t> words_;  // [header, token_ids, positions, seq_index, tables, logits rows]
+  // [header, token_ids, positions, seq_index, tables, logits rows, hidden rows]
+  std::vector<int32_t> words_;
 };
 
 // A non-zero rank's life: runs every pass rank 0 sends, on its own slice and KV cache, until

@@ -10,6 +10,17 @@ std::string str(int64_t v) {
 }
 }  // namespace
 
+Result<LayerRange> stage_layers(int32_t n_layer, int32_t stage, int32_t n_stages) {
+  if (n_stages < 1 || stage < 0 || stage >= n_stages)
+    return make_error("stage " + str(stage) + " is outside a pipeline of " + str(n_stages) +
+                      " stages");
+  if (n_layer < n_stages)
+    return make_error(str(n_layer) + " layers do not split over " + str(n_stages) +
+                      " pipeline stages");
+  const auto begin = [&](int32_t s) { return int32_t(int64_t(n_layer) * s / n_stages); };
+  return LayerRange{begin(stage), begin(stage + 1) - begin(stage)};
+}
+
 int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
   if (shard.rank >= shard.size) return n_vocab;
   const int64_t groups = (n_vocab + 15) / 16;
@@ -19,6 +30,10 @@ int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
                                  int64_t attn_block_cols, int64_t down_block_cols) {
   ShardRanges r;
+  auto layers = stage_layers(c.n_layer, s.stage, s.n_stages);
+  if (!layers) return layers.error();
+  r.layer_begin = layers->begin;
+  r.n_layer = layers->count;
   if (s.size < 1 || s.rank < 0 || s.rank >= s.size)
     return make_error("rank " + str(s.rank) + " is outside a tensor-parallel group of " +
                       str(s.size));
@@ -72,6 +87,11 @@ ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
   local.n_head = r.n_head;
   local.n_head_kv = r.n_head_kv;
   if (!c.moe()) local.n_ff = int32_t(r.n_ff);
+  if (r.n_layer != c.n_layer) {
+    local.n_layer = r.n_layer;
+    local.layers.assign(c.layers.begin() + r.layer_begin,
+                        c.layers.begin() + r.layer_begin + r.n_layer);
+  }
   return local;
 }
 

@@ -13,10 +13,16 @@
 
 namespace vela {
 
+// One rank's place in a group of n_stages pipeline stages (contiguous layers each), each stage
+// a tensor-parallel group of `size` ranks.
 struct TensorShard {
-  int32_t rank = 0;  // in [0, size)
-  int32_t size = 1;  // ranks in the group; 1 = the whole model
+  int32_t rank = 0;      // in [0, size): the rank within its stage
+  int32_t size = 1;      // tensor-parallel ranks of a stage; 1 = whole layers
+  int32_t stage = 0;     // in [0, n_stages)
+  int32_t n_stages = 1;  // pipeline stages; 1 = every layer
   bool sharded() const { return size > 1; }
+  bool first_stage() const { return stage == 0; }
+  bool last_stage() const { return stage == n_stages - 1; }
 };
 
 // Index ranges [begin, begin + count) of one rank's slice of each split dimension.
@@ -26,6 +32,7 @@ struct ShardRanges {
   int64_t ff_begin = 0, n_ff = 0;            // dense FFN inner dimension
   int64_t vocab_begin = 0, n_vocab = 0;      // output head rows
   int32_t expert_begin = 0, n_expert = 0;    // mixture-of-experts: the experts this rank runs
+  int32_t layer_begin = 0, n_layer = 0;      // this pipeline stage's layers
   // A column slice that would not be whole quantization blocks keeps the matrix whole on every
   // rank instead: the ranks then gather the matrix's input and each computes the full product.
   bool replicated_attn_output = false;
@@ -39,11 +46,19 @@ struct ShardRanges {
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& shard,
                                  int64_t attn_block_cols, int64_t down_block_cols);
 
+// The layers [begin, begin + count) of pipeline stage `stage` of n_stages: contiguous, the
+// later stages one more where they do not divide evenly (the first holds the embeddings); an
+// error when there are fewer layers than stages.
+struct LayerRange {
+  int32_t begin = 0, count = 0;
+};
+Result<LayerRange> stage_layers(int32_t n_layer, int32_t stage, int32_t n_stages);
+
 // Vocabulary rows of rank r: multiples of 16 (the packed layouts' row groups) but the last.
 int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard);
 
-// The config one rank's forward pass runs with: its heads, KV heads and FFN width (the
-// vocabulary stays whole: token ids and logits are the model's).
+// The config one rank's forward pass runs with: its heads, KV heads, FFN width and its stage's
+// layers (the vocabulary stays whole: token ids and logits are the model's).
 ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r);
 
 }  // namespace vela

@@ -4,8 +4,12 @@
 // same tokens; the MPI group (src/dist/) runs the same passes across processes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "kv/kv_cache.h"
@@ -17,27 +21,47 @@
 namespace vela {
 namespace {
 
-// The ranks of one process meeting at a barrier: each publishes its buffer, then reads the
-// others'. Two barriers per operation: one after publishing, one after everyone has read.
+// The ranks of one process, n_stages pipeline stages of n_ranks each. A stage's collectives
+// meet at the stage's barrier: each rank publishes its buffer, then reads the others' (two
+// barriers per operation: one after publishing, one after everyone has read). The batch
+// broadcast meets at the world's barrier; point-to-point messages go through mailboxes.
 class ThreadGroup {
+  struct Stage {
+    explicit Stage(int32_t n) : sync(n), parts(size_t(n)) {}
+    std::barrier<> sync;
+    std::vector<std::span<float>> parts;
+  };
+  struct Inbox {
+    std::mutex mutex;
+    std::condition_variable arrived;
+    std::deque<std::pair<int32_t, std::vector<float>>> messages;  // (sender, payload)
+  };
+
  public:
-  explicit ThreadGroup(int32_t n) : n_(n), sync_(n), parts_(size_t(n)) {}
+  ThreadGroup(int32_t n_ranks, int32_t n_stages)
+      : n_(n_ranks), n_stages_(n_stages), world_(n_ranks * n_stages),
+        inbox_(size_t(n_ranks * n_stages)) {
+    for (int32_t s = 0; s < n_stages; ++s) stages_.push_back(std::make_unique<Stage>(n_ranks));
+  }
 
   class Rank : public TensorParallel {
    public:
-    Rank(ThreadGroup& g, int32_t rank) : g_(g), rank_(rank) {}
-    int32_t rank() const override { return rank_; }
+    Rank(ThreadGroup& g, int32_t world_rank)
+        : g_(g), world_rank_(world_rank), stage_(*g.stages_[size_t(world_rank / g.n_)]) {}
+    int32_t rank() const override { return world_rank_ % g_.n_; }
     int32_t size() const override { return g_.n_; }
+    int32_t stage() const override { return world_rank_ / g_.n_; }
+    int32_t n_stages() const override { return g_.n_stages_; }
     void send_batch(const ForwardBatch& batch) override {
       g_.message_.encode(batch);
-      g_.sync_.arrive_and_wait();
-      g_.sync_.arrive_and_wait();
+      g_.world_.arrive_and_wait();
+      g_.world_.arrive_and_wait();
     }
     std::optional<ForwardBatch> receive_batch() override {
-      g_.sync_.arrive_and_wait();
+      g_.world_.arrive_and_wait();
       const bool closed = g_.closed_;
       words_ = g_.message_.words();
-      g_.sync_.arrive_and_wait();
+      g_.world_.arrive_and_wait();
       if (closed) return std::nullopt;
       auto b = BatchMessage::decode(words_);
       EXPECT_TRUE(b.ok()) << b.message();
@@ -45,50 +69,79 @@ class ThreadGroup {
     }
     void close() override {
       g_.closed_ = true;
-      g_.sync_.arrive_and_wait();
-      g_.sync_.arrive_and_wait();
+      g_.world_.arrive_and_wait();
+      g_.world_.arrive_and_wait();
     }
     void all_reduce_sum(std::span<float> x) override {
-      g_.parts_[size_t(rank_)] = x;
-      g_.sync_.arrive_and_wait();
+      stage_.parts[size_t(rank())] = x;
+      stage_.sync.arrive_and_wait();
       std::vector<float> sum(x.size(), 0.0f);
-      for (std::span<const float> part : g_.parts_)
+      for (std::span<const float> part : stage_.parts)
         for (size_t i = 0; i < x.size(); ++i) sum[i] += part[i];
-      g_.sync_.arrive_and_wait();
+      stage_.sync.arrive_and_wait();
       std::copy(sum.begin(), sum.end(), x.begin());
     }
     void gather(std::span<const float> local, std::span<float> all, std::span<const int64_t> counts,
                 bool everyone) override {
-      g_.parts_[size_t(rank_)] = {const_cast<float*>(local.data()), local.size()};
-      g_.sync_.arrive_and_wait();
-      if (everyone || rank_ == 0) {
+      stage_.parts[size_t(rank())] = {const_cast<float*>(local.data()), local.size()};
+      stage_.sync.arrive_and_wait();
+      if (everyone || rank() == 0) {
         size_t at = 0;
         for (int32_t r = 0; r < g_.n_; ++r) {
-          EXPECT_EQ(int64_t(g_.parts_[size_t(r)].size()), counts[size_t(r)]);
-          std::copy(g_.parts_[size_t(r)].begin(), g_.parts_[size_t(r)].end(), all.begin() + at);
-          at += g_.parts_[size_t(r)].size();
+          EXPECT_EQ(int64_t(stage_.parts[size_t(r)].size()), counts[size_t(r)]);
+          std::copy(stage_.parts[size_t(r)].begin(), stage_.parts[size_t(r)].end(),
+                    all.begin() + at);
+          at += stage_.parts[size_t(r)].size();
         }
       }
-      g_.sync_.arrive_and_wait();
+      stage_.sync.arrive_and_wait();
     }
+    void send_to(int32_t to, std::span<const float> x) override {
+      Inbox& box = g_.inbox_[size_t(to)];
+      std::lock_guard lock(box.mutex);
+      box.messages.push_back({world_rank_, std::vector<float>(x.begin(), x.end())});
+      box.arrived.notify_all();
+    }
+    void receive_from(int32_t from, std::span<float> x) override {
+      Inbox& box = g_.inbox_[size_t(world_rank_)];
+      std::unique_lock lock(box.mutex);
+      for (;;) {
+        const auto it = std::find_if(box.messages.begin(), box.messages.end(),
+                                     [&](const auto& m) { return m.first == from; });
+        if (it != box.messages.end()) {
+          EXPECT_EQ(it->second.size(), x.size()) << "message from rank " << from;
+          std::copy_n(it->second.begin(), std::min(x.size(), it->second.size()), x.begin());
+          box.messages.erase(it);
+          return;
+        }
+        box.arrived.wait(lock);
+      }
+    }
+    void finish_sends() override {}  // send_to copies
 
    private:
     ThreadGroup& g_;
-    int32_t rank_;
+    int32_t world_rank_;
+    Stage& stage_;
     std::vector<int32_t> words_;
   };
 
  private:
-  int32_t n_;
-  std::barrier<> sync_;
-  std::vector<std::span<float>> parts_;
+  int32_t n_, n_stages_;
+  std::barrier<> world_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  std::vector<Inbox> inbox_;
   BatchMessage message_;
   bool closed_ = false;
 };
 
+// Pipelines split the test's 43-token pass into micro-batches.
+constexpr int32_t kMicroBatchTokens = 16;
+
 ForwardOptions options(std::shared_ptr<TensorParallel> group = nullptr) {
   ForwardOptions o{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, 1, 0};
   o.tensor_parallel = std::move(group);
+  o.micro_batch_tokens = kMicroBatchTokens;
   return o;
 }
 
@@ -98,24 +151,25 @@ KvCache make_cache(const Model& m) {
                                test::kTwoSeqBlocks, KvType::kF16});
 }
 
-// The logits of run_two_sequence_passes with the model split over n_ranks threads.
-std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks) {
-  ThreadGroup group(n_ranks);
+// The logits of run_two_sequence_passes with the model split over n_stages pipeline stages of
+// n_ranks threads each.
+std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks, int32_t n_stages) {
+  ThreadGroup group(n_ranks, n_stages);
   std::vector<float> logits;
   std::vector<std::thread> workers;
-  for (int32_t r = 0; r < n_ranks; ++r) {
-    workers.emplace_back([&, r] {
+  for (int32_t w = 0; w < n_ranks * n_stages; ++w) {
+    workers.emplace_back([&, w] {
       ModelLoadOptions lo;
-      lo.shard = {r, n_ranks};
+      lo.shard = {w % n_ranks, n_ranks, w / n_ranks, n_stages};
       auto model = Model::load(path, lo);
       if (!model) {
-        ADD_FAILURE() << "rank " << r << ": " << model.message();
+        ADD_FAILURE() << "rank " << w << ": " << model.message();
         std::abort();  // the other ranks would wait at the barrier for ever
       }
-      auto rank = std::make_shared<ThreadGroup::Rank>(group, r);
+      auto rank = std::make_shared<ThreadGroup::Rank>(group, w);
       LlamaForward fwd(*model, options(rank));
       KvCache cache = make_cache(**model);
-      if (r == 0) {
+      if (w == 0) {
         logits = test::run_two_sequence_passes(fwd, cache);
         rank->close();
       } else {
@@ -131,6 +185,7 @@ std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks) {
 struct TpCase {
   const char* model;
   int32_t n_ranks;
+  int32_t n_stages = 1;
 };
 
 class TensorParallelForward : public ::testing::TestWithParam<TpCase> {};
@@ -144,8 +199,14 @@ TEST_P(TensorParallelForward, MatchesTheWholeModel) {
   LlamaForward fwd(*whole, options());
   KvCache cache = make_cache(**whole);
   const std::vector<float> expected = test::run_two_sequence_passes(fwd, cache);
-  const std::vector<float> got = sharded_logits(path, GetParam().n_ranks);
+  const std::vector<float> got = sharded_logits(path, GetParam().n_ranks, GetParam().n_stages);
   ASSERT_EQ(got.size(), expected.size());
+  if (GetParam().n_ranks == 1) {
+    // Whole layers in stages compute every value as one process does (micro-batches included:
+    // a token's values do not depend on the rest of its batch).
+    EXPECT_EQ(got, expected);
+    return;
+  }
   const int32_t V = (*whole)->config().n_vocab;
   float max_abs = 0, max_diff = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -183,9 +244,16 @@ INSTANTIATE_TEST_SUITE_P(
                       TpCase{"tiny-phi3-F32", 2},          // fused QKV and gate/up
                       TpCase{"tiny-qwen3moe-Q8_0", 2},     // experts split over the ranks
                       TpCase{"tiny-qwen3moe-F32", 4},      // 2 experts a rank, KV replicated
-                      TpCase{"tiny-mixtral-Q4_0", 2}),     // 4 experts, 2 chosen per token
+                      TpCase{"tiny-mixtral-Q4_0", 2},      // 4 experts, 2 chosen per token
+                      // Pipelines, alone and with tensor parallelism in each stage.
+                      TpCase{"tiny-llama-256-Q8_0", 1, 2}, TpCase{"tiny-llama-gqa", 1, 2},
+                      TpCase{"tiny-gemma3-Q4_0", 1, 3},  // one layer a stage
+                      TpCase{"tiny-phi3-F32", 1, 2}, TpCase{"tiny-qwen3moe-Q8_0", 1, 2},
+                      TpCase{"tiny-llama-256-Q4_K_M", 2, 2}, TpCase{"tiny-llama-gqa", 2, 2},
+                      TpCase{"tiny-qwen3moe-F32", 2, 2}),
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
+      if (info.param.n_stages > 1) name += "_pp" + std::to_string(info.param.n_stages);
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;
@@ -200,6 +268,7 @@ TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
   c.head_dim = 32;
   c.n_ff = 768;
   c.n_vocab = 1000;
+  c.n_layer = 4;
   auto r = shard_ranges(c, {1, 2}, 32, 256);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->head_begin, 4);
@@ -224,6 +293,16 @@ TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
     return e.ok() ? std::string() : e.message();
   };
   EXPECT_NE(error({0, 3}).find("8 attention heads do not split over 3 ranks"), std::string::npos);
+  // Pipeline stages: contiguous layers, the later stages one more when uneven.
+  c.n_layer = 5;
+  c.layers.resize(5);
+  auto stage = shard_ranges(c, {1, 2, 1, 2}, 32, 32);
+  ASSERT_TRUE(stage.ok()) << stage.message();
+  EXPECT_EQ(stage->layer_begin, 2);
+  EXPECT_EQ(stage->n_layer, 3);
+  EXPECT_EQ(shard_config(c, *stage).n_layer, 3);
+  EXPECT_NE(error({0, 1, 0, 6}).find("5 layers do not split over 6 pipeline stages"),
+            std::string::npos);
   EXPECT_NE(error({2, 2}).find("outside"), std::string::npos);
   c.n_head_kv = 3;
   c.n_head = 12;
@@ -234,13 +313,15 @@ TEST(BatchMessage, RoundTripsAndRejectsMalformedMessages) {
   const std::vector<int32_t> ids = {3, 4, 5}, pos = {0, 1, 0}, seq = {0, 0, 1};
   const std::vector<int32_t> table = {1, -1, 2, -1}, logits = {1, 2};
   BatchMessage m;
-  m.encode(ForwardBatch{ids, pos, seq, table, 2, logits});
+  const std::vector<int32_t> hidden = {0};
+  m.encode(ForwardBatch{ids, pos, seq, table, 2, logits, hidden});
   auto b = BatchMessage::decode(m.words());
   ASSERT_TRUE(b.ok()) << b.message();
   EXPECT_EQ(std::vector<int32_t>(b->token_ids.begin(), b->token_ids.end()), ids);
   EXPECT_EQ(std::vector<int32_t>(b->block_tables.begin(), b->block_tables.end()), table);
   EXPECT_EQ(b->max_blocks_per_seq, 2);
   EXPECT_EQ(std::vector<int32_t>(b->logits_indices.begin(), b->logits_indices.end()), logits);
+  EXPECT_EQ(std::vector<int32_t>(b->hidden_indices.begin(), b->hidden_indices.end()), hidden);
   std::vector<int32_t> words = m.words();
   words.pop_back();
   EXPECT_FALSE(BatchMessage::decode(words).ok());
