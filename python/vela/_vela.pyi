@@ -8,6 +8,24 @@ _StepLogprobs = Tuple[int, str, float, List[Tuple[int, str, float]]]
 def check_sampling_params(params: Any) -> None:
     """Raises ValueError (the server's message) if a SamplingParams value is out of range."""
 
+def tensor_parallel_available() -> bool:
+    """Whether this build has MPI (tensor_parallel_size > 1)."""
+
+def check_tensor_parallel(model: str, size: int) -> None:
+    """Raises ValueError if `size` ranks cannot split the model's heads, FFN or experts."""
+
+def join_tensor_parallel(size: int, worker_program: str) -> int:
+    """Joins (or reuses) this process's tensor-parallel group of `size` ranks; returns this
+    process's rank. Without mpirun, spawns size - 1 `worker_program tensor-parallel-worker`
+    processes."""
+
+def serve_tensor_parallel_worker() -> int:
+    """On a rank other than 0: serves rank 0's engines until it closes the group; returns the
+    exit code."""
+
+def leave_tensor_parallel() -> None:
+    """Shuts this process's tensor-parallel group down (its workers stop)."""
+
 class Engine:
     def __init__(
         self,
@@ -25,6 +43,7 @@ class Engine:
         num_speculative_tokens: int = 4,
         prompt_lookup_min: int = 1,
         prompt_lookup_max: int = 4,
+        tensor_parallel_size: int = 1,
     ) -> None: ...
     def generate(
         self,

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import queue
+import subprocess
+import sys
 import threading
+import weakref
 from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union)
 
 from . import _vela
@@ -65,14 +69,113 @@ def _positive_int(name: str, value: Any, allow_none: bool = False) -> None:
         raise ValueError(f"LLM: {name} must be at least 1 (got {value})")
 
 
+# Open MPI's, MPICH's and PMIx's per-rank variables: this process is a rank that mpirun
+# started (the ones vela's C++ group looks for).
+_MPIRUN_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
+
+# The tensor-parallel LLMs of this process, closed at interpreter exit before the group is
+# shut down (its workers then stop).
+_parallel_llms: "weakref.WeakSet[LLM]" = weakref.WeakSet()
+_exit_hook_registered = False
+
+
+def _leave_tensor_parallel() -> None:
+    for llm in list(_parallel_llms):
+        llm.close()
+    _vela.leave_tensor_parallel()
+
+
+def _worker_binary() -> Optional[str]:
+    """The vela CLI that spawned tensor-parallel workers run: $VELA_BINARY, else what
+    ``python -m vela`` runs ($VELA_CLI, the one installed with the package, the build tree's,
+    the first on PATH). Its real path: the MPI daemon that starts the workers resolves it
+    itself."""
+    explicit = os.environ.get("VELA_BINARY")
+    if explicit:
+        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+            raise RuntimeError(f"LLM: VELA_BINARY={explicit!r} is not an executable file (it "
+                               "names the vela binary that tensor-parallel workers run)")
+        return os.path.realpath(explicit)
+    from .__main__ import find_cli
+    found = find_cli()
+    return os.path.realpath(found) if found else None
+
+
+_checked_binaries: set = set()
+
+
+def _check_worker_binary(program: str) -> None:
+    """Raises RuntimeError unless ``program tensor-parallel-worker`` is vela's worker command
+    (started outside a group, it says so and exits): MPI would wait for ever for workers of
+    another program to join."""
+    if program in _checked_binaries:
+        return
+    try:
+        r = subprocess.run([program, "tensor-parallel-worker"], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=60)
+        said = (r.stdout + r.stderr).decode(errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RuntimeError(f"LLM: could not run the vela binary {program!r} for the "
+                           f"tensor-parallel workers: {e}") from None
+    if r.returncode == 0 or "vela: " not in said or "unknown command" in said:
+        raise RuntimeError(f"LLM: {program!r} is not a vela binary with the tensor-parallel "
+                           "worker command (set VELA_BINARY to the vela CLI built with this "
+                           "module)")
+    _checked_binaries.add(program)
+
+
+def _join_tensor_parallel(model: str, size: int) -> int:
+    """Joins this process's group of ``size`` ranks (spawning the workers, or as one of
+    mpirun's ranks); returns this process's rank."""
+    global _exit_hook_registered
+    if not _vela.tensor_parallel_available():
+        raise RuntimeError(
+            f"LLM: tensor_parallel_size={size} needs MPI, and this vela module was built "
+            "without it (install Open MPI's development files, e.g. Debian's libopenmpi-dev, "
+            "and rebuild)")
+    if size > 256:
+        raise ValueError(f"LLM: tensor_parallel_size must be at most 256 (got {size})")
+    _vela.check_tensor_parallel(model, size)  # before any process starts
+    program = ""
+    if not any(os.environ.get(name) for name in _MPIRUN_VARIABLES):
+        program = _worker_binary() or ""
+        if not program:
+            raise RuntimeError(
+                f"LLM: tensor_parallel_size={size} spawns {size - 1} worker process(es) of the "
+                "vela binary, which was not found: set VELA_BINARY to its path, or put vela on "
+                "PATH")
+        _check_worker_binary(program)
+    rank = _vela.join_tensor_parallel(size, program)
+    if not _exit_hook_registered:
+        atexit.register(_leave_tensor_parallel)
+        _exit_hook_registered = True
+    return rank
+
+
 class LLM:
     """A GGUF model loaded into vela's continuous-batching engine, with vLLM's ``LLM`` API.
 
     Args:
         model: path of a GGUF file.
         tokenizer: must be ``None`` or the model path: the tokenizer is read from the file.
-        tensor_parallel_size: 1; more needs multi-process parallelism, which vela does not
-            have yet (``NotImplementedError``).
+        tensor_parallel_size: N, the ranks the model is split over (tensor parallelism over
+            MPI; needs a build with MPI, else ``RuntimeError``). With N > 1 and no launcher,
+            this process is rank 0 and spawns N - 1 worker processes of the vela binary on
+            this host (``$VELA_BINARY``, else the one installed with the package or built
+            beside it, else ``vela`` on ``PATH``); each rank holds its slice of the heads, FFN
+            or experts and runs ``num_threads`` threads (``None``: the physical cores over the
+            N ranks). The output is one process's within the documented bounds: greedy tokens
+            are the same on the shared test models, and logits agree to float rounding of the
+            reordered sums (on a random-weight model's flat distributions a near-tie can flip
+            a token after a few dozen). N must split the attention heads, the FFN width or the
+            experts, and the KV heads (or be a multiple of them), else ``ValueError`` before
+            any process starts. The group lasts until the interpreter exits: later LLMs with
+            the same N reuse its processes, one at a time (a second open one is a
+            ``RuntimeError``), and another N in the same process is a ``RuntimeError``. Under
+            ``mpirun -np N python3 script.py`` mpirun's N ranks are the group: on rank 0
+            ``LLM`` runs the engine; on every other rank it serves rank 0's passes until rank
+            0 exits, then ends the process (``SystemExit`` with the worker's exit code), so
+            the code after ``LLM(...)`` runs on rank 0 only.
         max_model_len: longest prompt + output; ``None``: the model's, at most 4096.
         max_num_seqs: sequences decoded together at most.
         max_num_batched_tokens: tokens computed per engine step.
@@ -126,11 +229,6 @@ class LLM:
             raise TypeError(f"LLM: model must be a path, got {type(model).__name__}")
         model = os.fspath(model)
         _positive_int("tensor_parallel_size", tensor_parallel_size)
-        if tensor_parallel_size > 1:
-            raise NotImplementedError(
-                f"LLM: tensor_parallel_size={tensor_parallel_size} needs multi-process tensor "
-                "parallelism, which vela does not have yet (it comes with the scale-out "
-                "work); use tensor_parallel_size=1")
         if tokenizer is not None and os.fspath(tokenizer) != model:
             raise ValueError("LLM: vela reads the tokenizer from the GGUF file; "
                              "a separate tokenizer is not supported")
@@ -153,6 +251,11 @@ class LLM:
             raise FileNotFoundError(f"LLM: model file not found: {model!r}")
         self.model = model
         spec = _speculative_arguments(speculative_config)
+        if tensor_parallel_size > 1:
+            if _join_tensor_parallel(model, tensor_parallel_size) != 0:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                raise SystemExit(_vela.serve_tensor_parallel_worker())
         self._engine = _vela.Engine(
             model,
             n_threads=num_threads or 0,
@@ -163,7 +266,10 @@ class LLM:
             kv_cache_bytes=kv_cache_memory_bytes or 0,
             enable_prefix_caching=bool(enable_prefix_caching),
             seed=None if seed is None else seed % 2**64,
+            tensor_parallel_size=tensor_parallel_size,
             **spec)
+        if tensor_parallel_size > 1:
+            _parallel_llms.add(self)
         self._request_ids = itertools.count()
 
     # -- lifetime -------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Bad arguments raise TypeError (unknown keyword, wrong type) or ValueError (bad value, with
-the message the server gives); closing; tensor_parallel_size > 1 says what is missing."""
+the message the server gives); closing; tensor_parallel_size below 1, or above 1 in a build
+without MPI (test_tensor_parallel.py has the rest)."""
 
 import pytest
 
 from conftest import shared_model
-from vela import LLM, SamplingParams
+from vela import LLM, SamplingParams, _vela
 
 # The server's messages for the same values (Sampler::validate, shared by both).
 SERVER_MESSAGES = [
@@ -71,8 +72,11 @@ def test_generate_checks_its_arguments(aidreams):
 
 def test_llm_arguments():
     path = shared_model("aidreams260K.gguf")
-    with pytest.raises(NotImplementedError, match="tensor_parallel_size=4.*multi-process"):
-        LLM(model=path, tensor_parallel_size=4)
+    with pytest.raises(ValueError, match="tensor_parallel_size must be at least 1"):
+        LLM(model=path, tensor_parallel_size=0)
+    if not _vela.tensor_parallel_available():
+        with pytest.raises(RuntimeError, match="tensor_parallel_size=2 needs MPI"):
+            LLM(model=path, tensor_parallel_size=2)
     with pytest.raises(TypeError):
         LLM(model=path, no_such_option=True)
     with pytest.raises(ValueError, match="kv_cache_dtype"):
