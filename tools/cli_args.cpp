@@ -52,16 +52,19 @@ Status Args::parse(int argc, char** argv) {
     } else if (arg.size() == 2) {
       flag = find_short(arg[1]);
     }
-    if (!flag) return make_error("vela " + command_ + ": unknown option '" + arg + "' (see --help)");
+    if (!flag)
+      return make_error("vela " + command_ + ": unknown option '" + arg + "' (see --help)");
     if (flag->value_name.empty()) {
-      if (inline_value) return make_error("vela " + command_ + ": option --" + flag->long_name + " takes no value");
+      if (inline_value)
+        return make_error("vela " + command_ + ": option --" + flag->long_name + " takes no value");
       values_[flag->long_name].push_back("1");
       continue;
     }
     if (inline_value) {
       values_[flag->long_name].push_back(*inline_value);
     } else {
-      if (i + 1 >= argc) return make_error("vela " + command_ + ": option --" + flag->long_name + " needs a value");
+      if (i + 1 >= argc)
+        return make_error("vela " + command_ + ": option --" + flag->long_name + " needs a value");
       values_[flag->long_name].push_back(argv[++i]);
     }
   }
@@ -78,26 +81,28 @@ std::vector<std::string> Args::get_all(const std::string& name) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
-Result<int64_t> Args::get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
+Result<int64_t> Args::get_int(const std::string& name, int64_t fallback, int64_t lo,
+                              int64_t hi) const {
   if (!has(name)) return fallback;
   const std::string value = get(name);
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
-    return make_error("vela " + command_ + ": --" + name + " must be an integer in [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "], got '" + value + "'");
+    return make_error("vela " + command_ + ": --" + name + " must be an integer in [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + value + "'");
   return static_cast<int64_t>(v);
 }
 
-Result<double> Args::get_float(const std::string& name, double fallback, double lo, double hi) const {
+Result<double> Args::get_float(const std::string& name, double fallback, double lo,
+                               double hi) const {
   if (!has(name)) return fallback;
   const std::string value = get(name);
   char* end = nullptr;
   const double v = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
-    return make_error("vela " + command_ + ": --" + name + " must be a number in [" + std::to_string(lo) + ", " +
-                      std::to_string(hi) + "], got '" + value + "'");
+    return make_error("vela " + command_ + ": --" + name + " must be a number in [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + value + "'");
   return v;
 }
 
@@ -108,15 +113,17 @@ std::string Args::help() const {
     left += f.short_name ? std::string("-") + f.short_name + ", " : "    ";
     left += "--" + f.long_name;
     if (!f.value_name.empty()) left += " " + f.value_name;
-    if (left.size() < 30) left.resize(30, ' ');
-    else left += "  ";
+    if (left.size() < 30)
+      left.resize(30, ' ');
+    else
+      left += "  ";
     out += left + f.help + "\n";
   }
   return out;
 }
 
 Result<std::vector<int32_t>> Args::get_int_list(const std::string& name, int32_t fallback,
-                                               int64_t lo, int64_t hi) const {
+                                                int64_t lo, int64_t hi) const {
   std::vector<int32_t> out;
   for (const std::string& value : get_all(name)) {
     size_t start = 0;
@@ -127,8 +134,9 @@ Result<std::vector<int32_t>> Args::get_int_list(const std::string& name, int32_t
       char* end = nullptr;
       const long long v = std::strtoll(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0' || v < lo || v > hi)
-        return make_error("vela " + command_ + ": --" + name + " takes integers in [" + std::to_string(lo) +
-                          ", " + std::to_string(hi) + "] separated by commas, got '" + value + "'");
+        return make_error("vela " + command_ + ": --" + name + " takes integers in [" +
+                          std::to_string(lo) + ", " + std::to_string(hi) +
+                          "] separated by commas, got '" + value + "'");
       out.push_back(int32_t(v));
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -137,7 +145,6 @@ Result<std::vector<int32_t>> Args::get_int_list(const std::string& name, int32_t
   if (out.empty()) out.push_back(fallback);
   return out;
 }
-
 
 std::optional<int> Args::parse_or_exit(int argc, char** argv) {
   if (auto st = parse(argc, argv); !st) {

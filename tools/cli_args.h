@@ -34,7 +34,8 @@ class Args {
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   std::string get(const std::string& name, const std::string& fallback = "") const;  // last value
-  std::vector<std::string> get_all(const std::string& name) const;  // every value of a repeated flag
+  std::vector<std::string> get_all(
+      const std::string& name) const;  // every value of a repeated flag
   Result<int64_t> get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
   Result<double> get_float(const std::string& name, double fallback, double lo, double hi) const;
   // Values of a flag given as a comma-separated list and/or repeated ("-t 1,2 -t 4"), each in

@@ -56,7 +56,7 @@ struct Exchange {
 // A plain HTTP exchange on a fresh connection; for streams, reads until `stop_after_first`
 // (then closes) or the end.
 Exchange exchange(const Target& t, const std::string& api_key, Kind kind, const std::string& model,
-                 int max_tokens, std::mt19937_64& rng) {
+                  int max_tokens, std::mt19937_64& rng) {
   Exchange r;
   try {
     asio::io_context io;

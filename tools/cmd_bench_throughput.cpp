@@ -157,9 +157,9 @@ int run_bench_throughput(int argc, char** argv) {
   const auto block_size = args.get_int("block-size", 8, 1, 1024);
   const auto tensor_parallel = args.get_int("tensor-parallel-size", 1, 1, 256);
   const auto pipeline_parallel = args.get_int("pipeline-parallel-size", 1, 1, 256);
-  for (const auto* r : {&num, &in_len, &out_len, &seq_n, &prefix_len, &prefix_n, &threads,
-                        &max_seqs, &budget, &ctx, &seed, &block_size, &tensor_parallel,
-                        &pipeline_parallel}) {
+  for (const auto* r :
+       {&num, &in_len, &out_len, &seq_n, &prefix_len, &prefix_n, &threads, &max_seqs, &budget, &ctx,
+        &seed, &block_size, &tensor_parallel, &pipeline_parallel}) {
     if (!*r) {
       std::fprintf(stderr, "%s\n", r->message().c_str());
       return 2;

@@ -6,9 +6,9 @@
 
 #include "cli_args.h"
 #include "commands.h"
-#include "trace_option.h"
 #include "speculative_flags.h"
 #include "tensor_parallel_role.h"
+#include "trace_option.h"
 #include "vela/llm.h"
 
 namespace vela::cli {
@@ -16,10 +16,10 @@ namespace {
 
 // Reads the sampling flags into params; a malformed value is a one-line error.
 Status read_sampling(const Args& a, SamplingParams& p) {
-#define VELA_READ(field, expr)          \
-  do {                                  \
-    auto r_ = (expr);                   \
-    if (!r_) return r_.error();         \
+#define VELA_READ(field, expr)                     \
+  do {                                             \
+    auto r_ = (expr);                              \
+    if (!r_) return r_.error();                    \
     p.field = static_cast<decltype(p.field)>(*r_); \
   } while (0)
   VELA_READ(max_tokens, a.get_int("n-predict", 128, 0, 1 << 24));
@@ -94,8 +94,8 @@ int run_generate(int argc, char** argv) {
   }
   apply_speculative_flags(*spec, config);
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
-                         batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(), pp ? nullptr : &pp.error(),
-                         st ? nullptr : &st.error()}) {
+                         batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(),
+                         pp ? nullptr : &pp.error(), st ? nullptr : &st.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;
@@ -116,16 +116,18 @@ int run_generate(int argc, char** argv) {
   }
   const LLM::Info info = (*llm)->info();
   std::fprintf(stderr, "vela: loaded %s (%s), %d layers, n_embd %d, vocab %d, context %d\n",
-               config.model_path.c_str(), info.architecture.c_str(), info.n_layer, info.n_embd, info.n_vocab,
-               info.n_ctx);
+               config.model_path.c_str(), info.architecture.c_str(), info.n_layer, info.n_embd,
+               info.n_vocab, info.n_ctx);
 
   const bool show_logprobs = params.logprobs.has_value();
   auto outputs = (*llm)->generate({args.get("prompt")}, params, [&](const StreamDelta& d) {
     std::fwrite(d.text.data(), 1, d.text.size(), stdout);
     std::fflush(stdout);
     if (show_logprobs && d.logprobs) {
-      std::fprintf(stderr, "[token %d logprob %.4f", d.logprobs->token, double(d.logprobs->logprob));
-      for (const auto& alt : d.logprobs->top) std::fprintf(stderr, " | %d %.4f", alt.token, double(alt.logprob));
+      std::fprintf(stderr, "[token %d logprob %.4f", d.logprobs->token,
+                   double(d.logprobs->logprob));
+      for (const auto& alt : d.logprobs->top)
+        std::fprintf(stderr, " | %d %.4f", alt.token, double(alt.logprob));
       std::fprintf(stderr, "]\n");
     }
     return true;
@@ -139,9 +141,11 @@ int run_generate(int argc, char** argv) {
   const double n_prompt = double(r.prompt_token_ids.size());
   const double n_gen = double(r.outputs[0].token_ids.size());
   std::fprintf(stderr,
-               "vela: prompt %.0f tokens in %.3f s (%.1f tokens/s); generated %.0f tokens in %.3f s (%.1f tokens/s); "
+               "vela: prompt %.0f tokens in %.3f s (%.1f tokens/s); generated %.0f tokens in %.3f "
+               "s (%.1f tokens/s); "
                "finish: %s\n",
-               n_prompt, r.metrics.prefill_seconds, n_prompt / std::max(r.metrics.prefill_seconds, 1e-9), n_gen,
+               n_prompt, r.metrics.prefill_seconds,
+               n_prompt / std::max(r.metrics.prefill_seconds, 1e-9), n_gen,
                r.metrics.decode_seconds, n_gen / std::max(r.metrics.decode_seconds, 1e-9),
                finish_reason_name(r.outputs[0].finish_reason));
   return trace_file.finish() ? 0 : 1;

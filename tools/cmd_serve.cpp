@@ -10,11 +10,11 @@
 
 #include "cli_args.h"
 #include "commands.h"
-#include "speculative_flags.h"
-#include "tensor_parallel_role.h"
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
+#include "speculative_flags.h"
+#include "tensor_parallel_role.h"
 #include "trace_option.h"
 
 namespace vela::cli {

@@ -20,8 +20,7 @@ long size_flag(int argc, char** argv, std::string_view flag) {
   for (int i = 0; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == flag && i + 1 < argc) value = argv[i + 1];
-    if (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
-        arg[flag.size()] == '=')
+    if (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag && arg[flag.size()] == '=')
       value = argv[i] + flag.size() + 1;
   }
   if (value == nullptr) return 1;

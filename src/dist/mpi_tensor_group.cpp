@@ -1,9 +1,10 @@
 // TensorParallel over MPI: the world of mpirun, or rank 0 merged with the workers it spawned.
 // World rank w is rank w % T of pipeline stage w / T (T ranks a stage); a stage's collectives
 // run on a communicator of its own, hidden states go point to point. Every message from rank 0
-// is a broadcast of a two-word header (command, payload bytes) and then the payload. Every call is non-blocking, waited for with a deadline inside a pass (the
-// watchdog); the other ranks wait for the next command polling with a growing sleep, so an idle
-// worker leaves its cores to the engine instead of spinning in MPI's progress loop.
+// is a broadcast of a two-word header (command, payload bytes) and then the payload. Every call is
+// non-blocking, waited for with a deadline inside a pass (the watchdog); the other ranks wait for
+// the next command polling with a growing sleep, so an idle worker leaves its cores to the engine
+// instead of spinning in MPI's progress loop.
 #include <mpi.h>
 
 #include <algorithm>
@@ -262,10 +263,10 @@ Result<std::shared_ptr<TensorParallel>> join(ParallelSizes sizes,
                                              const std::string& worker_program) {
   const int32_t size = sizes.ranks();
   const std::string n = std::to_string(size);
-  const std::string flags = "--tensor-parallel-size " + std::to_string(sizes.tensor) +
-                            (sizes.pipeline > 1
-                                 ? " --pipeline-parallel-size " + std::to_string(sizes.pipeline)
-                                 : std::string());
+  const std::string flags =
+      "--tensor-parallel-size " + std::to_string(sizes.tensor) +
+      (sizes.pipeline > 1 ? " --pipeline-parallel-size " + std::to_string(sizes.pipeline)
+                          : std::string());
   if (sizes.tensor < 1 || sizes.pipeline < 1 || size > 256)
     return make_error("the parallel sizes must be at least 1 and at most 256 ranks in all (" +
                       flags + ")");
@@ -283,6 +284,9 @@ Result<std::shared_ptr<TensorParallel>> join(ParallelSizes sizes,
   if (!launched && worker_program.empty())
     return make_error(flags + " needs " + n + " MPI ranks: run it as mpirun -np " + n +
                       " vela ...");
+  // Spawned ranks share this host's cores, however many there are (unless the user set Open
+  // MPI's own choice).
+  if (!launched) setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   if (provided < MPI_THREAD_SERIALIZED) {

@@ -1,9 +1,9 @@
 #pragma once
 // The process's parallel group over MPI: every rank of `mpirun -np T*P` joins it (P pipeline
 // stages of T tensor-parallel ranks), world rank 0 runs the engine, the others serve its forward
-// passes (serve_as_worker) on their own slice of the model. A build without MPI has the same functions, which return an error saying so.
-// Thread-safety: join() from one thread; a group is then used by one thread at a time (as
-// TensorParallel says).
+// passes (serve_as_worker) on their own slice of the model. A build without MPI has the same
+// functions, which return an error saying so. Thread-safety: join() from one thread; a group is
+// then used by one thread at a time (as TensorParallel says).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,7 +23,7 @@ struct ShardSetup {
   int32_t max_batch_tokens = 0;
   int32_t max_logits = 0;
   int32_t max_context = 0;
-  int32_t n_threads = 0;  // 0 = this host's physical cores over its ranks
+  int32_t n_threads = 0;            // 0 = this host's physical cores over its ranks
   int32_t micro_batch_tokens = 64;  // ForwardOptions::micro_batch_tokens
   KvCacheConfig kv;
 };

@@ -1,8 +1,8 @@
 #include "engine/engine.h"
 
-#include <chrono>
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <string>

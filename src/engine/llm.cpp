@@ -250,7 +250,7 @@ Result<std::string> LLM::apply_chat_template(
 }
 
 LLM::Info LLM::info() const {
-  const ModelConfig& c = impl_->engine->model().config();
+  const ModelConfig& c = impl_->engine->model().whole_config();
   const Tokenizer& tok = impl_->engine->tokenizer();
   return Info{c.arch_name,  c.name,      c.n_vocab, impl_->engine->config().max_context,
               c.n_embd,     c.n_layer,   c.n_head,  c.n_head_kv,

@@ -9,12 +9,14 @@
 namespace vela {
 
 struct ForwardBatch {
-  std::span<const int32_t> token_ids;       // [n_tokens]
-  std::span<const int32_t> positions;       // [n_tokens] position of each token in its sequence
-  std::span<const int32_t> seq_index;       // [n_tokens] which sequence (row of block_tables) a token belongs to
-  std::span<const int32_t> block_tables;    // [n_seqs, max_blocks_per_seq] KV block ids, -1 padded
+  std::span<const int32_t> token_ids;  // [n_tokens]
+  std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
+  std::span<const int32_t>
+      seq_index;  // [n_tokens] which sequence (row of block_tables) a token belongs to
+  std::span<const int32_t> block_tables;  // [n_seqs, max_blocks_per_seq] KV block ids, -1 padded
   int32_t max_blocks_per_seq = 0;
-  std::span<const int32_t> logits_indices;  // [n_logits] indices of the tokens whose logits are wanted
+  std::span<const int32_t>
+      logits_indices;  // [n_logits] indices of the tokens whose logits are wanted
   std::span<const int32_t> hidden_indices;  // [n_hidden] tokens whose final hidden state is wanted
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }

@@ -157,9 +157,8 @@ void LlamaForward::output_head(int64_t n_logits, std::span<float> logits) {
   float* out = tp_ != nullptr ? local_logits_.data() : logits.data();
   project(final_.data(), n_logits, {{&head, out}});
   if (c.final_softcap > 0.0f)
-    for_ranges(n_logits * head.n_rows, 16, [&](int64_t i0, int64_t i1) {
-      soft_cap(out + i0, i1 - i0, c.final_softcap);
-    });
+    for_ranges(n_logits * head.n_rows, 16,
+               [&](int64_t i0, int64_t i1) { soft_cap(out + i0, i1 - i0, c.final_softcap); });
   if (tp_ != nullptr) gather_columns(out, n_logits, vocab_split_, logits.data(), false);
 }
 
@@ -287,7 +286,8 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
   const bool outputs_here = tp_ == nullptr || tp_->world_rank() == 0;
   if (outputs_here && logits_size < b.logits_indices.size() * size_t(c.n_vocab))
     return make_error("logits buffer too small");
-  if (b.hidden_indices.size() > size_t(T)) return make_error("too many hidden-state rows requested");
+  if (b.hidden_indices.size() > size_t(T))
+    return make_error("too many hidden-state rows requested");
   for (int32_t i : b.hidden_indices)
     if (i < 0 || i >= T) return make_error("hidden-state index out of range");
   if (outputs_here && hidden_size < b.hidden_indices.size() * size_t(c.n_embd))
@@ -321,8 +321,7 @@ void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span
   int64_t n_micro = 1;
   if (std::is_sorted(b.logits_indices.begin(), b.logits_indices.end()) &&
       std::is_sorted(b.hidden_indices.begin(), b.hidden_indices.end()))
-    n_micro = std::clamp<int64_t>(T / std::max(1, options_.micro_batch_tokens), 1,
-                                  tp_->n_stages());
+    n_micro = std::clamp<int64_t>(T / std::max(1, options_.micro_batch_tokens), 1, tp_->n_stages());
   size_t logit_row = 0, hidden_row = 0;
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t t0 = T * m / n_micro, t1 = T * (m + 1) / n_micro;
@@ -334,8 +333,7 @@ void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span
     const size_t l0 = logit_row, h0 = hidden_row;
     for (; logit_row < b.logits_indices.size() && b.logits_indices[logit_row] < t1; ++logit_row)
       *rows++ = b.logits_indices[logit_row] - int32_t(t0);
-    for (; hidden_row < b.hidden_indices.size() && b.hidden_indices[hidden_row] < t1;
-         ++hidden_row)
+    for (; hidden_row < b.hidden_indices.size() && b.hidden_indices[hidden_row] < t1; ++hidden_row)
       *rows++ = b.hidden_indices[hidden_row] - int32_t(t0);
     mb.logits_indices = {micro_rows_.data(), logit_row - l0};
     mb.hidden_indices = {micro_rows_.data() + (logit_row - l0), hidden_row - h0};

@@ -149,22 +149,22 @@ class LlamaForward {
   int64_t attention_work_ = 0;  // multiply-adds of one layer's attention in this pass
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
   // Tensor-parallel only.
-  TensorParallel* tp_ = nullptr;      // options_.tensor_parallel
-  std::vector<float> local_logits_;   // [max_logits, this rank's vocabulary rows]
-  std::vector<float> gathered_;       // [n_ranks][rows, that rank's columns] of a gather
-  std::vector<float> attn_full_;      // [T, full n_head * head_dim] (attention output kept whole)
-  std::vector<float> ffn_full_;       // [T, full n_ff] (FFN down kept whole)
-  std::vector<int64_t> head_split_;   // [n_ranks + 1] first attention column of each rank
-  std::vector<int64_t> ff_split_;     // [n_ranks + 1] first FFN column of each rank
-  std::vector<int64_t> vocab_split_;  // [n_ranks + 1] first vocabulary row of each rank
+  TensorParallel* tp_ = nullptr;        // options_.tensor_parallel
+  std::vector<float> local_logits_;     // [max_logits, this rank's vocabulary rows]
+  std::vector<float> gathered_;         // [n_ranks][rows, that rank's columns] of a gather
+  std::vector<float> attn_full_;        // [T, full n_head * head_dim] (attention output kept whole)
+  std::vector<float> ffn_full_;         // [T, full n_ff] (FFN down kept whole)
+  std::vector<int64_t> head_split_;     // [n_ranks + 1] first attention column of each rank
+  std::vector<int64_t> ff_split_;       // [n_ranks + 1] first FFN column of each rank
+  std::vector<int64_t> vocab_split_;    // [n_ranks + 1] first vocabulary row of each rank
   std::vector<int64_t> gather_counts_;  // [n_ranks] floats each rank sends in a gather
   // Pipeline-parallel only.
   bool first_stage_ = true, last_stage_ = true;
-  bool writes_outputs_ = true;        // this rank computes the logits and hidden rows it returns
-  std::vector<float> stage_send_;     // [T, n_embd] hidden states sent on to the next stage
-  std::vector<float> stage_logits_;   // [max_logits, n_vocab] the last stage's rank 0
-  std::vector<float> stage_hidden_;   // [T, n_embd] the last stage's rank 0
-  std::vector<int32_t> micro_rows_;   // [max_logits + T] a micro-batch's logits, hidden rows
+  bool writes_outputs_ = true;       // this rank computes the logits and hidden rows it returns
+  std::vector<float> stage_send_;    // [T, n_embd] hidden states sent on to the next stage
+  std::vector<float> stage_logits_;  // [max_logits, n_vocab] the last stage's rank 0
+  std::vector<float> stage_hidden_;  // [T, n_embd] the last stage's rank 0
+  std::vector<int32_t> micro_rows_;  // [max_logits + T] a micro-batch's logits, hidden rows
 };
 
 }  // namespace vela

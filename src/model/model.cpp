@@ -39,6 +39,7 @@ Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const Gguf
   auto model = std::shared_ptr<Model>(new Model());
   model->gguf_ = std::move(gguf);
   model->config_ = shard_config(*config, weights->shard);
+  model->whole_config_ = std::move(*config);
   model->weights_ = std::move(*weights);
   model->shard_ = options.shard;
   return std::shared_ptr<const Model>(std::move(model));

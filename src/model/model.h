@@ -32,13 +32,18 @@ class Model {
                                                         const ModelLoadOptions& options = {});
 
   const GgufFile& gguf() const { return *gguf_; }
+  // The config this process's forward pass runs with: a tensor- or pipeline-parallel rank's
+  // slice of the model (its heads, FFN width, stage's layers).
   const ModelConfig& config() const { return config_; }
+  // The whole model's, as the file describes it.
+  const ModelConfig& whole_config() const { return whole_config_; }
   const ModelWeights& weights() const { return weights_; }
   const TensorShard& shard() const { return shard_; }
 
  private:
   std::shared_ptr<const GgufFile> gguf_;  // owns the mapping the weights point into
   ModelConfig config_;
+  ModelConfig whole_config_;
   ModelWeights weights_;
   TensorShard shard_;
 };

@@ -18,8 +18,8 @@ void BatchMessage::encode(const ForwardBatch& b) {
   words_.push_back(b.max_blocks_per_seq);
   words_.push_back(int32_t(b.logits_indices.size()));
   words_.push_back(int32_t(b.hidden_indices.size()));
-  for (std::span<const int32_t> part : {b.token_ids, b.positions, b.seq_index, b.block_tables,
-                                        b.logits_indices, b.hidden_indices})
+  for (std::span<const int32_t> part :
+       {b.token_ids, b.positions, b.seq_index, b.block_tables, b.logits_indices, b.hidden_indices})
     words_.insert(words_.end(), part.begin(), part.end());
 }
 

@@ -41,6 +41,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   if (!engine) return engine.error();
   const Tokenizer* tokenizer = &(*engine)->tokenizer();
   const ModelConfig& mc = (*engine)->model().config();
+  const int32_t n_layer = (*engine)->model().whole_config().n_layer;  // every stage's
   const GgufFile& gguf = (*engine)->model().gguf();
 
   auto loaded = std::make_shared<LoadedModel>();
@@ -86,7 +87,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   else
     itl_target << o.engine.target_itl_ms << " ms";
   std::ostringstream s;
-  s << "vela serve: model " << o.engine.model_path << " (" << mc.arch_name << ", " << mc.n_layer
+  s << "vela serve: model " << o.engine.model_path << " (" << mc.arch_name << ", " << n_layer
     << " layers, vocab " << mc.n_vocab << "), context " << actual.max_context << ", KV cache "
     << actual.n_blocks << " blocks x " << actual.block_size << " tokens ("
     << (double(bytes_per_block) * actual.n_blocks / (1 << 20)) << " MiB "

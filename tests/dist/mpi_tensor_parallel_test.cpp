@@ -55,12 +55,23 @@ std::string model_path(const std::string& name) {
   return test::shared_path("models/" + name + ".gguf").string();
 }
 
-std::string generate_command(const std::string& model, int n_ranks, int n_tokens = 24) {
-  std::string cmd = std::string(VELA_BINARY) + " generate -m " + model +
-                    " -p 'Once upon a time' -n " + std::to_string(n_tokens) +
-                    " --temp 0 -t 1 --ignore-eos";
-  if (n_ranks > 1)
-    cmd = mpirun(n_ranks) + cmd + " --tensor-parallel-size " + std::to_string(n_ranks);
+// A prompt long enough (146 tokens for the 512-token vocabularies, over 128) that a two-stage
+// pipeline runs its prefill as two micro-batches.
+std::string long_prompt() {
+  std::string p;
+  for (int i = 0; i < 12; ++i) p += "Once upon a time ";
+  return p;
+}
+
+// Greedy generation under mpirun with n_ranks tensor-parallel ranks in each of n_stages
+// pipeline stages (one process without mpirun when both are 1).
+std::string generate_command(const std::string& model, int n_ranks, int n_tokens = 24,
+                             int n_stages = 1, const std::string& prompt = "Once upon a time") {
+  std::string cmd = std::string(VELA_BINARY) + " generate -m " + model + " -p '" + prompt +
+                    "' -n " + std::to_string(n_tokens) + " --temp 0 -t 1 --ignore-eos";
+  if (n_ranks * n_stages > 1)
+    cmd = mpirun(n_ranks * n_stages) + cmd + " --tensor-parallel-size " + std::to_string(n_ranks) +
+          " --pipeline-parallel-size " + std::to_string(n_stages);
   return cmd;
 }
 
@@ -70,6 +81,8 @@ struct Case {
   // Greedy tokens compared: fewer where a random model's near-ties (a MoE router's top-k) flip
   // within float rounding of the reordered sums; tests/model bounds the logits themselves.
   int n_tokens = 24;
+  int n_stages = 1;
+  bool long_prompt = false;  // within the model's context
 };
 
 class MpiGenerate : public ::testing::TestWithParam<Case> {};
@@ -78,10 +91,11 @@ TEST_P(MpiGenerate, GreedyOutputEqualsOneProcess) {
   VELA_REQUIRE_SHARED();
   const std::string model = model_path(GetParam().model);
   const int n = GetParam().n_tokens;
-  const test::CommandResult one = test::run_command(generate_command(model, 1, n));
+  const std::string prompt = GetParam().long_prompt ? long_prompt() : "Once upon a time";
+  const test::CommandResult one = test::run_command(generate_command(model, 1, n, 1, prompt));
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const test::CommandResult split =
-      test::run_command(generate_command(model, GetParam().n_ranks, n));
+  const test::CommandResult split = test::run_command(
+      generate_command(model, GetParam().n_ranks, n, GetParam().n_stages, prompt));
   ASSERT_EQ(split.exit_code, 0) << split.err;
   EXPECT_FALSE(one.out.empty());
   EXPECT_EQ(split.out, one.out);
@@ -95,15 +109,21 @@ TEST_P(MpiGenerate, GreedyOutputEqualsOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, MpiGenerate,
-    ::testing::Values(Case{"aidreams260K", 2},            // trained, MHA
-                      Case{"tiny-llama-256-Q8_0", 2},     // packed int8 slices
-                      Case{"tiny-llama-256-Q4_K_M", 2},   // columns kept whole (256-blocks)
-                      Case{"tiny-llama-256-F16", 4},      // 2 KV heads over 4 ranks
-                      Case{"tiny-llama-gqa", 2},          // tied output head
-                      Case{"tiny-qwen3-Q8_0", 2},         // per-head Q/K norms
-                      Case{"tiny-qwen3moe-Q8_0", 2, 8}),  // experts split over the ranks
+    ::testing::Values(Case{"aidreams260K", 2},           // trained, MHA
+                      Case{"tiny-llama-256-Q8_0", 2},    // packed int8 slices
+                      Case{"tiny-llama-256-Q4_K_M", 2},  // columns kept whole (256-blocks)
+                      Case{"tiny-llama-256-F16", 4},     // 2 KV heads over 4 ranks
+                      Case{"tiny-llama-gqa", 2},         // tied output head
+                      Case{"tiny-qwen3-Q8_0", 2},        // per-head Q/K norms
+                      Case{"tiny-qwen3moe-Q8_0", 2, 8},  // experts split over the ranks
+                      // Pipelines (whole layers: the same values as one process), alone and
+                      // with tensor parallelism in each stage.
+                      Case{"aidreams260K", 1, 24, 2}, Case{"tiny-llama-256-Q4_K_M", 1, 24, 2, true},
+                      Case{"tiny-qwen3moe-Q8_0", 1, 24, 3, true},  // stages of 1 and 2 layers
+                      Case{"aidreams260K", 2, 24, 2}, Case{"tiny-llama-256-Q8_0", 2, 24, 2, true}),
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
+      if (info.param.n_stages > 1) name += "_pp" + std::to_string(info.param.n_stages);
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;
@@ -119,6 +139,12 @@ TEST(MpiTensorParallel, WithoutMpirunSpawnsItsWorkers) {
       test::run_command("timeout 120 " + generate_command(model, 1) + " --tensor-parallel-size 2");
   ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
   EXPECT_EQ(spawned.out, one.out);
+  // Two stages of two ranks: the spawned ranks learn the layout from rank 0.
+  const test::CommandResult hybrid =
+      test::run_command("timeout 120 " + generate_command(model, 1) +
+                        " --tensor-parallel-size 2 --pipeline-parallel-size 2");
+  ASSERT_EQ(hybrid.exit_code, 0) << hybrid.err;
+  EXPECT_EQ(hybrid.out, one.out);
 }
 
 TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
@@ -134,8 +160,15 @@ TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
   r = test::run_command(mpirun(2) + gen + " --tensor-parallel-size 4");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "timed out";
-  EXPECT_NE(r.err.find("--tensor-parallel-size 4 but mpirun started 2 ranks"), std::string::npos)
+  EXPECT_NE(r.err.find("--tensor-parallel-size 4 needs 4 ranks, but mpirun started 2"),
+            std::string::npos)
       << r.err;
+  // More pipeline stages than layers.
+  r = test::run_command(mpirun(4) + std::string(VELA_BINARY) + " generate -m " +
+                        model_path("tiny-llama-gqa") + " -p hi -n 2 --pipeline-parallel-size 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_NE(r.err.find("3 layers do not split over 4 pipeline stages"), std::string::npos) << r.err;
   // A Q/K norm over all heads at once does not split by heads.
   r = test::run_command(mpirun(2) + std::string(VELA_BINARY) + " generate -m " +
                         model_path("tiny-olmoe-F32") + " -p hi -n 2 --tensor-parallel-size 2");
@@ -327,6 +360,11 @@ TEST(MpiTensorParallel, RanksInTwoNetworkNamespacesOverTcp) {
         hosts.mpirun() + generate_command(model, 1) + " --tensor-parallel-size 2");
     ASSERT_EQ(split.exit_code, 0) << split.err << "\n---\n" << split.out;
     EXPECT_EQ(split.out, one.out) << name;
+    // A stage a host: the hidden states cross the link.
+    const test::CommandResult staged = test::run_command(
+        hosts.mpirun() + generate_command(model, 1) + " --pipeline-parallel-size 2");
+    ASSERT_EQ(staged.exit_code, 0) << staged.err << "\n---\n" << staged.out;
+    EXPECT_EQ(staged.out, one.out) << name;
   }
 }
 

@@ -39,7 +39,9 @@ class ThreadGroup {
 
  public:
   ThreadGroup(int32_t n_ranks, int32_t n_stages)
-      : n_(n_ranks), n_stages_(n_stages), world_(n_ranks * n_stages),
+      : n_(n_ranks),
+        n_stages_(n_stages),
+        world_(n_ranks * n_stages),
         inbox_(size_t(n_ranks * n_stages)) {
     for (int32_t s = 0; s < n_stages; ++s) stages_.push_back(std::make_unique<Stage>(n_ranks));
   }
