@@ -94,9 +94,13 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
       ff_split_.push_back(i * r.n_ff);
       vocab_split_.push_back(shard_vocab_begin(c.n_vocab, {i, n_ranks}));
     }
-    if (last_stage_) local_logits_.resize(size_t(options_.max_logits) * size_t(r.n_vocab));
+    split_layers_ = n_ranks > 1;
+    // A stage of several ranks computes its vocabulary slice of the logits and gathers them.
+    const bool split_head = last_stage_ && split_layers_;
+    if (split_head) local_logits_.resize(size_t(options_.max_logits) * size_t(r.n_vocab));
     gather_counts_.resize(size_t(n_ranks));
-    size_t gathered = writes_outputs_ ? size_t(options_.max_logits) * size_t(c.n_vocab) : 0;
+    size_t gathered =
+        split_head && writes_outputs_ ? size_t(options_.max_logits) * size_t(c.n_vocab) : 0;
     if (r.replicated_attn_output) {
       attn_full_.resize(T * size_t(head_split_.back()));
       gathered = std::max(gathered, attn_full_.size());
@@ -142,24 +146,24 @@ void LlamaForward::gather_columns(const float* local, int64_t n_rows,
 
 void LlamaForward::output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
                                      std::span<const int64_t> split, std::vector<float>& full) {
-  if (tp_ != nullptr && !full.empty()) {
+  if (split_layers_ && !full.empty()) {
     gather_columns(x, n_tokens, split, full.data(), true);
     x = full.data();
   }
   project(x, n_tokens, {{&w, proj_.data()}});
-  if (tp_ != nullptr && full.empty())
+  if (split_layers_ && full.empty())
     tp_->all_reduce_sum({proj_.data(), size_t(n_tokens * model_->config().n_embd)});
 }
 
 void LlamaForward::output_head(int64_t n_logits, std::span<float> logits) {
   const ModelConfig& c = model_->config();
   const WeightMatrix& head = model_->weights().output;
-  float* out = tp_ != nullptr ? local_logits_.data() : logits.data();
+  float* out = split_layers_ ? local_logits_.data() : logits.data();
   project(final_.data(), n_logits, {{&head, out}});
   if (c.final_softcap > 0.0f)
     for_ranges(n_logits * head.n_rows, 16,
                [&](int64_t i0, int64_t i1) { soft_cap(out + i0, i1 - i0, c.final_softcap); });
-  if (tp_ != nullptr) gather_columns(out, n_logits, vocab_split_, logits.data(), false);
+  if (split_layers_) gather_columns(out, n_logits, vocab_split_, logits.data(), false);
 }
 
 template <class Fn>
@@ -508,7 +512,8 @@ void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<fl
 void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
-    if (tp_ != nullptr) tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
+    if (split_layers_)
+      tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
     return;
   }
   const int64_t n_ff = model_->config().n_ff;

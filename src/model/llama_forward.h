@@ -150,6 +150,7 @@ class LlamaForward {
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
   // Tensor-parallel only.
   TensorParallel* tp_ = nullptr;        // options_.tensor_parallel
+  bool split_layers_ = false;           // a stage of several ranks: slices, all-reduced
   std::vector<float> local_logits_;     // [max_logits, this rank's vocabulary rows]
   std::vector<float> gathered_;         // [n_ranks][rows, that rank's columns] of a gather
   std::vector<float> attn_full_;        // [T, full n_head * head_dim] (attention output kept whole)
