@@ -7,11 +7,12 @@
 // serialised by vela::LLM. close() while another thread generates is safe: the running call
 // keeps the model alive until it returns.
 //
-// Tensor parallelism: the process's group (dist/tensor_group.h) is joined once, by
-// join_tensor_parallel, and held here until leave_tensor_parallel (the package calls it at
-// interpreter exit), so LLMs made one after another with the same size reuse its ranks. The
-// group serves one engine at a time: a second tensor-parallel Engine while the first still
-// exists is an error. MPI cannot be initialised again once the group is gone.
+// Tensor and pipeline parallelism: the process's group (dist/tensor_group.h: pipeline stages
+// of tensor-parallel ranks) is joined once, by join_tensor_parallel, and held here until
+// leave_tensor_parallel (the package calls it at interpreter exit), so LLMs made one after
+// another with the same sizes reuse its ranks. World rank 0 runs the engines; every other rank
+// serves them. The group serves one engine at a time: a second parallel Engine while the first
+// still exists is an error. MPI cannot be initialised again once the group is gone.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -38,12 +39,12 @@ namespace {
 // interval, so it is not done at every engine step.
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
-// The process's tensor-parallel group (null before join_tensor_parallel and after
-// leave_tensor_parallel), the LLM of the tensor-parallel Engine that uses it (expired once that
-// LLM is freed, including by a generate() still running when its Engine was closed), whether
-// a join or a tensor-parallel Engine's load is under way (each releases the GIL), and whether
-// the group was shut down (MPI is finalised then and cannot start again). Read and written
-// with the GIL held, which orders them.
+// The process's parallel group (null before join_tensor_parallel and after
+// leave_tensor_parallel), the LLM of the parallel Engine that uses it (expired once that LLM
+// is freed, including by a generate() still running when its Engine was closed), whether a
+// join or a parallel Engine's load is under way (each releases the GIL), and whether the group
+// was shut down (MPI is finalised then and cannot start again). Read and written with the GIL
+// held, which orders them.
 struct TensorParallelState {
   std::shared_ptr<TensorParallel> group;
   std::weak_ptr<LLM> engine;
@@ -56,7 +57,15 @@ TensorParallelState& tp_state() {
   return *state;
 }
 
-// Drops the held group: rank 0 tells the other ranks to stop, and MPI is finalised once no
+// The Python options that make a group of these sizes: "tensor_parallel_size=T", with
+// ", pipeline_parallel_size=P" when P > 1 (as error messages name them).
+std::string parallel_options(int32_t tensor, int32_t pipeline) {
+  std::string text = "tensor_parallel_size=" + std::to_string(tensor);
+  if (pipeline > 1) text += ", pipeline_parallel_size=" + std::to_string(pipeline);
+  return text;
+}
+
+// Drops the held group: world rank 0 tells the other ranks to stop, and MPI is finalised once no
 // engine holds the group any more (an engine still alive keeps it until it is freed).
 void leave_tensor_parallel() {
   std::shared_ptr<TensorParallel> group = std::move(tp_state().group);
@@ -64,70 +73,75 @@ void leave_tensor_parallel() {
   tp_state().left = true;
   const bool engine_alive = !tp_state().engine.expired();
   py::gil_scoped_release release;
-  if (group->rank() == 0 && engine_alive) group->close();
+  if (group->world_rank() == 0 && engine_alive) group->close();
   group.reset();
 }
 
-// Raises ValueError when `size` ranks cannot split the model at `path` (the checks rank 0's
-// load makes, made before any process is started); RuntimeError when the file does not load.
-void check_tensor_parallel(const std::string& path, int32_t size) {
+// Raises ValueError when `pipeline` stages of `size` ranks each cannot split the model at
+// `path` (the checks every rank's load makes, made before any process is started: each
+// stage's layers, heads, FFN and experts); RuntimeError when the file does not load.
+void check_tensor_parallel(const std::string& path, int32_t size, int32_t pipeline) {
   auto gguf = GgufFile::open(path);
   if (!gguf) throw std::runtime_error(gguf.message());
   auto config = ModelConfig::from_gguf(*gguf);
   if (!config) throw std::runtime_error("'" + path + "': " + config.message());
-  for (int32_t rank = 0; rank < size; ++rank) {
-    auto ranges = shard_ranges(*config, TensorShard{.rank = rank, .size = size}, 1, 1);
-    if (!ranges)
-      throw py::value_error("tensor_parallel_size=" + std::to_string(size) + ": '" + path +
-                            "': " + ranges.message());
+  for (int32_t stage = 0; stage < pipeline; ++stage) {
+    for (int32_t rank = 0; rank < size; ++rank) {
+      const TensorShard shard{.rank = rank, .size = size, .stage = stage, .n_stages = pipeline};
+      auto ranges = shard_ranges(*config, shard, 1, 1);
+      if (!ranges)
+        throw py::value_error(parallel_options(size, pipeline) + ": '" + path +
+                              "': " + ranges.message());
+    }
   }
 }
 
-// Joins (or reuses) the process's group of `size` ranks and returns this process's rank.
-// worker_program: the vela binary that spawned workers run (unused under mpirun).
-int32_t join_tensor_parallel(int32_t size, const std::string& worker_program) {
+// Joins (or reuses) the process's group of `pipeline` stages of `size` ranks and returns this
+// process's world rank (0 runs the engine). worker_program: the vela binary that spawned
+// workers run (unused under mpirun).
+int32_t join_tensor_parallel(int32_t size, const std::string& worker_program, int32_t pipeline) {
   if (!dist::available())
     throw std::runtime_error(
-        "tensor_parallel_size > 1 needs MPI, and this vela module was built without it "
-        "(install Open MPI's development files, e.g. Debian's libopenmpi-dev, and rebuild)");
+        "tensor_parallel_size or pipeline_parallel_size > 1 needs MPI, and this vela module was "
+        "built without it (install Open MPI's development files, e.g. Debian's "
+        "libopenmpi-dev, and rebuild)");
   TensorParallelState& st = tp_state();
   if (st.joining)
-    throw std::runtime_error("another thread is joining this process's tensor-parallel group");
+    throw std::runtime_error("another thread is joining this process's parallel group");
   if (st.group) {
-    if (st.group->size() != size)
-      throw std::runtime_error("tensor_parallel_size=" + std::to_string(size) +
-                               ": this process's tensor-parallel group has " +
-                               std::to_string(st.group->size()) +
-                               " ranks, and a process has one group; use tensor_parallel_size=" +
-                               std::to_string(st.group->size()) + " or a new process");
-    return st.group->rank();
+    if (st.group->size() != size || st.group->n_stages() != pipeline)
+      throw std::runtime_error(
+          parallel_options(size, pipeline) + ": this process's parallel group has " +
+          std::to_string(st.group->size() * st.group->n_stages()) +
+          " ranks, and a process has one group; use " +
+          parallel_options(st.group->size(), st.group->n_stages()) + " or a new process");
+    return st.group->world_rank();
   }
   if (st.left)
     throw std::runtime_error(
-        "this process's tensor-parallel group was shut down or failed to start, and MPI "
-        "cannot start twice in a process; use a new process for another tensor-parallel LLM");
+        "this process's parallel group was shut down or failed to start, and MPI cannot "
+        "start twice in a process; use a new process for another tensor- or "
+        "pipeline-parallel LLM");
   st.joining = true;
   Result<std::shared_ptr<TensorParallel>> joined = [&] {
     py::gil_scoped_release release;
-    return dist::join(size, worker_program);
+    return dist::join(dist::ParallelSizes{.tensor = size, .pipeline = pipeline}, worker_program);
   }();
   st.joining = false;
   if (!joined) {
     // MPI was finalised (or had been already): no later join can work.
     st.left = true;
-    throw std::runtime_error("tensor_parallel_size=" + std::to_string(size) + ": " +
-                             joined.message());
+    throw std::runtime_error(parallel_options(size, pipeline) + ": " + joined.message());
   }
   st.group = std::move(*joined);
-  return st.group->rank();
+  return st.group->world_rank();
 }
 
-// A rank other than 0: serves rank 0's engines until it closes the group, then finalises MPI.
-// Returns the process exit code (0: rank 0 closed the group).
+// A world rank other than 0: serves world rank 0's engines until it closes the group, then
+// finalises MPI. Returns the process exit code (0: rank 0 closed the group).
 int serve_tensor_parallel_worker() {
-  if (!tp_state().group)
-    throw std::runtime_error("this process has not joined a tensor-parallel group");
-  if (tp_state().group->rank() == 0)
+  if (!tp_state().group) throw std::runtime_error("this process has not joined a parallel group");
+  if (tp_state().group->world_rank() == 0)
     throw std::runtime_error("rank 0 runs the engine; it does not serve as a worker");
   std::shared_ptr<TensorParallel> group = std::move(tp_state().group);
   tp_state().left = true;
@@ -146,13 +160,12 @@ int serve_tensor_parallel_worker() {
 class Engine {
  public:
   explicit Engine(const LLMConfig& config) {
-    const bool parallel = config.tensor_parallel_size > 1;
+    const bool parallel = config.tensor_parallel_size > 1 || config.pipeline_parallel_size > 1;
     if (parallel) {
-      if (!tp_state().group || tp_state().group->rank() != 0)
+      if (!tp_state().group || tp_state().group->world_rank() != 0)
         throw std::runtime_error(
-            "tensor_parallel_size=" + std::to_string(config.tensor_parallel_size) +
-            ": this process is not rank 0 of a tensor-parallel group "
-            "(vela.LLM joins it first)");
+            parallel_options(config.tensor_parallel_size, config.pipeline_parallel_size) +
+            ": this process is not rank 0 of a parallel group (vela.LLM joins it first)");
       if (tp_state().loading || !tp_state().engine.expired())
         throw std::runtime_error(
             "another tensor-parallel LLM is open in this process, and its ranks serve one "
@@ -314,21 +327,21 @@ PYBIND11_MODULE(_vela, m) {
   m.def("check_sampling_params", &vela::python::check_sampling_params, py::arg("params"),
         "Raises ValueError (the server's message) if a SamplingParams value is out of range.");
   m.def("tensor_parallel_available", &vela::dist::available,
-        "Whether this build has MPI (tensor_parallel_size > 1).");
+        "Whether this build has MPI (tensor_parallel_size or pipeline_parallel_size > 1).");
   m.def("check_tensor_parallel", &vela::python::check_tensor_parallel, py::arg("model"),
-        py::arg("size"),
-        "Raises ValueError if `size` ranks cannot split the model's heads, FFN "
-        "or experts.");
+        py::arg("size"), py::arg("pipeline_size") = 1,
+        "Raises ValueError if `pipeline_size` stages of `size` ranks each cannot split the "
+        "model's layers, heads, FFN or experts.");
   m.def("join_tensor_parallel", &vela::python::join_tensor_parallel, py::arg("size"),
-        py::arg("worker_program"),
-        "Joins (or reuses) this process's tensor-parallel group of `size` ranks; returns this "
-        "process's rank. Without mpirun, spawns size - 1 `worker_program "
-        "tensor-parallel-worker` processes.");
+        py::arg("worker_program"), py::arg("pipeline_size") = 1,
+        "Joins (or reuses) this process's group of `pipeline_size` stages of `size` ranks; "
+        "returns this process's world rank. Without mpirun, spawns size * pipeline_size - 1 "
+        "`worker_program tensor-parallel-worker` processes.");
   m.def("serve_tensor_parallel_worker", &vela::python::serve_tensor_parallel_worker,
-        "On a rank other than 0: serves rank 0's engines until it closes the group; returns the "
-        "exit code.");
+        "On a world rank other than 0: serves rank 0's engines until it closes the group; "
+        "returns the exit code.");
   m.def("leave_tensor_parallel", &vela::python::leave_tensor_parallel,
-        "Shuts this process's tensor-parallel group down (its workers stop).");
+        "Shuts this process's parallel group down (its workers stop).");
   py::class_<Engine>(m, "Engine")
       .def(py::init([](const std::string& model, int32_t n_threads, int32_t max_context,
                        int32_t max_batch_tokens, int32_t max_num_seqs,
@@ -336,7 +349,8 @@ PYBIND11_MODULE(_vela, m) {
                        bool enable_prefix_caching, std::optional<uint64_t> seed,
                        const std::string& speculative_method, const std::string& draft_model,
                        int32_t num_speculative_tokens, int32_t prompt_lookup_min,
-                       int32_t prompt_lookup_max, int32_t tensor_parallel_size) {
+                       int32_t prompt_lookup_max, int32_t tensor_parallel_size,
+                       int32_t pipeline_parallel_size) {
              vela::LLMConfig c;
              c.model_path = model;
              c.n_threads = n_threads;
@@ -353,6 +367,7 @@ PYBIND11_MODULE(_vela, m) {
              c.prompt_lookup_min = prompt_lookup_min;
              c.prompt_lookup_max = prompt_lookup_max;
              c.tensor_parallel_size = tensor_parallel_size;
+             c.pipeline_parallel_size = pipeline_parallel_size;
              return std::make_unique<Engine>(c);
            }),
            py::arg("model"), py::arg("n_threads") = 0, py::arg("max_context") = 0,
@@ -361,7 +376,8 @@ PYBIND11_MODULE(_vela, m) {
            py::arg("enable_prefix_caching") = true, py::arg("seed") = py::none(),
            py::arg("speculative_method") = "none", py::arg("draft_model") = "",
            py::arg("num_speculative_tokens") = 4, py::arg("prompt_lookup_min") = 1,
-           py::arg("prompt_lookup_max") = 4, py::arg("tensor_parallel_size") = 1)
+           py::arg("prompt_lookup_max") = 4, py::arg("tensor_parallel_size") = 1,
+           py::arg("pipeline_parallel_size") = 1)
       .def("generate", &Engine::generate, py::arg("requests"), py::arg("on_delta") = py::none(),
            py::arg("on_step") = py::none())
       .def("encode", &Engine::encode, py::arg("text"), py::arg("add_special") = true)

@@ -9,22 +9,23 @@ def check_sampling_params(params: Any) -> None:
     """Raises ValueError (the server's message) if a SamplingParams value is out of range."""
 
 def tensor_parallel_available() -> bool:
-    """Whether this build has MPI (tensor_parallel_size > 1)."""
+    """Whether this build has MPI (tensor_parallel_size or pipeline_parallel_size > 1)."""
 
-def check_tensor_parallel(model: str, size: int) -> None:
-    """Raises ValueError if `size` ranks cannot split the model's heads, FFN or experts."""
+def check_tensor_parallel(model: str, size: int, pipeline_size: int = 1) -> None:
+    """Raises ValueError if `pipeline_size` stages of `size` ranks each cannot split the
+    model's layers, heads, FFN or experts."""
 
-def join_tensor_parallel(size: int, worker_program: str) -> int:
-    """Joins (or reuses) this process's tensor-parallel group of `size` ranks; returns this
-    process's rank. Without mpirun, spawns size - 1 `worker_program tensor-parallel-worker`
-    processes."""
+def join_tensor_parallel(size: int, worker_program: str, pipeline_size: int = 1) -> int:
+    """Joins (or reuses) this process's group of `pipeline_size` stages of `size` ranks;
+    returns this process's world rank. Without mpirun, spawns size * pipeline_size - 1
+    `worker_program tensor-parallel-worker` processes."""
 
 def serve_tensor_parallel_worker() -> int:
-    """On a rank other than 0: serves rank 0's engines until it closes the group; returns the
-    exit code."""
+    """On a world rank other than 0: serves rank 0's engines until it closes the group;
+    returns the exit code."""
 
 def leave_tensor_parallel() -> None:
-    """Shuts this process's tensor-parallel group down (its workers stop)."""
+    """Shuts this process's parallel group down (its workers stop)."""
 
 class Engine:
     def __init__(
@@ -44,6 +45,7 @@ class Engine:
         prompt_lookup_min: int = 1,
         prompt_lookup_max: int = 4,
         tensor_parallel_size: int = 1,
+        pipeline_parallel_size: int = 1,
     ) -> None: ...
     def generate(
         self,

@@ -73,8 +73,8 @@ def _positive_int(name: str, value: Any, allow_none: bool = False) -> None:
 # started (the ones vela's C++ group looks for).
 _MPIRUN_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK")
 
-# The tensor-parallel LLMs of this process, closed at interpreter exit before the group is
-# shut down (its workers then stop).
+# The tensor- and pipeline-parallel LLMs of this process, closed at interpreter exit before the
+# group is shut down (its workers then stop).
 _parallel_llms: "weakref.WeakSet[LLM]" = weakref.WeakSet()
 _exit_hook_registered = False
 
@@ -124,28 +124,41 @@ def _check_worker_binary(program: str) -> None:
     _checked_binaries.add(program)
 
 
-def _join_tensor_parallel(model: str, size: int) -> int:
-    """Joins this process's group of ``size`` ranks (spawning the workers, or as one of
-    mpirun's ranks); returns this process's rank."""
+def _parallel_options(size: int, pipeline: int) -> str:
+    """The options as error messages name them: the pipeline size only when it is > 1."""
+    text = f"tensor_parallel_size={size}"
+    if pipeline > 1:
+        text += f", pipeline_parallel_size={pipeline}"
+    return text
+
+
+def _join_tensor_parallel(model: str, size: int, pipeline: int) -> int:
+    """Joins this process's group of ``pipeline`` stages of ``size`` ranks each (spawning the
+    workers, or as one of mpirun's ranks); returns this process's world rank (0 runs the
+    engine)."""
     global _exit_hook_registered
+    options = _parallel_options(size, pipeline)
     if not _vela.tensor_parallel_available():
         raise RuntimeError(
-            f"LLM: tensor_parallel_size={size} needs MPI, and this vela module was built "
-            "without it (install Open MPI's development files, e.g. Debian's libopenmpi-dev, "
-            "and rebuild)")
-    if size > 256:
-        raise ValueError(f"LLM: tensor_parallel_size must be at most 256 (got {size})")
-    _vela.check_tensor_parallel(model, size)  # before any process starts
+            f"LLM: {options} needs MPI, and this vela module was built without it (install "
+            "Open MPI's development files, e.g. Debian's libopenmpi-dev, and rebuild)")
+    for name, value in (("tensor_parallel_size", size), ("pipeline_parallel_size", pipeline)):
+        if value > 256:
+            raise ValueError(f"LLM: {name} must be at most 256 (got {value})")
+    ranks = size * pipeline
+    if ranks > 256:
+        raise ValueError("LLM: tensor_parallel_size * pipeline_parallel_size must be at most "
+                         f"256 ranks (got {size} * {pipeline})")
+    _vela.check_tensor_parallel(model, size, pipeline)  # before any process starts
     program = ""
     if not any(os.environ.get(name) for name in _MPIRUN_VARIABLES):
         program = _worker_binary() or ""
         if not program:
             raise RuntimeError(
-                f"LLM: tensor_parallel_size={size} spawns {size - 1} worker process(es) of the "
-                "vela binary, which was not found: set VELA_BINARY to its path, or put vela on "
-                "PATH")
+                f"LLM: {options} spawns {ranks - 1} worker process(es) of the vela binary, "
+                "which was not found: set VELA_BINARY to its path, or put vela on PATH")
         _check_worker_binary(program)
-    rank = _vela.join_tensor_parallel(size, program)
+    rank = _vela.join_tensor_parallel(size, program, pipeline)
     if not _exit_hook_registered:
         atexit.register(_leave_tensor_parallel)
         _exit_hook_registered = True
@@ -158,24 +171,35 @@ class LLM:
     Args:
         model: path of a GGUF file.
         tokenizer: must be ``None`` or the model path: the tokenizer is read from the file.
-        tensor_parallel_size: N, the ranks the model is split over (tensor parallelism over
-            MPI; needs a build with MPI, else ``RuntimeError``). With N > 1 and no launcher,
-            this process is rank 0 and spawns N - 1 worker processes of the vela binary on
-            this host (``$VELA_BINARY``, else the one installed with the package or built
-            beside it, else ``vela`` on ``PATH``); each rank holds its slice of the heads, FFN
-            or experts and runs ``num_threads`` threads (``None``: the physical cores over the
-            N ranks). The output is one process's within the documented bounds: greedy tokens
-            are the same on the shared test models, and logits agree to float rounding of the
-            reordered sums (on a random-weight model's flat distributions a near-tie can flip
-            a token after a few dozen). N must split the attention heads, the FFN width or the
-            experts, and the KV heads (or be a multiple of them), else ``ValueError`` before
-            any process starts. The group lasts until the interpreter exits: later LLMs with
-            the same N reuse its processes, one at a time (a second open one is a
-            ``RuntimeError``), and another N in the same process is a ``RuntimeError``. Under
-            ``mpirun -np N python3 script.py`` mpirun's N ranks are the group: on rank 0
-            ``LLM`` runs the engine; on every other rank it serves rank 0's passes until rank
-            0 exits, then ends the process (``SystemExit`` with the worker's exit code), so
-            the code after ``LLM(...)`` runs on rank 0 only.
+        tensor_parallel_size: T, the ranks each pipeline stage's layers are split over
+            (tensor parallelism over MPI; with ``pipeline_parallel_size`` P the group is
+            N = T * P ranks; N > 1 needs a build with MPI, else ``RuntimeError``). With
+            N > 1 and no launcher, this process is rank 0 and spawns N - 1 worker processes
+            of the vela binary on this host (``$VELA_BINARY``, else the one installed with the
+            package or built beside it, else ``vela`` on ``PATH``); each rank holds its slice
+            of its stage's heads, FFN or experts and runs ``num_threads`` threads (``None``:
+            the physical cores over the N ranks). The output is one process's within the
+            documented bounds: greedy tokens are the same on the shared test models, and
+            logits agree to float rounding of the reordered sums (on a random-weight model's
+            flat distributions a near-tie can flip a token after a few dozen). T must split
+            the attention heads, the FFN width or the experts, and the KV heads (or be a
+            multiple of them), else ``ValueError`` before any process starts. The group lasts
+            until the interpreter exits: later LLMs with the same T and P reuse its
+            processes, one at a time (a second open one is a ``RuntimeError``), and other
+            sizes in the same process are a ``RuntimeError``. Under ``mpirun -np N python3
+            script.py`` mpirun's N ranks are the group: on rank 0 ``LLM`` runs the engine; on
+            every other rank it serves rank 0's passes until rank 0 exits, then ends the
+            process (``SystemExit`` with the worker's exit code), so the code after
+            ``LLM(...)`` runs on rank 0 only.
+        pipeline_parallel_size: P, the pipeline stages (pipeline parallelism over MPI, in
+            the group ``tensor_parallel_size`` describes): contiguous ranges of layers, the
+            first stage also holding the embeddings, each stage's layers split over
+            ``tensor_parallel_size`` ranks; a stage sends its hidden states to the next and
+            the last the logits to rank 0, and large batches run as micro-batches in flight
+            across the stages. Pipeline parallelism alone gives output identical to one
+            process's (whole layers compute the same values); with T > 1 it is as
+            ``tensor_parallel_size`` says. More stages than the model has layers is a
+            ``ValueError`` before any process starts.
         max_model_len: longest prompt + output; ``None``: the model's, at most 4096.
         max_num_seqs: sequences decoded together at most.
         max_num_batched_tokens: tokens computed per engine step.
@@ -223,12 +247,14 @@ class LLM:
         enforce_eager: bool = False,
         gpu_memory_utilization: Optional[float] = None,
         disable_log_stats: bool = True,
+        pipeline_parallel_size: int = 1,
     ) -> None:
         self._engine: Optional[_vela.Engine] = None
         if not isinstance(model, (str, os.PathLike)):
             raise TypeError(f"LLM: model must be a path, got {type(model).__name__}")
         model = os.fspath(model)
         _positive_int("tensor_parallel_size", tensor_parallel_size)
+        _positive_int("pipeline_parallel_size", pipeline_parallel_size)
         if tokenizer is not None and os.fspath(tokenizer) != model:
             raise ValueError("LLM: vela reads the tokenizer from the GGUF file; "
                              "a separate tokenizer is not supported")
@@ -251,8 +277,9 @@ class LLM:
             raise FileNotFoundError(f"LLM: model file not found: {model!r}")
         self.model = model
         spec = _speculative_arguments(speculative_config)
-        if tensor_parallel_size > 1:
-            if _join_tensor_parallel(model, tensor_parallel_size) != 0:
+        parallel = tensor_parallel_size > 1 or pipeline_parallel_size > 1
+        if parallel:
+            if _join_tensor_parallel(model, tensor_parallel_size, pipeline_parallel_size) != 0:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 raise SystemExit(_vela.serve_tensor_parallel_worker())
@@ -267,8 +294,9 @@ class LLM:
             enable_prefix_caching=bool(enable_prefix_caching),
             seed=None if seed is None else seed % 2**64,
             tensor_parallel_size=tensor_parallel_size,
+            pipeline_parallel_size=pipeline_parallel_size,
             **spec)
-        if tensor_parallel_size > 1:
+        if parallel:
             _parallel_llms.add(self)
         self._request_ids = itertools.count()
 

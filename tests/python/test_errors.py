@@ -1,6 +1,6 @@
 """Bad arguments raise TypeError (unknown keyword, wrong type) or ValueError (bad value, with
-the message the server gives); closing; tensor_parallel_size below 1, or above 1 in a build
-without MPI (test_tensor_parallel.py has the rest)."""
+the message the server gives); closing; tensor_parallel_size and pipeline_parallel_size below 1,
+or above 1 in a build without MPI (test_tensor_parallel.py has the rest)."""
 
 import pytest
 
@@ -74,9 +74,14 @@ def test_llm_arguments():
     path = shared_model("aidreams260K.gguf")
     with pytest.raises(ValueError, match="tensor_parallel_size must be at least 1"):
         LLM(model=path, tensor_parallel_size=0)
+    with pytest.raises(ValueError, match="pipeline_parallel_size must be at least 1"):
+        LLM(model=path, pipeline_parallel_size=0)
     if not _vela.tensor_parallel_available():
         with pytest.raises(RuntimeError, match="tensor_parallel_size=2 needs MPI"):
             LLM(model=path, tensor_parallel_size=2)
+        with pytest.raises(RuntimeError,
+                           match="tensor_parallel_size=1, pipeline_parallel_size=2 needs MPI"):
+            LLM(model=path, pipeline_parallel_size=2)
     with pytest.raises(TypeError):
         LLM(model=path, no_such_option=True)
     with pytest.raises(ValueError, match="kv_cache_dtype"):
