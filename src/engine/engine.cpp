@@ -358,9 +358,6 @@ Status Engine::propose() {
   for (const auto& [id, live] : requests_) {
     Request& r = live->request;
     if (r.status != RequestStatus::kRunning || !r.is_decode()) continue;
-    // A structured-output request decodes one token at a time: its grammar state, and so its
-    // mask, is known only for the next position.
-    if (live->constraint) continue;
     // Room for the proposals and the token after them, within max_tokens and the capacity.
     const int32_t room = std::min(r.max_total_tokens - int32_t(r.tokens.size()),
                                   live->params.max_tokens - r.n_output()) -
@@ -395,8 +392,9 @@ Status Engine::propose() {
     const int32_t n =
         proposer_ ? std::clamp(proposer_(r.id, r.tokens, out), 0, max_k)
                   : propose_ngram(r.tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, out);
-    if (n == 0) continue;
-    const int32_t k = spec_policy_.choose(r.num_computed, n, acceptance);
+    const int32_t n_allowed = grammar_prefix(*live, out.first(size_t(n)));
+    if (n_allowed == 0) continue;
+    const int32_t k = spec_policy_.choose(r.num_computed, n_allowed, acceptance);
     if (k == 0) {
       live->shadow_proposal = proposal_buf_[0];  // what it would have proposed, for the estimate
       continue;
@@ -415,13 +413,29 @@ Status Engine::propose_with_draft() {
     if (d.n_proposed == 0) continue;
     Live& live = *requests_.at(d.id);
     Request& r = live.request;
-    r.tokens.insert(r.tokens.end(), d.proposals.begin(), d.proposals.begin() + d.n_proposed);
-    r.n_draft = d.n_proposed;
+    const int32_t n = grammar_prefix(live, d.proposals.first(size_t(d.n_proposed)));
+    if (n < d.n_proposed) draft_->rollback(d.id, int32_t(r.tokens.size()) + n);
+    if (n == 0) continue;
+    r.tokens.insert(r.tokens.end(), d.proposals.begin(), d.proposals.begin() + n);
+    r.n_draft = n;
     live.draft_q = d.q.empty() ? std::span<const float>{}
-                               : std::span<const float>(d.q.data(), size_t(d.n_proposed) * n_vocab);
+                               : std::span<const float>(d.q.data(), size_t(n) * n_vocab);
     drafted_.push_back(&r);
   }
   return {};
+}
+
+int32_t Engine::grammar_prefix(const Live& live, std::span<const int32_t> proposals) const {
+  if (!live.constraint) return int32_t(proposals.size());
+  // On a copy of the sequence's grammar state: the proposals it allows in a row, up to the one
+  // that completes it (the request ends there).
+  constraint::SequenceConstraint probe = *live.constraint;
+  int32_t n = 0;
+  while (size_t(n) < proposals.size() && probe.accept(proposals[size_t(n)])) {
+    ++n;
+    if (probe.finished()) break;
+  }
+  return n;
 }
 
 void Engine::drop_proposals() {
@@ -466,9 +480,14 @@ void Engine::verify(Live& live, std::span<float> rows) {
   int32_t n_accepted = 0;
   const std::span<const float> q = live.draft_q;
   live.draft_q = {};
+  // A structured-output request's rows each take the mask of the grammar state the tokens
+  // emitted before them reach (the sink below advances it), as plain decoding would.
+  RowProcessor constrain;
+  if (live.constraint)
+    constrain = [&live](std::span<float>) { live.sampler.restrict_to(live.constraint->mask()); };
   const RunResult run =
       verify_run(live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
-                 verify_work_, {}, [&](const SampledToken& token) {
+                 verify_work_, constrain, [&](const SampledToken& token) {
                    const bool is_proposal =
                        n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
                    if (is_proposal) {
@@ -481,6 +500,7 @@ void Engine::verify(Live& live, std::span<float> rows) {
                    return true;
                  });
   if (run.ended) return;
+  live.sampler.restrict_to({});
   live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
   kv_.truncate(r.kv, int32_t(r.tokens.size()));
   if (draft_) draft_->rollback(r.id, r.num_computed);

@@ -185,6 +185,9 @@ class Engine {
   // The draft model's proposals for the requests in drafted_ (their lengths granted in n_draft
   // slots of proposal_buf_); appends what it proposed.
   Status propose_with_draft();
+  // How many of `proposals` a structured-output request's grammar allows in a row (all, for
+  // a request without one).
+  int32_t grammar_prefix(const Live& live, std::span<const int32_t> proposals) const;
   // Drops every proposal of this step.
   void drop_proposals();
   // Drops proposals the scheduler did not run.

@@ -130,6 +130,7 @@ float Sampler::load_raw(std::span<const float> logits) {
 }
 
 void Sampler::apply_transforms(std::span<const uint64_t> allowed) {
+  if (allowed.empty()) allowed = restriction_;
   if (!allowed.empty()) sampling::mask_disallowed(logits_, allowed);
   penalties_.apply(logits_);
   for (const auto& [token, bias] : logit_bias_)

@@ -68,15 +68,19 @@ class Sampler {
   // the top logprobs. logits: [n_vocab] raw.
   SampledToken describe(std::span<const float> logits, int32_t token);
 
+  // A structured-output mask for the calls that take none (speculative verification's rows):
+  // sample(), target_probabilities() and describe()'s callers then draw as sample(logits,
+  // allowed) would. Empty: every token. The bits must stay valid until the next restrict_to().
+  void restrict_to(std::span<const uint64_t> allowed) { restriction_ = allowed; }
+
   int32_t n_vocab() const { return n_vocab_; }
   bool is_greedy() const { return temperature_ < kGreedyTemperature; }
 
  private:
   // Copies logits into logits_ (NaN as -inf) and returns the raw log-normaliser.
   float load_raw(std::span<const float> logits);
-  // Penalties and the min_tokens mask on logits_.
   // Penalties, logit_bias and min_tokens on logits_, after the structured-output mask `allowed`
-  // (a bitset over the vocabulary; empty: every token allowed).
+  // (a bitset over the vocabulary; empty: restriction_, if any).
   void apply_transforms(std::span<const uint64_t> allowed = {});
   int32_t pick_random();
   int32_t draw_full_vocabulary(float max_logit);
@@ -91,9 +95,11 @@ class Sampler {
   float min_p_;
   int32_t n_logprobs_;  // -1 = not requested
   int32_t min_tokens_;
-  std::vector<int32_t> min_tokens_banned_;  // stop_token_ids, masked while n_accepted_ < min_tokens_
+  std::vector<int32_t>
+      min_tokens_banned_;  // stop_token_ids, masked while n_accepted_ < min_tokens_
   int32_t n_accepted_ = 0;
   std::vector<std::pair<int32_t, float>> logit_bias_;  // (token, added to its logit)
+  std::span<const uint64_t> restriction_;              // restrict_to()'s mask, or empty
 
   sampling::PenaltyTracker penalties_;
   std::mt19937_64 rng_;

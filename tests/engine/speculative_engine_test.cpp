@@ -214,6 +214,50 @@ TEST_P(SpeculativeAgreement, MostlyRightProposalsKeepOutputsExact) {
   }
 }
 
+// Structured-output requests speculate too: each verified row takes the mask of the grammar
+// state the tokens before it reach, and proposals the grammar rules out are cut before
+// verification, so outputs equal plain constrained decoding, greedy and seeded, with prompt
+// lookup's proposals and with an oracle's (mostly right, some wrong or outside the grammar).
+TEST(SpeculativeEngine, StructuredOutputsSpeculateAndKeepOutputsExact) {
+  VELA_REQUIRE_SHARED();
+  SpecModel m = load_model("aidreams260K");
+  const auto prompts = spec_prompts(m, "aidreams260K");
+  const std::string schema =
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":24},)"
+      R"("age":{"type":"integer"}},"required":["name","age"]})";
+  const std::string regex = "(one|two|three)( (one|two|three)){2,14}";
+  std::vector<SamplingParams> per = {params(40), params(40, 0.9f), params(40), params(40, 0.9f)};
+  per[0].structured_outputs.json = per[1].structured_outputs.json = schema;
+  per[2].structured_outputs.regex = per[3].structured_outputs.regex = regex;
+  per[1].seed = 5;
+  per[3].seed = 9;
+  Engine plain(m.model, *m.tokenizer, config(false));
+  const auto want = ids(generate_all(plain, prompts, per));
+  EXPECT_EQ(plain.counters().spec_drafts, 0u);
+
+  Engine lookup(m.model, *m.tokenizer, config(true));
+  EXPECT_EQ(ids(generate_all(lookup, prompts, per)), want) << "prompt lookup";
+  EXPECT_GT(lookup.counters().spec_drafts, 0u);
+  expect_pool_whole(lookup);
+
+  Engine oracle(m.model, *m.tokenizer, config(true));
+  int calls = 0;
+  oracle.set_proposer([&](uint64_t id, std::span<const int32_t> tokens, std::span<int32_t> out) {
+    const size_t i = size_t(id - 1);  // request ids start at 1
+    const size_t done = tokens.size() - prompts[i].size();
+    int32_t n = 0;
+    for (; size_t(n) < out.size() && done + size_t(n) < want[i].size(); ++n)
+      out[size_t(n)] = want[i][done + size_t(n)];
+    if (++calls % 3 == 0 && n > 1) out[1] = (out[1] + 1) % m.tokenizer->n_vocab();
+    return n;
+  });
+  EXPECT_EQ(ids(generate_all(oracle, prompts, per)), want) << "oracle";
+  const EngineCounters& c = oracle.counters();
+  EXPECT_GT(c.spec_drafts, 0u);
+  EXPECT_GT(double(c.spec_accepted_tokens), 0.5 * double(c.spec_draft_tokens));
+  expect_pool_whole(oracle);
+}
+
 TEST(SpeculativeEngine, PrefixCacheHoldsOnlyVerifiedTokens) {
   VELA_REQUIRE_SHARED();
   SpecModel m = load_model("tiny-qwen3-Q8_0");
