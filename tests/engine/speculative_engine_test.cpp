@@ -110,6 +110,22 @@ std::vector<std::vector<int32_t>> ids(const std::vector<CompletionOutput>& outs)
   return r;
 }
 
+// Proposes the continuation of plain decoding's outputs `want` (request i + 1 ran prompt i),
+// with every third call's second proposal wrong.
+TokenProposer oracle_proposer(const std::vector<std::vector<int32_t>>& prompts,
+                              const std::vector<std::vector<int32_t>>& want, int32_t n_vocab) {
+  return [&prompts, &want, n_vocab, calls = 0](uint64_t id, std::span<const int32_t> tokens,
+                                               std::span<int32_t> out) mutable {
+    const size_t i = size_t(id - 1);
+    const size_t done = tokens.size() - prompts[i].size();
+    int32_t n = 0;
+    for (; size_t(n) < out.size() && done + size_t(n) < want[i].size(); ++n)
+      out[size_t(n)] = want[i][done + size_t(n)];
+    if (++calls % 3 == 0 && n > 1) out[1] = (out[1] + 1) % n_vocab;
+    return n;
+  };
+}
+
 struct AgreementCase {
   const char* model;
   // Its greedy outputs fall into loops, so proposals are accepted; on the others (random
@@ -191,18 +207,7 @@ TEST_P(SpeculativeAgreement, MostlyRightProposalsKeepOutputsExact) {
 
   for (const auto& [budget, n_blocks] : {std::pair{256, 0}, std::pair{9, 0}, std::pair{64, 12}}) {
     Engine engine(m.model, *m.tokenizer, config(true, budget, 16, n_blocks));
-    std::map<uint64_t, size_t> prompt_of;  // request id -> prompt index (ids start at 1)
-    for (size_t i = 0; i < prompts.size(); ++i) prompt_of[i + 1] = i;
-    int calls = 0;
-    engine.set_proposer([&](uint64_t id, std::span<const int32_t> tokens, std::span<int32_t> out) {
-      const size_t i = prompt_of.at(id);
-      const size_t done = tokens.size() - prompts[i].size();
-      int32_t n = 0;
-      for (; size_t(n) < out.size() && done + size_t(n) < want[i].size(); ++n)
-        out[size_t(n)] = want[i][done + size_t(n)];
-      if (++calls % 3 == 0 && n > 1) out[1] = (out[1] + 1) % m.tokenizer->n_vocab();
-      return n;
-    });
+    engine.set_proposer(oracle_proposer(prompts, want, m.tokenizer->n_vocab()));
     EXPECT_EQ(ids(generate_all(engine, prompts, greedy)), want) << "budget " << budget;
     const EngineCounters& c = engine.counters();
     EXPECT_GT(double(c.spec_accepted_tokens), 0.6 * double(c.spec_draft_tokens));
@@ -241,16 +246,7 @@ TEST(SpeculativeEngine, StructuredOutputsSpeculateAndKeepOutputsExact) {
   expect_pool_whole(lookup);
 
   Engine oracle(m.model, *m.tokenizer, config(true));
-  int calls = 0;
-  oracle.set_proposer([&](uint64_t id, std::span<const int32_t> tokens, std::span<int32_t> out) {
-    const size_t i = size_t(id - 1);  // request ids start at 1
-    const size_t done = tokens.size() - prompts[i].size();
-    int32_t n = 0;
-    for (; size_t(n) < out.size() && done + size_t(n) < want[i].size(); ++n)
-      out[size_t(n)] = want[i][done + size_t(n)];
-    if (++calls % 3 == 0 && n > 1) out[1] = (out[1] + 1) % m.tokenizer->n_vocab();
-    return n;
-  });
+  oracle.set_proposer(oracle_proposer(prompts, want, m.tokenizer->n_vocab()));
   EXPECT_EQ(ids(generate_all(oracle, prompts, per)), want) << "oracle";
   const EngineCounters& c = oracle.counters();
   EXPECT_GT(c.spec_drafts, 0u);
