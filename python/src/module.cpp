@@ -129,7 +129,7 @@ int32_t join_tensor_parallel(int32_t size, const std::string& worker_program, in
   }();
   st.joining = false;
   if (!joined) {
-    // MPI was finalised (or had been already): no later join can work.
+    // MPI was finalised (or had been already) and cannot start again in this process.
     st.left = true;
     throw std::runtime_error(parallel_options(size, pipeline) + ": " + joined.message());
   }
@@ -178,8 +178,8 @@ class Engine {
     }();
     if (parallel) tp_state().loading = false;
     if (!loaded) {
-      // A rank that could not load its slice waits for the group to close: close it (no later
-      // engine could set the ranks up again).
+      // A rank that could not load its slice waits for the group to close: close it (those
+      // ranks take no other setup).
       if (parallel && loaded.message().find("tensor-parallel rank ") != std::string::npos)
         leave_tensor_parallel();
       throw std::runtime_error(loaded.message());

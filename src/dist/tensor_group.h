@@ -39,8 +39,8 @@ bool available();
 // True once this process's group has failed (a watchdog fired): the job is about to stop, and
 // the server's /health answers 503 for the seconds until it does. Safe from any thread.
 bool group_failed();
-// This process's group of sizes.ranks() ranks, initialising MPI on the first call (later calls
-// return the same group, or an error for other sizes). Under mpirun the group is mpirun's ranks
+// This process's group of sizes.ranks() ranks, initialising MPI on the first call (each further
+// call returns the same group, or an error for other sizes). Under mpirun the group is mpirun's ranks
 // (exactly that many); without a launcher, given worker_program (the vela binary), this process
 // spawns the other ranks on this host (`worker_program tensor-parallel-worker`) and is world
 // rank 0. An error when neither applies or the build has no MPI.

@@ -46,9 +46,10 @@ struct ShardRanges {
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& shard,
                                  int64_t attn_block_cols, int64_t down_block_cols);
 
-// The layers [begin, begin + count) of pipeline stage `stage` of n_stages: contiguous, the
-// later stages one more where they do not divide evenly (the first holds the embeddings); an
-// error when there are fewer layers than stages.
+// The layers [begin, begin + count) of pipeline stage `stage` of n_stages: contiguous, stage s
+// from n_layer * s / n_stages (so when they do not divide evenly, the stages after the first
+// take the extra layers: the first also reads the embeddings); an error when there are fewer
+// layers than stages.
 struct LayerRange {
   int32_t begin = 0, count = 0;
 };

@@ -295,7 +295,7 @@ TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
     return e.ok() ? std::string() : e.message();
   };
   EXPECT_NE(error({0, 3}).find("8 attention heads do not split over 3 ranks"), std::string::npos);
-  // Pipeline stages: contiguous layers, the later stages one more when uneven.
+  // Pipeline stages: contiguous layers; of 5 layers, stage 1 of 2 holds layers 2-4.
   c.n_layer = 5;
   c.layers.resize(5);
   auto stage = shard_ranges(c, {1, 2, 1, 2}, 32, 32);
