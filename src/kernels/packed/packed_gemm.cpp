@@ -31,7 +31,7 @@ PackedKernels select(GgmlType w_type) {
   if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
   k.small = packed_gemm_kernel(PackedKernelKind::kAvx512Vnni, w_type);
   if (k.small == nullptr) return k;
-  k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);  // Q8_0 / Q4_0 tiles
+  k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);  // the 32-element types' tiles
   if (k.small_prep.write == nullptr) k.small_prep = packed_act_sums_prep(w_type);
   k.large = packed_gemm_kernel(PackedKernelKind::kAmx, w_type);
   k.large_min_tokens = k.large ? kAmxMinTokens : 0;

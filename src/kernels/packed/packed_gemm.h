@@ -1,9 +1,9 @@
 #pragma once
 // Int8 matrix kernels over weights repacked in 16-row interleaved groups (packed_blocks.h), for
-// Q8_0 and Q4_0 weights against Q8_0 activations and the K types against Q8_K activations: the
-// AVX-512 VNNI kernel (any batch), for Q8_0 / Q4_0 the AMX tile kernel (prompt processing and
-// batched decode) and for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q6_K an AVX2 kernel (Q4_1 and
-// Q5_1 against Q8_1 activations), with a scalar reference that defines the result.
+// Q8_0, Q4_0 and Q5_0 weights against Q8_0 activations, Q4_1 and Q5_1 against Q8_1 and the K
+// types against Q8_K: the AVX-512 VNNI kernel (any batch; every type), for Q8_0 / Q4_0 the AMX
+// tile kernel (prompt processing and batched decode) and for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 /
+// Q4_K / Q6_K an AVX2 kernel, with a scalar reference that defines the result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's

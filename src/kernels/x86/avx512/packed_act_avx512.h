@@ -1,9 +1,10 @@
 #pragma once
 // Internal to the packed int8 kernels (AVX-512 VNNI and AMX): per-call views of the Q8_0
-// activation rows that every weight group reuses, in per-thread buffers that only grow.
+// and Q8_1 activation rows that every weight group reuses, in per-thread buffers that only grow.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/x86/avx512/avx512_util.h"
@@ -48,9 +49,18 @@ inline const float* prepare_act_scales(const uint8_t* act, size_t act_stride, in
 constexpr int64_t kActTileRows = 16;
 
 struct ActTiles {
-  const int8_t* quants = nullptr;      // [slot][32] the block's quants
-  const float* scale = nullptr;        // [slot] d_a as f32
-  const int32_t* sum_start = nullptr;  // [slot] -bias * sum of the block's quants
+  const int8_t* quants = nullptr;  // [slot][32] the block's quants
+  const float* scale = nullptr;    // [slot] d_a as f32
+  // [slot] one 4-byte term per block, seen through either pointer: against Q8_0 activations
+  // sum_start = -bias * sum of the block's quants (it starts the integer sum); against Q8_1
+  // activations offset_sum = s_a, which meets the weights' offsets m.
+  const int32_t* sum_start = nullptr;
+  const float* offset_sum = nullptr;
+
+  // The tile view starting at slot `first`.
+  ActTiles from_slot(int64_t first) const {
+    return {quants + first * kQK8_0, scale + first, sum_start + first, offset_sum + first};
+  }
 };
 
 // Slots of n_act rows of nb blocks: whole tiles, the last one padded.
@@ -68,25 +78,29 @@ inline ActTiles act_tiles_at(const void* base, int64_t n_act, int64_t nb) {
   const auto* bytes = static_cast<const uint8_t*>(base);
   const auto* scale = reinterpret_cast<const float*>(bytes + slots * size_t(kQK8_0));
   return {reinterpret_cast<const int8_t*>(bytes), scale,
-          reinterpret_cast<const int32_t*>(scale + slots)};
+          reinterpret_cast<const int32_t*>(scale + slots), scale + slots};
 }
 
-// Writes rows [t_begin, t_end) of the Q8_0 rows at act (n_act of them) into the tiles at base
-// (act_tiles_bytes(n_act, nb) bytes). Rows own disjoint slots, so ranges may be written
-// concurrently.
+// Writes rows [t_begin, t_end) of the Act rows (BlockQ8_0 or BlockQ8_1) at act (n_act of them)
+// into the tiles at base (act_tiles_bytes(n_act, nb) bytes); `bias` is the weights' (Q8_0
+// activations only). Rows own disjoint slots, so ranges may be written concurrently.
+template <class Act>
 inline void write_act_tiles(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t nb,
                             int bias, int64_t t_begin, int64_t t_end, void* base) {
+  static_assert(std::is_same_v<Act, BlockQ8_0> || std::is_same_v<Act, BlockQ8_1>);
   const ActTiles tiles = act_tiles_at(base, n_act, nb);
   auto* quants = const_cast<int8_t*>(tiles.quants);
   auto* scale = const_cast<float*>(tiles.scale);
-  auto* sum_start = const_cast<int32_t*>(tiles.sum_start);
   for (int64_t t = t_begin; t < t_end; ++t) {
-    const auto* a = reinterpret_cast<const BlockQ8_0*>(act + size_t(t) * act_stride);
+    const auto* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride);
     const int64_t first_slot = (t / kActTileRows) * nb * kActTileRows + t % kActTileRows;
     for (int64_t b = 0; b < nb; ++b) {
       const size_t slot = size_t(first_slot + b * kActTileRows);
       scale[slot] = half_to_float(a[b].d);
-      sum_start[slot] = -quant_sum(a[b].qs) * bias;
+      if constexpr (std::is_same_v<Act, BlockQ8_1>)
+        const_cast<float*>(tiles.offset_sum)[slot] = half_to_float(a[b].s);
+      else
+        const_cast<int32_t*>(tiles.sum_start)[slot] = -quant_sum(a[b].qs) * bias;
       std::memcpy(&quants[slot * size_t(kQK8_0)], a[b].qs, size_t(kQK8_0));
     }
   }

@@ -1,9 +1,9 @@
-// AVX-512 VNNI kernel for 16-row interleaved Q8_0 / Q4_0 weights (packed_gemm.h); the K types'
-// are in packed_gemm_k_avx512.cpp. One block of
-// a 16-row group is eight vectors whose dword lane n holds four weights of row n, so vpdpbusd
-// with one broadcast activation dword adds four products to each of the 16 rows' exact block
-// sums; no horizontal reduction is needed. Each block's weights are decoded once for a tile of
-// up to 16 activation rows.
+// AVX-512 VNNI kernel for 16-row interleaved Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 weights
+// (packed_gemm.h); the K types' are in packed_gemm_k_avx512.cpp. One block of a 16-row group is
+// eight vectors whose dword lane n holds four weights of row n, so vpdpbusd with one broadcast
+// activation dword adds four products to each of the 16 rows' exact block sums; no horizontal
+// reduction is needed. Each block's weights are decoded once for a tile of up to 16 activation
+// rows.
 #include <type_traits>
 #include <vector>
 
@@ -20,15 +20,24 @@ namespace {
 
 struct Q8_0x16Format {
   using Packed = BlockQ8_0x16;
+  static constexpr bool kAffine = false;
   static constexpr int kBias = kQ8_0PackedBias;
+  using Act = BlockQ8_0;
   static void load(const Packed& blk, __m512i w[8]) {
     for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(blk.qs[j]);
   }
 };
 
-struct Q4_0x16Format {
-  using Packed = BlockQ4_0x16;
-  static constexpr int kBias = kQ4_0PackedBias;
+// The formats on Q4_0's nibble layout: Q4_0 and Q5_0 (levels stored + bias, against Q8_0; the
+// bias enters through the activations' start sums) and Q4_1 and Q5_1 (d q + m, against Q8_1,
+// whose s_a = d_a * sum of quants carries the offset term).
+template <class P, int kLevelBias>
+struct NibbleFormat {
+  using Packed = P;
+  static constexpr int kBias = kLevelBias;
+  static constexpr bool kHighBit = requires(const Packed& p) { p.qh; };
+  static constexpr bool kAffine = requires(const Packed& p) { p.m; };
+  using Act = std::conditional_t<kAffine, BlockQ8_1, BlockQ8_0>;
   static void load(const Packed& blk, __m512i w[8]) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int j = 0; j < 4; ++j) {
@@ -36,8 +45,23 @@ struct Q4_0x16Format {
       w[j] = _mm512_and_si512(raw, low);
       w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
     }
+    if constexpr (kHighBit) {
+      // Vector v's 5th bits are bit v of each plane byte: shifted to bit 4 (bits that cross into
+      // the neighbouring byte of a 16-bit lane land outside bit 4) and or-ed in under the mask.
+      const __m512i plane = _mm512_loadu_si512(blk.qh), bit4 = _mm512_set1_epi8(0x10);
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; ++v) {
+        const __m512i at4 =
+            v <= 4 ? _mm512_slli_epi16(plane, 4 - v) : _mm512_srli_epi16(plane, v - 4);
+        w[v] = _mm512_ternarylogic_epi32(w[v], at4, bit4, 0xF8);  // w | (at4 & bit4)
+      }
+    }
   }
 };
+using Q4_0x16Format = NibbleFormat<BlockQ4_0x16, kQ4_0PackedBias>;
+using Q5_0x16Format = NibbleFormat<BlockQ5_0x16, kQ5_0PackedBias>;
+using Q4_1x16Format = NibbleFormat<BlockQ4_1x16, 0>;
+using Q5_1x16Format = NibbleFormat<BlockQ5_1x16, 0>;
 
 // Rows r < R of a token tile (slots first .. first + R - 1 of an activation tile, ActTiles)
 // against one 16-row group of nb packed blocks at wg. Each block's weights are decoded once for
@@ -53,13 +77,16 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, 
     __m512i w[8];
     F::load(blk, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.d)));
+    __m512 mw = _mm512_setzero_ps();  // the rows' offsets m (the affine formats)
+    if constexpr (F::kAffine)
+      mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.m)));
     const int64_t slot0 = b * kActTileRows + first;
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const int64_t slot = slot0 + r;
       const int8_t* q = tile.quants + slot * kQK8_0;
-      // The bias correction starts the integer sum.
-      __m512i sum = _mm512_set1_epi32(tile.sum_start[slot]);
+      // The bias correction starts the integer sum; the affine formats have no bias.
+      __m512i sum = F::kAffine ? _mm512_setzero_si512() : _mm512_set1_epi32(tile.sum_start[slot]);
       if constexpr (R == 1) {
         // A lone row: two chains of four, so vpdpbusd latency does not bound it.
         __m512i s1 = _mm512_setzero_si512();
@@ -76,6 +103,8 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, 
       }
       const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(tile.scale[slot]));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc[r]);
+      if constexpr (F::kAffine)
+        acc[r] = _mm512_fmadd_ps(mw, _mm512_set1_ps(tile.offset_sum[slot]), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
@@ -87,7 +116,7 @@ void gemm(const PackedGemmArgs& p) {
   const void* prepared = p.act_prepared;
   if (prepared == nullptr) {  // no copy from the activation conversion: make one for this call
     void* buf = thread_buffer<uint8_t>(act_tiles_bytes(p.n_act, nb));
-    write_act_tiles(p.act, p.act_stride, p.n_act, nb, F::kBias, 0, p.n_act, buf);
+    write_act_tiles<typename F::Act>(p.act, p.act_stride, p.n_act, nb, F::kBias, 0, p.n_act, buf);
     prepared = buf;
   }
   const ActTiles act = act_tiles_at(prepared, p.n_act, nb);
@@ -97,9 +126,8 @@ void gemm(const PackedGemmArgs& p) {
     for_token_tiles(p.n_act, [&](auto rows, int64_t t) {
       constexpr int R = decltype(rows)::value;
       const int64_t base = t / kActTileRows * nb * kActTileRows;
-      const ActTiles at = {act.quants + base * kQK8_0, act.scale + base, act.sum_start + base};
-      group_tile<F, R>(w + g * nb, nb, at, t % kActTileRows, p.y + t * p.y_stride + g * kPackedRows,
-                       p.y_stride);
+      group_tile<F, R>(w + g * nb, nb, act.from_slot(base), t % kActTileRows,
+                       p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
     });
 }
 
@@ -115,8 +143,8 @@ size_t act_tiles_bytes_for_cols(int64_t n_act, int64_t n_cols) {
 template <class F>
 void write_act_tiles_for(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
                          int64_t t_begin, int64_t t_end, void* out) {
-  avx512::write_act_tiles(act, act_stride, n_act, n_cols / kPackedBlockK, F::kBias, t_begin, t_end,
-                          out);
+  avx512::write_act_tiles<typename F::Act>(act, act_stride, n_act, n_cols / kPackedBlockK, F::kBias,
+                                           t_begin, t_end, out);
 }
 
 }  // namespace
@@ -127,6 +155,12 @@ PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type) {
       return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q8_0x16Format>};
     case GgmlType::Q4_0:
       return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q4_0x16Format>};
+    case GgmlType::Q5_0:
+      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q5_0x16Format>};
+    case GgmlType::Q4_1:
+      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q4_1x16Format>};
+    case GgmlType::Q5_1:
+      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q5_1x16Format>};
     default:
       return {};
   }
@@ -138,6 +172,12 @@ PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type) {
       return avx512::gemm<avx512::Q8_0x16Format>;
     case GgmlType::Q4_0:
       return avx512::gemm<avx512::Q4_0x16Format>;
+    case GgmlType::Q5_0:
+      return avx512::gemm<avx512::Q5_0x16Format>;
+    case GgmlType::Q4_1:
+      return avx512::gemm<avx512::Q4_1x16Format>;
+    case GgmlType::Q5_1:
+      return avx512::gemm<avx512::Q5_1x16Format>;
     default:
       return packed_gemm_k_avx512_vnni(w_type);
   }
