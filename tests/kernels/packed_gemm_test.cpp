@@ -155,7 +155,7 @@ TEST_P(PackedGemm, Avx2BitIdenticalToReference) {
 }
 
 TEST_P(PackedGemm, Avx512VnniBitIdenticalToReference) {
-  expect_bit_identical(PackedKernelKind::kAvx512Vnni, GetParam());
+  expect_bit_identical(PackedKernelKind::kAvx512, GetParam());
 }
 
 TEST_P(PackedGemm, AmxBitIdenticalToReference) {
@@ -210,7 +210,8 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGemm,
-                         testing::Values(GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                         testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
+                                         GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
                                          GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
                                          GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) {

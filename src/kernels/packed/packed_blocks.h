@@ -112,6 +112,12 @@ static_assert(sizeof(BlockQ6_Kx16) == 16 * 210, "16 Q6_K super-blocks");
 
 inline constexpr int kQ6_KOffset = 32;  // q - 32
 
+// F32, F16 and BF16 weights in 16-row groups of the whole row length: group g holds rows 16 g ..
+// 16 g + 15 with element k of row n at slot (k / P) * 16 P + n P + k % P, so one vector load at a
+// column (F32, F16: P = 1; 16 rows) or a column pair (BF16: P = 2, the pairs vdpbf16ps multiplies)
+// holds that column of all 16 rows. Same bytes as the GGUF rows.
+inline constexpr int kBf16PackedPair = 2;
+
 inline constexpr int kQ8_0PackedBias = 128;
 inline constexpr int kQ4_0PackedBias = 8;
 inline constexpr int kQ5_0PackedBias = 16;

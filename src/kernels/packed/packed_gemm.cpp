@@ -16,6 +16,10 @@ constexpr int64_t kAmxMinTokens = 4;
 
 // The AMX kernel runs only with VELA_AMX=1: it was written on a machine without AMX and has not
 // yet run on real tiles (its test, PackedGemm.AmxBitIdenticalToReference, needs the same opt-in).
+bool is_float_weight(GgmlType w_type) {
+  return w_type == GgmlType::F32 || w_type == GgmlType::F16 || w_type == GgmlType::BF16;
+}
+
 bool amx_opted_in() {
   const char* env = std::getenv("VELA_AMX");
   return env != nullptr && std::string_view(env) == "1";
@@ -29,7 +33,7 @@ PackedKernels select(GgmlType w_type) {
     return k;
   }
   if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
-  k.small = packed_gemm_kernel(PackedKernelKind::kAvx512Vnni, w_type);
+  k.small = packed_gemm_kernel(PackedKernelKind::kAvx512, w_type);
   if (k.small == nullptr) return k;
   k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);  // the 32-element types' tiles
   if (k.small_prep.write == nullptr) k.small_prep = packed_act_sums_prep(w_type);
@@ -46,8 +50,12 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
     case PackedKernelKind::kReference:
       return kernels::packed_gemm_ref(w_type);
     case PackedKernelKind::kAvx2:
-      return f.avx2 ? kernels::packed_gemm_avx2(w_type) : nullptr;
-    case PackedKernelKind::kAvx512Vnni:
+      if (!f.avx2) return nullptr;
+      return is_float_weight(w_type) ? kernels::packed_gemm_float_avx2(w_type)
+                                     : kernels::packed_gemm_avx2(w_type);
+    case PackedKernelKind::kAvx512:
+      if (is_float_weight(w_type))
+        return f.avx512 ? kernels::packed_gemm_float_avx512(w_type, f.avx512_bf16) : nullptr;
       return f.avx512_vnni ? kernels::packed_gemm_avx512_vnni(w_type) : nullptr;
     case PackedKernelKind::kAmx:
       return f.amx_int8 && f.avx512_vnni && amx_opted_in() ? kernels::packed_gemm_amx(w_type)
@@ -57,7 +65,8 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
 }
 
 const PackedKernels& active_packed_kernels(GgmlType w_type) {
-  static constexpr std::array kTypes = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+  static constexpr std::array kTypes = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                                        GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
                                         GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
                                         GgmlType::Q5_K, GgmlType::Q6_K};
   static const auto table = [] {

@@ -1,9 +1,11 @@
 #pragma once
-// Int8 matrix kernels over weights repacked in 16-row interleaved groups (packed_blocks.h), for
-// Q8_0, Q4_0 and Q5_0 weights against Q8_0 activations, Q4_1 and Q5_1 against Q8_1 and the K
-// types against Q8_K: the AVX-512 VNNI kernel (any batch; every type), for Q8_0 / Q4_0 the AMX
-// tile kernel (prompt processing and batched decode) and for Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 /
-// Q4_K / Q6_K an AVX2 kernel, with a scalar reference that defines the result.
+// Matrix kernels over weights repacked in 16-row interleaved groups (packed_blocks.h): int8 ones
+// for Q8_0, Q4_0 and Q5_0 weights against Q8_0 activations, Q4_1 and Q5_1 against Q8_1 and the K
+// types against Q8_K; float ones for F32 and F16 weights against f32 activations and BF16 against
+// BF16. Kernels: at the AVX-512 level VNNI (int8 types, any batch) and FMA / vdpbf16ps (float
+// types; BF16 needs AVX512-BF16), for Q8_0 / Q4_0 the AMX tile kernel (prompt processing and
+// batched decode); at the AVX2 level every int8 type but Q5_K, and F32 / F16. A scalar reference
+// defines every result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's
@@ -12,7 +14,9 @@
 // after each block; Q4_K's per-super-block sums are exact integers too, followed by a fixed
 // sequence of float operations (ref/packed_gemm_ref.cpp). So a token's
 // logits never depend on which other tokens share its batch, nor on whether AMX or VNNI ran
-// (batch invariance).
+// (batch invariance). The float kernels give each output one vector lane whose fma chain runs over
+// the columns in order (vdpbf16ps: the odd column of each pair first), so they too are exact
+// against the reference, whatever the tile.
 // Thread-safety: the kernels are pure functions; disjoint outputs may be computed concurrently.
 #include <cstddef>
 #include <cstdint>
@@ -22,12 +26,14 @@
 namespace vela {
 
 struct PackedGemmArgs {
-  const void* w = nullptr;       // [n_groups][n_cols / 32] BlockQ8_0x16 / BlockQ4_0x16 / ..., or
-                                 // [n_groups][n_cols / 256] BlockQ4_Kx16 / Q5_Kx16 / Q6_Kx16
+  const void* w = nullptr;       // [n_groups][n_cols / 32] BlockQ8_0x16 / BlockQ4_0x16 / ...,
+                                 // [n_groups][n_cols / 256] BlockQ4_Kx16 / Q5_Kx16 / Q6_Kx16, or
+                                 // [n_groups][16 n_cols] F32 / F16 / BF16 elements
   int64_t n_groups = 0;          // groups of 16 weight rows
-  int64_t n_cols = 0;            // elements per row, a multiple of 32
-  const uint8_t* act = nullptr;  // n_act rows of the type's vec_dot_type blocks (BlockQ8_0,
-                                 // Q8_1 for Q4_1 / Q5_1, Q8_K for the K types), act_stride apart
+  int64_t n_cols = 0;            // elements per row, a multiple of interleaved16_block_cols
+  const uint8_t* act = nullptr;  // n_act rows of the type's vec_dot_type (BlockQ8_0, Q8_1 for
+                                 // Q4_1 / Q5_1, Q8_K for the K types, f32 for F32 / F16, bf16
+                                 // for BF16), act_stride apart
   size_t act_stride = 0;
   int64_t n_act = 0;
   float* y = nullptr;  // y[t * y_stride + 16 * g + n] = dot(row 16 g + n, act row t)
@@ -50,18 +56,18 @@ struct PackedActPrep {
                 int64_t t_begin, int64_t t_end, void* out) = nullptr;
 };
 
-enum class PackedKernelKind { kReference, kAvx2, kAvx512Vnni, kAmx };
+enum class PackedKernelKind { kReference, kAvx2, kAvx512, kAmx };
 
-// The kernel of `kind` for weights of w_type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), or
+// The kernel of `kind` for weights of w_type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K), or
 // nullptr when this CPU (or the process's AMX permission) lacks it or the type has no packed
 // form of that kind. AMX is opt-in for now (VELA_AMX=1): it has not yet been verified on a CPU
 // with tiles.
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type);
 
-// What the engine uses: at the AVX-512 level the VNNI kernel below large_min_tokens tokens, AMX
-// from there on (when present); at the AVX2 level the AVX2 kernel (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q6_K). Null `small` means no packed kernels at the selected kernel level: keep weights
-// row-major.
+// What the engine uses: at the AVX-512 level the AVX-512 kernel below large_min_tokens tokens, AMX
+// from there on (when present); at the AVX2 level the AVX2 kernel. Null `small` means no packed
+// kernels at the selected kernel level: keep weights row-major.
 struct PackedKernels {
   PackedGemmFn small = nullptr;
   PackedGemmFn large = nullptr;
@@ -81,8 +87,10 @@ const PackedKernels& active_packed_kernels(GgmlType w_type);
 namespace kernels {
 // Defined per instruction set; nullptr where the CPU lacks it (checked by the caller).
 PackedGemmFn packed_gemm_ref(GgmlType w_type);
-PackedGemmFn packed_gemm_avx2(GgmlType w_type);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K
+PackedGemmFn packed_gemm_avx2(GgmlType w_type);        // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K
+PackedGemmFn packed_gemm_float_avx2(GgmlType w_type);  // F32, F16
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type);
+PackedGemmFn packed_gemm_float_avx512(GgmlType w_type, bool has_bf16);  // F32, F16, BF16
 PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type);
 PackedGemmFn packed_gemm_amx(GgmlType w_type);
 }  // namespace kernels

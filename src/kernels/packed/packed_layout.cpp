@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "kernels/packed/packed_blocks.h"
@@ -276,9 +277,63 @@ bool with_packed_types(GgmlType w_type, Fn&& fn) {
   }
 }
 
+// The float types' layout (packed_blocks.h, FloatInterleave): element k of row n of a group at
+// slot (k / P) * 16 P + n P + k % P, P elements of a row side by side.
+struct FloatInterleave {
+  size_t elem_bytes;
+  int64_t pair;  // P
+};
+
+std::optional<FloatInterleave> float_interleave(GgmlType w_type) {
+  switch (w_type) {
+    case GgmlType::F32:
+      return FloatInterleave{4, 1};
+    case GgmlType::F16:
+      return FloatInterleave{2, 1};
+    case GgmlType::BF16:
+      return FloatInterleave{2, kBf16PackedPair};
+    default:
+      return std::nullopt;
+  }
+}
+
+// Element k of row n in a float group: its slot.
+inline int64_t float_slot(const FloatInterleave& f, int64_t n, int64_t k) {
+  return k / f.pair * kPackedRows * f.pair + n * f.pair + k % f.pair;
+}
+
+void pack_float_rows(const FloatInterleave& f, const void* src, int64_t n_cols, int64_t row_begin,
+                     int64_t row_end, void* dst) {
+  assert(row_begin % kPackedRows == 0 && row_end % kPackedRows == 0);
+  const size_t e = f.elem_bytes;
+  const auto* in = static_cast<const uint8_t*>(src);
+  auto* out = static_cast<uint8_t*>(dst);
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackedRows) {
+    uint8_t* group = out + size_t(r0 * n_cols) * e;
+    for (int64_t n = 0; n < kPackedRows; ++n) {
+      const uint8_t* row = in + size_t((r0 + n) * n_cols) * e;
+      for (int64_t k = 0; k < n_cols; k += f.pair)
+        std::memcpy(group + size_t(float_slot(f, n, k)) * e, row + size_t(k) * e,
+                    size_t(f.pair) * e);
+    }
+  }
+}
+
+void unpack_float_row(const FloatInterleave& f, const void* packed, int64_t n_cols, int64_t row,
+                      void* dst_row) {
+  const size_t e = f.elem_bytes;
+  const auto* group =
+      static_cast<const uint8_t*>(packed) + size_t(row / kPackedRows * kPackedRows * n_cols) * e;
+  auto* out = static_cast<uint8_t*>(dst_row);
+  for (int64_t k = 0; k < n_cols; k += f.pair)
+    std::memcpy(out + size_t(k) * e, group + size_t(float_slot(f, row % kPackedRows, k)) * e,
+                size_t(f.pair) * e);
+}
+
 }  // namespace
 
 int64_t interleaved16_block_cols(GgmlType w_type) {
+  if (const auto f = float_interleave(w_type)) return f->pair;
   return w_type == GgmlType::Q4_K || w_type == GgmlType::Q5_K || w_type == GgmlType::Q6_K
              ? kPackedSuperK
              : kPackedBlockK;
@@ -291,6 +346,7 @@ bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols) {
 }
 
 int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
+  if (const auto f = float_interleave(w_type)) return kPackedRows * n_cols * int64_t(f->elem_bytes);
   int64_t bytes = 0;
   const bool known = with_packed_types(w_type, [&]<class Block, class Packed>() {
     bytes = n_cols / kPackedK<Block> * int64_t(sizeof(Packed));
@@ -302,6 +358,8 @@ int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols) {
 
 void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_t row_begin,
                         int64_t row_end, void* dst) {
+  if (const auto f = float_interleave(w_type))
+    return pack_float_rows(*f, src, n_cols, row_begin, row_end, dst);
   const bool known = with_packed_types(w_type, [&]<class Block, class Packed>() {
     pack_rows<Block, Packed>(src, n_cols, row_begin, row_end, dst);
   });
@@ -311,6 +369,8 @@ void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_
 
 void unpack_interleaved16_row(GgmlType w_type, const void* packed, int64_t n_cols, int64_t row,
                               void* dst_row) {
+  if (const auto f = float_interleave(w_type))
+    return unpack_float_row(*f, packed, n_cols, row, dst_row);
   const bool known = with_packed_types(w_type, [&]<class Block, class Packed>() {
     unpack_row<Block, Packed>(packed, n_cols, row, dst_row);
   });

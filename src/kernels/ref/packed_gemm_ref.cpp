@@ -1,6 +1,7 @@
-// Scalar reference of the packed int8 kernels (packed_gemm.h): the definition every SIMD and AMX
-// kernel must reproduce bit for bit. Each format gives the step acc -> acc' of one (packed)
-// block for one weight row and one activation block; the loops around it are shared.
+// Scalar reference of the packed kernels (packed_gemm.h): the definition every SIMD and AMX kernel
+// must reproduce bit for bit. Each int8 format gives the step acc -> acc' of one (packed) block
+// for one weight row and one activation block, with shared loops around it; the float formats
+// are one fma chain per output.
 #include <cmath>
 
 #include "kernels/packed/packed_blocks.h"
@@ -121,10 +122,67 @@ void gemm_ref(const PackedGemmArgs& p) {
   }
 }
 
+// F32 / F16 weights against f32 activations: one chain per output over the columns in order,
+// acc = fma(w_k, x_k, acc) from 0. Every packed float kernel reproduces it exactly (a vector lane
+// per weight row, so no kernel reorders a row's sum), whatever its tile.
+template <class WeightElem, float (*kWiden)(WeightElem)>
+void gemm_float_ref(const PackedGemmArgs& p) {
+  const auto* w = static_cast<const WeightElem*>(p.w);
+  const int64_t group_elems = kPackedRows * p.n_cols;
+  for (int64_t t = 0; t < p.n_act; ++t) {
+    const auto* x = reinterpret_cast<const float*>(p.act + size_t(t) * p.act_stride);
+    for (int64_t g = 0; g < p.n_groups; ++g)
+      for (int n = 0; n < kPackedRows; ++n) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < p.n_cols; ++k)
+          acc = std::fma(kWiden(w[g * group_elems + k * kPackedRows + n]), x[k], acc);
+        p.y[t * p.y_stride + g * kPackedRows + n] = acc;
+      }
+  }
+}
+
+float f32_identity(float v) {
+  return v;
+}
+
+// vdpbf16ps flushes subnormal inputs and results to zero.
+float flush_subnormal(float v) {
+  return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
+}
+
+// BF16 weights against BF16 activations, as vdpbf16ps adds each column pair (k, k + 1): the
+// product of column k + 1 first, then column k's, each one rounding (bf16 products are exact in
+// f32), subnormals flushed; pairs in order from 0.
+void gemm_bf16_ref(const PackedGemmArgs& p) {
+  const auto* w = static_cast<const uint16_t*>(p.w);
+  const int64_t group_elems = kPackedRows * p.n_cols;
+  const auto in = [](uint16_t v) { return flush_subnormal(bf16_to_fp32(v)); };
+  for (int64_t t = 0; t < p.n_act; ++t) {
+    const auto* x = reinterpret_cast<const uint16_t*>(p.act + size_t(t) * p.act_stride);
+    for (int64_t g = 0; g < p.n_groups; ++g)
+      for (int n = 0; n < kPackedRows; ++n) {
+        const uint16_t* wg = w + g * group_elems + n * kBf16PackedPair;
+        float acc = 0.0f;
+        for (int64_t k = 0; k < p.n_cols; k += kBf16PackedPair) {
+          const uint16_t* pair = wg + k * kPackedRows;
+          acc = flush_subnormal(std::fma(in(pair[1]), in(x[k + 1]), acc));
+          acc = flush_subnormal(std::fma(in(pair[0]), in(x[k]), acc));
+        }
+        p.y[t * p.y_stride + g * kPackedRows + n] = acc;
+      }
+  }
+}
+
 }  // namespace
 
 PackedGemmFn packed_gemm_ref(GgmlType w_type) {
   switch (w_type) {
+    case GgmlType::F32:
+      return gemm_float_ref<float, f32_identity>;
+    case GgmlType::F16:
+      return gemm_float_ref<uint16_t, fp16_to_fp32>;
+    case GgmlType::BF16:
+      return gemm_bf16_ref;
     case GgmlType::Q8_0:
       return gemm_ref<BlockQ8_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ8_0x16>>;
     case GgmlType::Q4_0:

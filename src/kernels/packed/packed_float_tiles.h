@@ -1,0 +1,40 @@
+#pragma once
+// Internal to the packed float kernels (x86/*/packed_gemm_float_*.cpp): the loop that covers
+// n_groups x n_act outputs with tiles of at most G groups x T tokens, each tile's sizes as
+// compile-time constants. The tile function is the caller's (one per instruction set); this
+// header holds no instruction-set code.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace vela::kernels {
+
+// fn(std::integral_constant<int, R>{}) for the run-time count r, 1 <= r <= N.
+template <int N, class Fn, int... R>
+inline void with_tile_count(int r, Fn&& fn, std::integer_sequence<int, R...>) {
+  ((r == R + 1 ? (fn(std::integral_constant<int, R + 1>{}), 0) : 0), ...);
+}
+
+// tile(groups, tokens, g, t) with groups <= G and tokens <= T as integral constants, over groups
+// [0, n_groups) and tokens [0, n_act): groups outside, tokens inside, so a tile's weight rows stay
+// in cache across the token tiles.
+template <int G, int T, class Tile>
+inline void for_float_tiles(int64_t n_groups, int64_t n_act, Tile&& tile) {
+  for (int64_t g = 0; g < n_groups; g += G) {
+    const int groups = int(std::min<int64_t>(G, n_groups - g));
+    with_tile_count<G>(
+        groups,
+        [&](auto n_g) {
+          for (int64_t t = 0; t < n_act; t += T) {
+            const int tokens = int(std::min<int64_t>(T, n_act - t));
+            with_tile_count<T>(
+                tokens, [&](auto n_t) { tile(n_g, n_t, g, t); },
+                std::make_integer_sequence<int, T>{});
+          }
+        },
+        std::make_integer_sequence<int, G>{});
+  }
+}
+
+}  // namespace vela::kernels
