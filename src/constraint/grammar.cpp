@@ -5,19 +5,21 @@
 namespace vela::constraint {
 
 uint32_t GrammarBuilder::rule(const std::string& name) {
-  for (size_t i = names_.size(); i-- > 0;)
-    if (names_[i] == name) return uint32_t(i);
-  names_.push_back(name);
-  rules_.emplace_back();
-  defined_.push_back(false);
-  return uint32_t(names_.size() - 1);
+  if (auto it = name_index_.find(name); it != name_index_.end()) return it->second;
+  return add(name);
 }
 
 uint32_t GrammarBuilder::fresh_rule(const std::string& base) {
-  names_.push_back(base + "-" + std::to_string(names_.size()));
+  return add(base + "-" + std::to_string(names_.size()));
+}
+
+uint32_t GrammarBuilder::add(std::string name) {
+  const uint32_t id = uint32_t(names_.size());
+  name_index_[name] = id;  // a later rule of the same name is the one rule() finds
+  names_.push_back(std::move(name));
   rules_.emplace_back();
   defined_.push_back(false);
-  return uint32_t(names_.size() - 1);
+  return id;
 }
 
 Status GrammarBuilder::define(uint32_t rule, std::vector<std::vector<Element>> alternatives) {

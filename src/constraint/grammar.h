@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "util/result.h"
@@ -73,7 +74,10 @@ class GrammarBuilder {
   Result<Grammar> finish(const std::string& root_name);
 
  private:
+  uint32_t add(std::string name);
+
   std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_index_;  // the latest rule of each name
   std::vector<std::vector<std::vector<Element>>> rules_;
   std::vector<bool> defined_;
   std::vector<ByteSet> sets_;
