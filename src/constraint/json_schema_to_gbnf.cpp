@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "constraint/json_key_complement.h"
+#include "constraint/regex_length.h"
 #include "constraint/regex_to_gbnf.h"
 
 namespace vela::constraint {
@@ -69,36 +71,6 @@ std::string json_text(const json& value) {
 
 std::string json_literal(const json& value) {
   return gbnf_literal(json_text(value));
-}
-
-// Longest literal an enum is built into a prefix tree from; longer ones stay one alternative
-// each (the tree's nesting, one group per branching byte, is bounded by it).
-constexpr size_t kMaxTreeLiteral = 256;
-
-// GBNF alternatives for texts[b, e) (sorted, unique, sharing their first d bytes) as a prefix
-// tree: one alternative per next byte, so matching one of many values keeps one matcher stack
-// per byte read instead of one per value still possible.
-std::string literal_tree(const std::vector<std::string>& texts, size_t b, size_t e, size_t d) {
-  std::string alts;
-  const auto add = [&alts](const std::string& alt) { alts += (alts.empty() ? "" : " | ") + alt; };
-  for (size_t i = b; i < e;) {
-    if (texts[i].size() == d) {  // the shared prefix itself is a value (it sorts first)
-      add("\"\"");
-      ++i;
-      continue;
-    }
-    size_t j = i + 1;
-    while (j < e && texts[j][d] == texts[i][d]) ++j;
-    const std::string& first = texts[i];
-    const std::string& last = texts[j - 1];
-    size_t l = d + 1;  // the group's common prefix (first and last bound it, being sorted)
-    while (l < first.size() && l < last.size() && first[l] == last[l]) ++l;
-    const std::string run = gbnf_literal(first.substr(d, l - d));
-    add(j - i == 1 ? gbnf_literal(first.substr(d))
-                   : run + " (" + literal_tree(texts, i, j, l) + ")");
-    i = j;
-  }
-  return alts;
 }
 
 // Decimal-digit patterns for the integers lo..hi (0 <= lo <= hi), as GBNF alternatives.
@@ -223,6 +195,51 @@ class Converter {
     return name;
   }
 
+  // A rule for one of `texts` (sorted, unique) as a prefix tree: one alternative per next byte,
+  // so matching one of many values keeps one matcher stack per byte read instead of one per
+  // value still possible. Each branching point is a rule of its own that the branch before it
+  // ends with (a tail call), so neither the grammar's nesting nor the matcher's stacks grow
+  // with the values' length. Built with an explicit work list: values can be long.
+  std::string literal_tree(const std::vector<std::string>& texts) {
+    struct Node {
+      size_t b, e, d;  // texts[b, e) share their first d bytes
+      std::string name;
+    };
+    const std::string root = add_rule("enum", "");
+    std::vector<Node> work = {{0, texts.size(), 0, root}};
+    while (!work.empty()) {
+      const Node n = work.back();
+      work.pop_back();
+      std::string alts;
+      const auto add = [&alts](const std::string& alt) {
+        alts += (alts.empty() ? "" : " | ") + alt;
+      };
+      for (size_t i = n.b; i < n.e;) {
+        if (texts[i].size() == n.d) {  // the shared prefix itself is a value (it sorts first)
+          add("\"\"");
+          ++i;
+          continue;
+        }
+        size_t j = i + 1;
+        while (j < n.e && texts[j][n.d] == texts[i][n.d]) ++j;
+        const std::string& first = texts[i];
+        const std::string& last = texts[j - 1];
+        size_t l = n.d + 1;  // the group's common prefix (first and last bound it, being sorted)
+        while (l < first.size() && l < last.size() && first[l] == last[l]) ++l;
+        if (j - i == 1) {
+          add(gbnf_literal(std::string_view(first).substr(n.d)));
+        } else {
+          const std::string child = add_rule("enum", "");
+          add(gbnf_literal(std::string_view(first).substr(n.d, l - n.d)) + " " + child);
+          work.push_back({i, j, l, child});
+        }
+        i = j;
+      }
+      rules_[n.name] = alts;
+    }
+    return root;
+  }
+
   bool resolve(const std::string& ref, const std::string& where, const json*& target) {
     if (ref == "#") {
       target = &root_;
@@ -276,29 +293,34 @@ class Converter {
       return true;
     }
     if (auto it = schema.find("const"); it != schema.end()) {
-      out = json_literal(*it);
+      const std::string text = json_text(*it);
+      if (text.size() > kMaxEnumBytes)
+        return fail(where, "const is over " + std::to_string(kMaxEnumBytes) + " bytes");
+      out = gbnf_literal(text);
       return true;
     }
     if (auto it = schema.find("enum"); it != schema.end()) {
       if (!it->is_array() || it->empty()) return fail(where, "enum must be a non-empty array");
       if (it->size() > kMaxEnumerated) return fail(where, "enum has too many values");
       std::vector<std::string> texts;
-      size_t longest = 0;
+      size_t total = 0;
       for (const json& v : *it) {
         texts.push_back(json_text(v));
-        longest = std::max(longest, texts.back().size());
+        total += texts.back().size();
+        if (total > kMaxEnumBytes)
+          return fail(where, "enum values total over " + std::to_string(kMaxEnumBytes) + " bytes");
       }
       std::sort(texts.begin(), texts.end());
       texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
-      std::string body;
-      if (longest <= kMaxTreeLiteral) {
-        body = literal_tree(texts, 0, texts.size(), 0);
-      } else {
-        for (const std::string& t : texts) body += (body.empty() ? "" : " | ") + gbnf_literal(t);
-      }
-      out = add_rule("enum", body);
+      out = literal_tree(texts);
       return true;
     }
+    // oneOf is compiled as anyOf: the union of the branches. "Exactly one" needs the union
+    // minus the pairwise overlaps, and context-free languages are not closed under difference,
+    // so a grammar cannot say it in general. The union is exact whenever no value satisfies two
+    // branches: branches of different types, or objects whose discriminator property has
+    // different const / enum values in each. Where branches overlap, a value of the overlap is
+    // accepted although oneOf rejects it (as other structured-output engines do).
     for (const char* key : {"anyOf", "oneOf"}) {
       if (auto it = schema.find(key); it != schema.end()) {
         if (!it->is_array() || it->empty())
@@ -394,22 +416,29 @@ class Converter {
     if (has_max && max_len < min_len) return fail(where, "maxLength is below minLength");
     if ((has_min && min_len > kMaxItemsBound) || (has_max && max_len > kMaxItemsBound))
       return fail(where, "string length bounds over " + std::to_string(kMaxItemsBound));
-    const bool has_pattern = schema.contains("pattern"), has_format = schema.contains("format");
-    if ((has_pattern || has_format) && (has_min || has_max))
-      return fail(where, "pattern or format together with minLength/maxLength is not supported");
-    std::string content;
-    if (has_pattern) {
+    // The content as a regex: the pattern, or the format's (unknown formats only annotate).
+    std::string regex, regex_where = where + "/pattern";
+    if (schema.contains("pattern")) {
       if (!schema["pattern"].is_string()) return fail(where, "pattern must be a string");
-      std::string p = schema["pattern"].get<std::string>();
-      auto g = regex_to_gbnf(p, /*json_string_content=*/true);
-      if (!g) return fail(where + "/pattern", g.message());
-      content = *g;
-    } else if (has_format) {
+      regex = schema["pattern"].get<std::string>();
+    } else if (schema.contains("format")) {
       if (!schema["format"].is_string()) return fail(where, "format must be a string");
-      if (!format_rule(schema["format"].get<std::string>(), content)) {
-        // Unknown formats only annotate.
-        content = base("char") + "*";
-      }
+      regex = format_regex(schema["format"].get<std::string>());
+      regex_where = where + "/format";
+    }
+    std::string content;
+    if (!regex.empty() && (has_min || has_max)) {
+      // Both: the pattern's automaton times a length counter (lengths count decoded characters).
+      const std::string prefix = "s-len-" + std::to_string(rules_.size());
+      auto g = regex_with_length_to_gbnf(regex, /*json_string_content=*/true,
+                                         {min_len, max_len, has_max}, prefix);
+      if (!g) return fail(regex_where, g.message());
+      for (auto& [name, body] : g->rules) rules_[name] = std::move(body);
+      content = g->expression;
+    } else if (!regex.empty()) {
+      auto g = regex_to_gbnf(regex, /*json_string_content=*/true);
+      if (!g) return fail(regex_where, g.message());
+      content = *g;
     } else if (has_min || has_max) {
       content = base("char") + "{" + std::to_string(min_len) + "," +
                 (has_max ? std::to_string(max_len) : "") + "}";
@@ -421,32 +450,21 @@ class Converter {
     return true;
   }
 
-  bool format_rule(const std::string& format, std::string& content) {
-    const std::string d2 = "[0-9]{2}";
-    const std::string date =
-        "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])";
+  // The formats with a fixed shape, as regexes over the string's content ("" for others).
+  static std::string format_regex(const std::string& format) {
+    const std::string date = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
     const std::string time =
-        "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
-        "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])";
-    if (format == "date") {
-      content = date;
-    } else if (format == "time") {
-      content = time;
-    } else if (format == "date-time") {
-      content = date + " \"T\" " + time;
-    } else if (format == "uuid") {
-      content =
-          "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}";
-    } else if (format == "email") {
-      content = "[a-zA-Z0-9._+-]{1,32} \"@\" [a-zA-Z0-9-]{1,32} (\".\" [a-zA-Z0-9-]{1,16}){1,3}";
-    } else if (format == "ipv4") {
-      const std::string octet =
-          "(\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9]? [0-9])";
-      content = octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet;
-    } else {
-      return false;
-    }
-    return true;
+        "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?"
+        "(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+    const std::string octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+    if (format == "date") return date;
+    if (format == "time") return time;
+    if (format == "date-time") return date + "T" + time;
+    if (format == "uuid") return "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+    if (format == "email")
+      return "[a-zA-Z0-9._+-]{1,32}@[a-zA-Z0-9-]{1,32}(\\.[a-zA-Z0-9-]{1,16}){1,3}";
+    if (format == "ipv4") return octet + "\\." + octet + "\\." + octet + "\\." + octet;
+    return "";
   }
 
   bool bound(const json& schema, const char* key, const std::string& where, double& value,
@@ -522,15 +540,16 @@ class Converter {
   bool object_rule(const json& schema, const std::string& where, int depth, std::string& out) {
     const std::string ws = base("ws");
     std::vector<std::pair<std::string, bool>> members;  // grammar of "key": value, required
+    std::vector<std::string> required_order;            // as listed, without repeats
     std::set<std::string> required;
     if (auto it = schema.find("required"); it != schema.end()) {
       if (!it->is_array()) return fail(where, "required must be an array of strings");
       for (const json& r : *it) {
         if (!r.is_string()) return fail(where, "required must be an array of strings");
-        required.insert(r.get<std::string>());
+        if (required.insert(r.get<std::string>()).second) required_order.push_back(r);
       }
     }
-    std::set<std::string> named;
+    std::vector<std::string> named;  // the keys members are written for
     if (auto it = schema.find("properties"); it != schema.end()) {
       if (!it->is_object()) return fail(where, "properties must be an object");
       for (const auto& [key, sub] : it->items()) {
@@ -538,19 +557,37 @@ class Converter {
         if (!visit(sub, where + "/properties/" + key, depth + 1, value)) return false;
         members.push_back(
             {json_literal(json(key)) + " \":\" " + ws + " " + value, required.count(key) > 0});
-        named.insert(key);
+        named.push_back(key);
       }
     }
-    for (const std::string& r : required)
-      if (!named.count(r)) return fail(where, "required property '" + r + "' is not in properties");
-    std::string extra;  // grammar of one additional member
+    std::string extra_value;  // grammar of an additional member's value; empty: none allowed
     if (auto it = schema.find("additionalProperties");
         it != schema.end() && !(it->is_boolean() && !it->get<bool>())) {
-      std::string value;
-      if (!visit(*it, where + "/additionalProperties", depth + 1, value)) return false;
-      extra = base("string") + " \":\" " + ws + " " + value;
+      if (!visit(*it, where + "/additionalProperties", depth + 1, extra_value)) return false;
     } else if (!schema.contains("properties") && it == schema.end()) {
-      extra = base("string") + " \":\" " + ws + " " + base("value");
+      extra_value = base("value");
+    }
+    // Required keys without a property schema take the additionalProperties one, after the
+    // properties in the order `required` lists them.
+    const std::set<std::string> with_schema(named.begin(), named.end());
+    for (const std::string& r : required_order) {
+      if (with_schema.count(r)) continue;
+      if (extra_value.empty())
+        return fail(where, "required property '" + r +
+                               "' is not in properties and no additional properties are allowed");
+      members.push_back({json_literal(json(r)) + " \":\" " + ws + " " + extra_value, true});
+      named.push_back(r);
+    }
+    // Further members use keys other than the named ones (which their own schemas govern).
+    std::string extra;  // grammar of one additional member
+    if (!extra_value.empty()) {
+      std::string key = base("string");
+      if (!named.empty()) {
+        GbnfRules other = json_key_other_than(named, "s-key-" + std::to_string(rules_.size()));
+        for (auto& [name, body] : other.rules) rules_[name] = std::move(body);
+        key = other.expression;
+      }
+      extra = key + " \":\" " + ws + " " + extra_value;
     }
     // tail(i, comma): members i.. in order; `comma` when a member was already written. Built
     // depth first with an explicit stack, children before parents as a recursive descent would

@@ -112,4 +112,18 @@ std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodepointRa
   return out;
 }
 
+uint32_t next_code_point(std::string_view s, size_t& pos) {
+  const unsigned char c = static_cast<unsigned char>(s[pos]);
+  const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  if (n == 1 || pos + size_t(n) > s.size()) {
+    ++pos;
+    return c;
+  }
+  uint32_t cp = c & (0x7F >> n);
+  for (int i = 1; i < n; ++i)
+    cp = (cp << 6) | (static_cast<unsigned char>(s[pos + size_t(i)]) & 0x3F);
+  pos += size_t(n);
+  return cp;
+}
+
 }  // namespace vela::constraint

@@ -4,6 +4,7 @@
 // (U+D800..U+DFFF) are never produced: the output is always valid UTF-8.
 // Free functions; no thread-safety concerns.
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,5 +25,8 @@ std::vector<CodepointRange> complement_ranges(const std::vector<CodepointRange>&
 std::vector<std::vector<ByteRange>> utf8_sequences(const std::vector<CodepointRange>& ranges);
 // Appends the UTF-8 encoding of `cp` (cp <= 0x10FFFF).
 void append_utf8(uint32_t cp, std::vector<uint8_t>& out);
+// The code point starting at s[pos] (pos < s.size()), advancing pos past it; a byte that does
+// not start a complete sequence is read as itself.
+uint32_t next_code_point(std::string_view s, size_t& pos);
 
 }  // namespace vela::constraint

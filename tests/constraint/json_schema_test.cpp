@@ -126,6 +126,51 @@ const std::vector<Case>& corpus() {
         "required":["id"],"additionalProperties":{"type":"string"}})",
        {R"({"id":1})", R"({"id":1,"x":"y","z":"w"})"},
        {R"({"id":1,"x":2})"}},
+      {"oneOf with a discriminator",
+       R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},
+        "required":["kind","x"]},{"type":"object","properties":{"kind":{"const":"b"},
+        "y":{"type":"string"}},"required":["kind","y"]}]})",
+       {R"({"kind":"a","x":1})", R"({"kind":"b","y":"s"})"},
+       {R"({"kind":"a","y":"s"})", R"({"kind":"c","x":1})", R"({"kind":"b","x":1})"}},
+      {"oneOf with enums of distinct values",
+       R"({"oneOf":[{"enum":["x","y"]},{"enum":[1,2]},{"const":null}]})",
+       {R"("x")", "2", "null"},
+       {R"("z")", "3", "true"}},
+      {"oneOf overlapping branches behaves as anyOf",
+       R"({"oneOf":[{"type":"integer","maximum":10},{"type":"integer","minimum":5}]})",
+       {"3", "7", "12"},
+       {"1.5", R"("7")"}},
+      {"required member in the middle, optional ones around it",
+       R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+        "c":{"type":"integer"},"d":{"type":"integer"}},"required":["c"]})",
+       {R"({"c":3})", R"({"a":1,"c":3})", R"({"b":2,"c":3})", R"({"c":3,"d":4})",
+        R"({"a":1,"b":2,"c":3})", R"({"a":1,"c":3,"d":4})", R"({"b":2,"c":3,"d":4})",
+        R"({"a":1,"b":2,"c":3,"d":4})"},
+       {R"({})", R"({"a":1,"b":2,"d":4})", R"({"c":3,"a":1})", R"({"d":4,"c":3})",
+        R"({"c":3,,"d":4})", R"({,"c":3})"}},
+      {"required member last",
+       R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+        "z":{"type":"string"}},"required":["z"],"additionalProperties":false})",
+       {R"({"z":"s"})", R"({"a":1,"z":"s"})", R"({"b":2,"z":"s"})", R"({"a":1,"b":2,"z":"s"})"},
+       {R"({"a":1})", R"({"a":1,"b":2})", R"({"z":"s","a":1})"}},
+      {"every member optional",
+       R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+        "c":{"type":"integer"}}})",
+       {R"({})", R"({"a":1})", R"({"b":2})", R"({"c":3})", R"({"a":1,"b":2})", R"({"a":1,"c":3})",
+        R"({"b":2,"c":3})", R"({"a":1,"b":2,"c":3})", R"({ })"},
+       {R"({"b":2,"a":1})", R"({"a":1,})", R"({,})", R"({"a":1,"a":1})"}},
+      {"additional members never reuse a named key",
+       R"({"type":"object","properties":{"ab":{"type":"integer"},"é":{"type":"integer"}},
+        "additionalProperties":true})",
+       {R"({})", R"({"ab":1})", R"({"x":"y"})", R"({"ab":1,"a":[],"abc":null,"":2})",
+        R"({"é":1,"e":"s","éé":true})"},
+       {R"({"ab":"s"})", R"({"ab":1,"ab":2})", R"({"x":1,"ab":2})", R"({"é":"s"})",
+        R"({"ab":1,"é":2,"é":3})"}},
+      {"required key without a property schema takes additionalProperties",
+       R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["z"],
+        "additionalProperties":{"type":"string"}})",
+       {R"({"z":"s"})", R"({"a":1,"z":"s"})", R"({"a":1,"z":"s","w":"t"})"},
+       {R"({"a":1})", R"({"z":1})", R"({"z":"s","z":"t"})", R"({"w":"t"})"}},
   };
   return cases;
 }
@@ -154,6 +199,43 @@ TEST(JsonSchema, LargeEnumAcceptsEveryValue) {
   for (const auto& v : values) EXPECT_TRUE(full_match(**g, v.dump())) << v.dump();
   for (const char* s : {R"("v1500")", R"("v")", R"("v01")", "70", R"({"k":2})", "nul"})
     EXPECT_FALSE(full_match(**g, s)) << s;
+}
+
+// Values whose JSON text is long (far over a few hundred bytes), many of them sharing long
+// prefixes, and chains where each value is a prefix of the next: all reachable, nothing else.
+TEST(JsonSchema, LongEnumAndConstValues) {
+  nlohmann::json values = nlohmann::json::array();
+  const std::string shared(290, 'p');
+  for (int i = 0; i < 1000; ++i)
+    values.push_back(shared + std::to_string(i) + std::string(20, 'q'));
+  for (int n = 1; n <= 600; ++n) values.push_back(std::string(size_t(n), 'a'));
+  values.push_back(nlohmann::json{{"k", std::string(5000, 'z')}, {"n", 1}});
+  auto g = compile_spec(json_spec(nlohmann::json{{"enum", values}}.dump()));
+  ASSERT_TRUE(g) << g.message();
+  for (const auto& v : values) EXPECT_TRUE(full_match(**g, v.dump())) << v.dump().substr(0, 40);
+  for (const std::string& s :
+       {nlohmann::json(shared + "1000" + std::string(20, 'q')).dump(),
+        nlohmann::json(shared + "7" + std::string(19, 'q')).dump(),
+        nlohmann::json(std::string(601, 'a')).dump(), nlohmann::json(shared).dump(),
+        nlohmann::json{{"k", std::string(4999, 'z')}, {"n", 1}}.dump()})
+    EXPECT_FALSE(full_match(**g, s)) << s.substr(0, 40);
+
+  const nlohmann::json long_const = {{"text", std::string(3000, 'x')}, {"list", {1, 2, 3}}};
+  auto c = compile_spec(json_spec(nlohmann::json{{"const", long_const}}.dump()));
+  ASSERT_TRUE(c) << c.message();
+  EXPECT_TRUE(full_match(**c, long_const.dump()));
+  EXPECT_FALSE(full_match(**c, nlohmann::json{{"text", std::string(3000, 'x')}}.dump()));
+}
+
+TEST(JsonSchema, EnumAndConstSizeIsBounded) {
+  nlohmann::json values = nlohmann::json::array();
+  for (int i = 0; i < 300; ++i) values.push_back(std::to_string(i) + std::string(4000, 'v'));
+  auto g = compile_spec(json_spec(nlohmann::json{{"enum", values}}.dump()));
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.message().find("enum values total over"), std::string::npos) << g.message();
+  auto c = compile_spec(json_spec(nlohmann::json{{"const", std::string(2 << 20, 'c')}}.dump()));
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.message().find("const is over"), std::string::npos) << c.message();
 }
 
 TEST(JsonSchema, LooseWhitespaceIsBounded) {
@@ -191,7 +273,8 @@ TEST(JsonSchema, InvalidSchemasNameTheProblem) {
       {R"({"type":"array","minItems":3,"maxItems":1})", "maxItems is below minItems"},
       {R"({"type":"string","pattern":"(a"})", "invalid regex"},
       {R"({"type":"integer","minimum":5,"maximum":1})", "no integer"},
-      {R"({"type":"object","required":["x"],"properties":{}})", "required property 'x'"},
+      {R"({"type":"object","required":["x"],"properties":{}})",
+       "required property 'x' is not in properties and no additional properties are allowed"},
       {"{not json", "not valid JSON"},
       {"false", "accepts nothing"},
       {R"({"type":"object","properties":{"a":{"$ref":"#/properties/a"}},"required":["a"]})",

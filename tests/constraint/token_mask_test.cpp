@@ -21,6 +21,7 @@ const std::vector<std::string> kSchemas = {
        "items":{"$ref":"#/$defs/n"},"maxItems":2}},"required":["v"]}},"$ref":"#/$defs/n"})",
     R"({"anyOf":[{"type":"number","minimum":0,"maximum":50},{"type":"string","pattern":"[a-c]+\\.x"}]})",
     R"({"type":"string"})",
+    R"({"type":"string","pattern":"^(a|b\\.|\"|日)+x?$","minLength":2,"maxLength":5})",
 };
 
 bool has(std::span<const uint64_t> m, int32_t id) {
