@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "kernels/packed/packed_blocks.h"
-#include "kernels/packed/packed_float_tiles.h"
+#include "kernels/packed/tile_dispatch.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx2/avx2_common.h"
 

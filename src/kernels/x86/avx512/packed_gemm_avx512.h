@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "kernels/packed/packed_gemm.h"
+#include "kernels/packed/tile_dispatch.h"
 #include "kernels/x86/avx512/avx512_util.h"
 
 namespace vela::kernels {
@@ -24,12 +25,14 @@ inline void prefetch_ahead(const Packed* block) {
 }
 
 // Token tiles as the activation tiles lay them out: whole tiles of kActTileRows (16) rows, then
-// 8, 4, 2, 1 for the rest of the last one. tile(std::integral_constant<int, R>, first_row).
+// one tile of the rest, so that each block's weights are decoded once per 16 tokens (a 5-token
+// speculative verification is one tile, not 4 + 1). tile(std::integral_constant<int, R>,
+// first_row).
 template <class Tile>
 inline void for_token_tiles(int64_t n_act, Tile&& tile) {
   int64_t t = 0;
   for (; t + 16 <= n_act; t += 16) tile(std::integral_constant<int, 16>{}, t);
-  for_row_tiles(n_act - t, [&](auto rows, int64_t r) { tile(rows, t + r); });
+  if (t < n_act) with_tile_count<15>(int(n_act - t), [&](auto rows) { tile(rows, t); });
 }
 
 }  // namespace avx512

@@ -1,8 +1,8 @@
 #pragma once
-// Internal to the packed float kernels (x86/*/packed_gemm_float_*.cpp): the loop that covers
-// n_groups x n_act outputs with tiles of at most G groups x T tokens, each tile's sizes as
-// compile-time constants. The tile function is the caller's (one per instruction set); this
-// header holds no instruction-set code.
+// Internal to the packed kernels (x86/*/packed_gemm_*.cpp): run-time tile sizes turned into
+// compile-time ones, and the loop that covers n_groups x n_act outputs with tiles of at most G
+// groups x T tokens. The tile functions are the callers' (one per instruction set); this header
+// holds no instruction-set code.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -14,6 +14,10 @@ namespace vela::kernels {
 template <int N, class Fn, int... R>
 inline void with_tile_count(int r, Fn&& fn, std::integer_sequence<int, R...>) {
   ((r == R + 1 ? (fn(std::integral_constant<int, R + 1>{}), 0) : 0), ...);
+}
+template <int N, class Fn>
+inline void with_tile_count(int r, Fn&& fn) {
+  with_tile_count<N>(r, fn, std::make_integer_sequence<int, N>{});
 }
 
 // tile(groups, tokens, g, t) with groups <= G and tokens <= T as integral constants, over groups
