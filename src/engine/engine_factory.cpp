@@ -6,6 +6,7 @@
 
 #include "dist/tensor_group.h"
 #include "engine/memory_guard.h"
+#include "model/tensor_shard.h"
 
 namespace vela {
 
@@ -137,8 +138,11 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   }
 
   KvBudgetInput budget;
+  // Every pipeline stage keeps the same blocks for its own layers: budget for the largest stage.
+  const int32_t kv_layers =
+      most_stage_layers((*model)->whole_config().n_layer, o.pipeline_parallel_size);
   budget.bytes_per_block = KvCache::bytes_per_block(
-      KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, c.block_size, 1, c.kv_type});
+      KvCacheConfig{kv_layers, mc.n_head_kv, mc.head_dim, c.block_size, 1, c.kv_type});
   budget.max_num_seqs = o.max_num_seqs;
   budget.max_context = c.max_context;
   budget.block_size = c.block_size;

@@ -21,6 +21,16 @@ Result<LayerRange> stage_layers(int32_t n_layer, int32_t stage, int32_t n_stages
   return LayerRange{begin(stage), begin(stage + 1) - begin(stage)};
 }
 
+int32_t most_stage_layers(int32_t n_layer, int32_t n_stages) {
+  int32_t most = 0;
+  for (int32_t s = 0; s < n_stages; ++s) {
+    const auto layers = stage_layers(n_layer, s, n_stages);
+    if (!layers) return n_layer;
+    most = std::max(most, layers->count);
+  }
+  return most > 0 ? most : n_layer;
+}
+
 int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
   if (shard.rank >= shard.size) return n_vocab;
   const int64_t groups = (n_vocab + 15) / 16;

@@ -55,6 +55,10 @@ struct LayerRange {
 };
 Result<LayerRange> stage_layers(int32_t n_layer, int32_t stage, int32_t n_stages);
 
+// The most layers any of the n_stages stages holds (what a per-rank KV budget must allow for,
+// since every stage keeps the same blocks); n_layer when the layers do not split.
+int32_t most_stage_layers(int32_t n_layer, int32_t n_stages);
+
 // Vocabulary rows of rank r: multiples of 16 (the packed layouts' row groups) but the last.
 int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard);
 

@@ -261,6 +261,23 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+TEST(TensorShard, StagesSplitLayersLaterStagesTakingTheExtra) {
+  const std::vector<std::pair<int32_t, int32_t>> want = {{0, 7}, {7, 7}, {14, 8}};
+  for (int32_t s = 0; s < 3; ++s) {
+    const auto layers = stage_layers(22, s, 3);
+    ASSERT_TRUE(layers) << layers.message();
+    EXPECT_EQ(layers->begin, want[size_t(s)].first) << "stage " << s;
+    EXPECT_EQ(layers->count, want[size_t(s)].second) << "stage " << s;
+  }
+  EXPECT_EQ(most_stage_layers(22, 3), 8);
+  EXPECT_EQ(most_stage_layers(22, 1), 22);
+  EXPECT_EQ(most_stage_layers(3, 2), 2);
+  EXPECT_EQ(most_stage_layers(4, 2), 2);
+  EXPECT_FALSE(stage_layers(3, 0, 4));
+  EXPECT_FALSE(stage_layers(8, 2, 2));
+  EXPECT_EQ(most_stage_layers(3, 4), 3);  // no split: the whole model
+}
+
 TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
   ModelConfig c;
   static const ArchDescription arch{};
