@@ -120,12 +120,16 @@ TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
 }
 
 // Each SIMD kernel equals the reference bit for bit, for every token count around the tile
-// sizes (16-row tiles), odd block counts and column chunks, padded activation rows and a wider y.
+// sizes (16-row tiles), odd block counts and column chunks (for the float types, rows longer
+// than their column blocks), padded activation rows and a wider y.
 void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
   const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
   if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU or for this type";
   const PackedGemmFn ref = packed_gemm_kernel(PackedKernelKind::kReference, type);
-  for (int64_t blocks : {1, 7, 37, 64}) {
+  std::vector<int64_t> widths = {1, 7, 37, 64};
+  // The float kernels go through long rows a column block (1024-2048 columns) at a time.
+  if (unit(type) <= 2) widths.push_back(2600);
+  for (int64_t blocks : widths) {
     const int64_t n = blocks * unit(type);
     const int64_t rows = 48;
     const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);
