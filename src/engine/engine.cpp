@@ -115,8 +115,13 @@ Status Engine::validate_request(std::span<const int32_t> prompt,
                                 const SamplingParams& params) const {
   if (auto st = Sampler::validate(params); !st) return st;
   if (prompt.empty()) return make_error("the prompt is empty (no tokens)");
-  if (params.structured_outputs.active())
-    if (auto g = constraints_->compile(params.structured_outputs); !g) return g.error();
+  if (params.structured_outputs.active()) {
+    auto g = constraints_->compile(params.structured_outputs);
+    if (!g) return g.error();
+    // The first mask of a new grammar can take milliseconds (a large vocabulary); made here, on
+    // the submitting thread, it is a cache hit for the engine thread, which others wait on.
+    constraint::SequenceConstraint(*g).mask();
+  }
   const int32_t n_vocab = forward_->model().config().n_vocab;
   for (int32_t t : prompt)
     if (t < 0 || t >= n_vocab)

@@ -177,6 +177,30 @@ TEST(Engine, HigherPriorityIsAdmittedFirst) {
   expect_no_leak(engine);
 }
 
+// A structured-output request's first mask is made when the request is validated (on the
+// submitting thread, under AsyncEngine), so the engine step that samples its first token finds it
+// cached.
+TEST(Engine, FirstGrammarMaskIsMadeAtValidation) {
+  VELA_REQUIRE_SHARED();
+  Loaded l = load("aidreams260K.gguf");
+  Engine engine(l.model, *l.tokenizer, small_config());
+  const auto prompt = l.tokenizer->encode("Once upon a time", true, true);
+  SamplingParams params = greedy(3);
+  params.structured_outputs.json =
+      R"({"type": "object", "properties": {"n": {"type": "integer"}}})";
+  ASSERT_TRUE(engine.validate_request(prompt, params).ok());
+  const auto grammar = engine.constraints().compile(params.structured_outputs);
+  ASSERT_TRUE(grammar.ok()) << grammar.message();
+  EXPECT_EQ((*grammar)->stats().state_misses, 1u) << "validation made the first mask";
+  EXPECT_EQ((*grammar)->stats().state_hits, 0u);
+  ASSERT_TRUE(engine.add_request(prompt, params, 0, [](const RequestEvent&) {}).ok());
+  ASSERT_TRUE(engine.step().ok());  // prefill, then the first token under the cached mask
+  EXPECT_EQ((*grammar)->stats().state_misses, 1u);
+  EXPECT_GE((*grammar)->stats().state_hits, 1u);
+  while (engine.has_unfinished()) ASSERT_TRUE(engine.step().ok());
+  expect_no_leak(engine);
+}
+
 TEST(Engine, CancellationFreesBlocksAtTheNextStep) {
   VELA_REQUIRE_SHARED();
   Loaded l = load("aidreams260K.gguf");
