@@ -14,12 +14,13 @@ namespace {
 // Tokens from which the AMX kernel takes over from VNNI.
 constexpr int64_t kAmxMinTokens = 4;
 
-// The AMX kernel runs only with VELA_AMX=1: it was written on a machine without AMX and has not
-// yet run on real tiles (its test, PackedGemm.AmxBitIdenticalToReference, needs the same opt-in).
+// F32, F16 and BF16 have float kernels of their own (packed_gemm_float_*), not int8 ones.
 bool is_float_weight(GgmlType w_type) {
   return w_type == GgmlType::F32 || w_type == GgmlType::F16 || w_type == GgmlType::BF16;
 }
 
+// The AMX kernel runs only with VELA_AMX=1: it was written on a machine without AMX and has not
+// yet run on real tiles (its test, PackedGemm.AmxBitIdenticalToReference, needs the same opt-in).
 bool amx_opted_in() {
   const char* env = std::getenv("VELA_AMX");
   return env != nullptr && std::string_view(env) == "1";

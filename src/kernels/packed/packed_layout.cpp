@@ -277,8 +277,8 @@ bool with_packed_types(GgmlType w_type, Fn&& fn) {
   }
 }
 
-// The float types' layout (packed_blocks.h, FloatInterleave): element k of row n of a group at
-// slot (k / P) * 16 P + n P + k % P, P elements of a row side by side.
+// The float types' layout (packed_blocks.h): element k of row n of a group at slot
+// (k / P) * 16 P + n P + k % P, P elements of a row side by side.
 struct FloatInterleave {
   size_t elem_bytes;
   int64_t pair;  // P
