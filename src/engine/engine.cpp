@@ -24,7 +24,8 @@ struct Engine::Live {
   std::optional<Pooling> pooling;  // embedding requests
   std::vector<float> pooled;       // [n_embd] sum (mean) or last row, then the result
   AcceptanceEstimate acceptance;
-  int32_t shadow_proposal = -1;    // a proposal not verified: checked against the next token
+  int32_t shadow_proposal = -1;  // a proposal not verified: checked against the next token
+  int32_t steps_undrafted = 0;   // decode steps the policy kept a draft-model request from drafting
   std::span<const float> draft_q;  // [n_draft, n_vocab] this step's sampled draft proposals' q
   std::unique_ptr<constraint::SequenceConstraint> constraint;  // structured output, if any
 
@@ -379,9 +380,14 @@ Status Engine::propose() {
                                    ? draft_->catch_up_token_seconds()
                                    : 0.25 * draft_pass;
       const int32_t remaining = live->params.max_tokens - r.n_output();
-      const int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance,
-                                            behind > 0 ? behind * per_token : 0, remaining);
+      int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance,
+                                      behind > 0 ? behind * per_token : 0, remaining);
+      // A request that drafted before but has been kept from it for a while probes again.
+      if (k == 0 && live->acceptance.proposed > 0 &&
+          ++live->steps_undrafted >= SpeculationPolicy::kReprobeSteps)
+        k = spec_policy_.probe(r.num_computed);
       if (k == 0) continue;
+      live->steps_undrafted = 0;
       DraftRequest d;
       d.id = r.id;
       d.tokens = r.tokens;

@@ -35,12 +35,22 @@ void SpeculationPolicy::begin_step(const StepShape& decodes, double last_step_se
   expected_tokens_ = decodes.decode_tokens;
 }
 
+void SpeculationPolicy::grant(int32_t position, int32_t k, double expected_gain) {
+  shape_.add(position + 1, k, true);
+  draft_passes_ = std::max(draft_passes_, k);
+  expected_tokens_ += expected_gain;
+}
+
+int32_t SpeculationPolicy::probe(int32_t position) {
+  grant(position, 1, 0);
+  return 1;
+}
+
 int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double acceptance,
                                   double upfront_seconds, int32_t remaining_tokens) {
   if (max_k <= 0) return 0;
   if (!adaptive_) {
-    shape_.add(position + 1, max_k, true);
-    draft_passes_ = std::max(draft_passes_, max_k);
+    grant(position, max_k, 0);
     return max_k;
   }
   const double base_seconds = step_seconds(shape_, draft_passes_);
@@ -67,11 +77,7 @@ int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double accept
   if (best_k > 0 && upfront_seconds > 0 &&
       !(base_rate > 0 && remaining_tokens * (1.0 / base_rate - 1.0 / best_rate) > upfront_seconds))
     best_k = 0;
-  if (best_k > 0) {
-    shape_.add(position + 1, best_k, true);
-    draft_passes_ = std::max(draft_passes_, best_k);
-    expected_tokens_ += best_gain;
-  }
+  if (best_k > 0) grant(position, best_k, best_gain);
   return best_k;
 }
 

@@ -49,9 +49,17 @@ class SpeculationPolicy {
   // only if the time the request's remaining_tokens save at the chosen rate exceeds it.
   int32_t choose(int32_t position, int32_t max_k, double acceptance, double upfront_seconds = 0,
                  int32_t remaining_tokens = 0);
+  // One proposal granted whatever its predicted gain, joining the step's shape: a draft-model
+  // request the policy has kept from drafting for kReprobeSteps steps tries again, since its
+  // acceptance estimate only moves with proposals (n-gram requests check an unverified proposal
+  // against each sampled token instead, for free).
+  int32_t probe(int32_t position);
+  static constexpr int32_t kReprobeSteps = 16;
 
  private:
   double step_seconds(const StepShape& shape, int32_t draft_passes) const;
+  // k proposals at `position` join the step, expected to add expected_gain tokens.
+  void grant(int32_t position, int32_t k, double expected_gain);
   bool model_knows_token_cost() const;
 
   const StepCostModel& cost_;

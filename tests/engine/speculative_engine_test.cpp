@@ -453,6 +453,34 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, DraftAgreement,
                            return n;
                          });
 
+// A draft that is never right: the adaptive policy soon stops drafting, then probes again every
+// SpeculationPolicy::kReprobeSteps steps (so a request whose text turns predictable can win
+// again); the outputs stay those of plain decoding.
+TEST(DraftSpeculation, AdaptivePolicyProbesAgainAfterItStops) {
+  VELA_REQUIRE_SHARED();
+  SpecModel target = load_model("tiny-llama-256-F32");
+  SpecModel draft = load_model("tiny-qwen3-Q8_0");
+  const std::vector<std::vector<int32_t>> prompt = {
+      target.tokenizer->encode("Once upon a time there was", true, true)};
+  const int32_t n_tokens = 140;
+  Engine plain(target.model, *target.tokenizer, config(false));
+  const auto want = ids(generate_all(plain, prompt, {params(n_tokens)}));
+  EngineConfig c = draft_config(draft.model, 256);
+  c.speculative.adaptive = true;
+  Engine engine(target.model, *target.tokenizer, c);
+  EXPECT_EQ(ids(generate_all(engine, prompt, {params(n_tokens)})), want);
+  const EngineCounters& k = engine.counters();
+  std::printf("%llu runs, %llu proposed, %llu accepted\n", (unsigned long long)k.spec_drafts,
+              (unsigned long long)k.spec_draft_tokens, (unsigned long long)k.spec_accepted_tokens);
+  ASSERT_LT(k.spec_accepted_tokens * 4, k.spec_draft_tokens) << "the draft should be mostly wrong";
+  // Probes alone would give one run per kReprobeSteps + 1 steps, over the steps after the first
+  // runs; at least half of that shows they happen.
+  const uint64_t probes = uint64_t(n_tokens) / (SpeculationPolicy::kReprobeSteps + 1);
+  EXPECT_GE(k.spec_drafts, probes / 2 + 1);
+  expect_pool_whole(engine);
+  EXPECT_EQ(engine.draft_kv_blocks_used(), 0);
+}
+
 // Two-sample chi-square (homogeneity) of two histograms over the same bins; bins whose pooled
 // count is under 10 are merged. Sets df.
 double homogeneity_chi_square(const std::vector<int>& a, const std::vector<int>& b, int& df) {
