@@ -552,6 +552,10 @@ Status Engine::step() {
   const double propose_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   scheduler_.schedule(start, sched_out_);
   if (config_.speculative.enabled()) trim_unscheduled_proposals();
+  // A preempted request gives its draft blocks back too: it holds no KV while it waits (the
+  // running requests' drafts need the room), and its draft catches up when it resumes.
+  if (draft_)
+    for (Request* r : sched_out_.preempted) draft_->release(r->id);
   if (sched_out_.empty()) {
     step_span.cancel();
     phases.cancel();
