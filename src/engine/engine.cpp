@@ -392,6 +392,7 @@ Status Engine::propose() {
       d.id = r.id;
       d.tokens = r.tokens;
       d.params = &live->params;
+      d.n_prompt = r.n_prompt;
       d.max_k = k;
       d.proposals =
           std::span<int32_t>(draft_out_)
@@ -555,7 +556,7 @@ Status Engine::step() {
   // A preempted request gives its draft blocks back too: it holds no KV while it waits (the
   // running requests' drafts need the room), and its draft catches up when it resumes.
   if (draft_)
-    for (Request* r : sched_out_.preempted) draft_->release(r->id);
+    for (Request* r : sched_out_.preempted) draft_->drop_kv(r->id);
   if (sched_out_.empty()) {
     step_span.cancel();
     phases.cancel();

@@ -29,6 +29,13 @@ void PenaltyTracker::add_output(int32_t token) {
   ++seen_[token].output_count;
 }
 
+void PenaltyTracker::remove_output(int32_t token) {
+  if (!enabled_) return;
+  const auto it = seen_.find(token);
+  if (it == seen_.end() || it->second.output_count == 0) return;
+  if (--it->second.output_count == 0 && !it->second.in_prompt) seen_.erase(it);
+}
+
 void PenaltyTracker::apply(std::span<float> logits) const {
   if (!enabled_) return;
   for (const auto& [token, occurrence] : seen_) {

@@ -23,6 +23,8 @@ class PenaltyTracker {
   void set_prompt(std::span<const int32_t> prompt_tokens);
   // Records one generated token.
   void add_output(int32_t token);
+  // Undoes one add_output(token) (a speculative draft's proposal that is not kept).
+  void remove_output(int32_t token);
 
   // Penalises logits in place. logits: [n_vocab]; tokens outside it are ignored.
   void apply(std::span<float> logits) const;

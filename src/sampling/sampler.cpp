@@ -118,6 +118,12 @@ void Sampler::accept(int32_t token) {
   ++n_accepted_;
 }
 
+void Sampler::retract(int32_t token) {
+  assert(n_accepted_ > 0);
+  penalties_.remove_output(token);
+  --n_accepted_;
+}
+
 float Sampler::load_raw(std::span<const float> logits) {
   assert(logits.size() == static_cast<size_t>(n_vocab_));
   const size_t n_given = std::min(logits.size(), logits_.size());

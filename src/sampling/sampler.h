@@ -57,6 +57,8 @@ class Sampler {
 
   // Records a generated token for the presence/frequency/repetition penalties.
   void accept(int32_t token);
+  // Undoes the last accept(token): a draft model's sampler takes back its proposals.
+  void retract(int32_t token);
 
   // For speculative verification (src/spec): the distribution sample() draws from at this point
   // — after penalties, min_tokens, temperature, top-k, top-p and min-p — normalised into

@@ -78,8 +78,7 @@ DraftModel::DraftModel(std::shared_ptr<const Model> model, const DraftModelOptio
 }
 
 bool DraftModel::samples(const SamplingParams& p) {
-  return p.temperature >= Sampler::kGreedyTemperature && p.repetition_penalty == 1.0f &&
-         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && p.min_tokens == 0;
+  return p.temperature >= Sampler::kGreedyTemperature;
 }
 
 int32_t DraftModel::pick(Active& a, std::span<const float> logits, int32_t j) {
@@ -93,17 +92,22 @@ int32_t DraftModel::pick(Active& a, std::span<const float> logits, int32_t j) {
   }
   const size_t n_vocab = logits.size();
   std::span<float> q = r.q.subspan(size_t(j) * n_vocab, n_vocab);
-  a.seq->sampler->target_probabilities(logits, q);
-  const double target = a.seq->sampler->uniform();
+  Sampler& sampler = *a.seq->sampler;
+  sampler.target_probabilities(logits, q);
+  const double target = sampler.uniform();
   double cumulative = 0;
-  int32_t last_positive = 0;
-  for (size_t i = 0; i < n_vocab; ++i) {
+  int32_t picked = -1, last_positive = 0;
+  for (size_t i = 0; i < n_vocab && picked < 0; ++i) {
     if (q[i] <= 0) continue;
     cumulative += q[i];
     last_positive = int32_t(i);
-    if (target < cumulative) return int32_t(i);
+    if (target < cumulative) picked = int32_t(i);
   }
-  return last_positive;
+  if (picked < 0) picked = last_positive;
+  // The next proposal's q sees this one, as the target's p will at verification.
+  sampler.accept(picked);
+  ++a.seq->sampler_proposals;
+  return picked;
 }
 
 Status DraftModel::run_pass(int32_t n_tokens, std::span<Active> active) {
@@ -120,6 +124,20 @@ Status DraftModel::run_pass(int32_t n_tokens, std::span<Active> active) {
 }
 
 Status DraftModel::propose(std::span<DraftRequest> requests) {
+  const Status st = propose_runs(requests);
+  // The samplers keep only verified tokens between steps: this step's proposals go back.
+  for (const DraftRequest& r : requests) {
+    const auto it = seqs_.find(r.id);
+    if (it == seqs_.end() || !it->second.sampler) continue;
+    Sequence& s = it->second;
+    for (int32_t j = s.sampler_proposals - 1; j >= 0; --j)
+      s.sampler->retract(r.proposals[size_t(j)]);
+    s.sampler_proposals = 0;
+  }
+  return st;
+}
+
+Status DraftModel::propose_runs(std::span<DraftRequest> requests) {
   const int32_t n_vocab = forward_.model().config().n_vocab;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   active_.clear();
@@ -166,6 +184,13 @@ Status DraftModel::propose(std::span<DraftRequest> requests) {
         if (p.seed) p.seed = *p.seed ^ 0x9e3779b97f4a7c15ull;
         s.sampler = std::make_unique<Sampler>(p, n_vocab);
       }
+      // The request's state up to its last verified token: prompt, then outputs.
+      if (s.sampler_tokens == 0) {
+        s.sampler->set_prompt(r.tokens.first(size_t(r.n_prompt)));
+        s.sampler_tokens = r.n_prompt;
+      }
+      for (; s.sampler_tokens < len; ++s.sampler_tokens)
+        s.sampler->accept(r.tokens[size_t(s.sampler_tokens)]);
       r.q = std::span<float>(q_.data() + q_used, size_t(k) * size_t(n_vocab));
       q_used += size_t(k) * size_t(n_vocab);
     }
@@ -239,6 +264,13 @@ void DraftModel::rollback(uint64_t id, int32_t n_valid) {
   Sequence& s = it->second;
   s.n_computed = std::min(s.n_computed, n_valid);
   kv_.truncate(s.kv, s.n_computed);
+}
+
+void DraftModel::drop_kv(uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  kv_.release(it->second.kv);
+  it->second.n_computed = 0;
 }
 
 void DraftModel::release(uint64_t id) {

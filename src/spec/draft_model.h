@@ -5,10 +5,10 @@
 // up in chunks, rolled back after verification) and each step runs the draft's decode passes
 // batched over all sequences at once: one pass for catch-up plus the first proposal, then one
 // per further proposal.
-// Greedy sequences get the draft's argmax (deterministic proposals). Sampled sequences (no
-// penalties or min_tokens, which would make q depend on state the draft does not track) get
-// tokens drawn from the draft's distribution after the request's temperature / top-k / top-p /
-// min-p, and that distribution q with them, for rejection sampling.
+// Greedy sequences get the draft's argmax (deterministic proposals). Sampled sequences get
+// tokens drawn from the draft's distribution after the request's own transforms (penalties over
+// the prompt, the outputs and the run's earlier proposals, min_tokens, temperature, top-k,
+// top-p, min-p), and that distribution q with them, for rejection sampling.
 // Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
 #include <memory>
@@ -43,6 +43,7 @@ struct DraftModelOptions {
 struct DraftRequest {
   uint64_t id = 0;
   std::span<const int32_t> tokens;  // [n] prompt and output so far (all verified)
+  int32_t n_prompt = 0;             // tokens[0, n_prompt) are the prompt
   const SamplingParams* params = nullptr;
   int32_t max_k = 0;  // proposals wanted at most
   // Results.
@@ -66,6 +67,9 @@ class DraftModel {
   void rollback(uint64_t id, int32_t n_valid);
   // The sequence finished: its draft blocks go back.
   void release(uint64_t id);
+  // The sequence was preempted: its draft blocks go back (it catches up when it resumes), its
+  // sampler's state and draws go on.
+  void drop_kv(uint64_t id);
   // Whether this request's proposals come with a distribution (sampled) or are point masses.
   static bool samples(const SamplingParams& params);
   // Seconds of one decode pass (a proposal for every sequence), running average; 0 until
@@ -83,6 +87,8 @@ class DraftModel {
     KvSequence kv;
     int32_t n_computed = 0;            // leading tokens whose draft K/V is in the cache
     std::unique_ptr<Sampler> sampler;  // sampled requests: transforms and draws for q
+    int32_t sampler_tokens = 0;        // leading tokens the sampler has taken in
+    int32_t sampler_proposals = 0;     // this step's proposals it took in (taken back after)
   };
   struct Active {
     DraftRequest* request;
@@ -90,6 +96,7 @@ class DraftModel {
     int32_t batch_index;  // of its row in the pass
   };
 
+  Status propose_runs(std::span<DraftRequest> requests);
   // Runs one pass over batch_tokens_ [0, n_tokens) with logits for `active`'s rows.
   Status run_pass(int32_t n_tokens, std::span<Active> active);
   // The proposal from a row of logits; writes q for sampled requests.

@@ -518,19 +518,26 @@ double critical_0_001(int df) {
 // Sampled output keeps its distribution with a draft model whose q differs much from p (another
 // random model on the same vocabulary, so rejection sampling does real work): per position, the
 // histograms of 400 seeded requests with and without speculation agree by a chi-square
-// homogeneity test at significance 0.001 — for temperature, top-p and min-p settings. Seeds are
-// fixed, so the test is deterministic.
+// homogeneity test at significance 0.001 — for temperature, top-p, min-p and penalty settings.
+// Seeds are fixed, so the test is deterministic.
 TEST(DraftSampling, PerPositionHistogramsMatchPlainSampling) {
   VELA_REQUIRE_SHARED();
   SpecModel target = load_model("tiny-llama-256-F32");
   SpecModel draft = load_model("tiny-qwen3-Q8_0");
   const std::vector<int32_t> prompt = target.tokenizer->encode("The quick brown fox", true, true);
   constexpr int kRequests = 400, kPositions = 4;
-  std::vector<SamplingParams> settings(3, params(kPositions, 1.0f));
+  std::vector<SamplingParams> settings(4, params(kPositions, 1.0f));
   settings[1].top_p = 0.9f;
   settings[2].min_p = 0.05f;
   settings[2].temperature = 1.3f;
-  const char* names[] = {"temperature 1", "top_p 0.9", "min_p 0.05 at temperature 1.3"};
+  // The draft's q then follows the penalties over the run's earlier proposals too.
+  settings[3].repetition_penalty = 1.5f;
+  settings[3].presence_penalty = 1.0f;
+  settings[3].frequency_penalty = 0.5f;
+  settings[3].min_tokens = kPositions;  // the stop token is never drawn: outputs stay full
+  settings[3].stop_token_ids = {target.tokenizer->eos_id()};
+  const char* names[] = {"temperature 1", "top_p 0.9", "min_p 0.05 at temperature 1.3",
+                         "repetition, presence and frequency penalties, min_tokens"};
   const int32_t n_vocab = target.tokenizer->n_vocab();
   for (size_t s = 0; s < settings.size(); ++s) {
     std::vector<std::vector<int32_t>> prompts(kRequests, prompt);
@@ -564,6 +571,32 @@ TEST(DraftSampling, PerPositionHistogramsMatchPlainSampling) {
     expect_pool_whole(spec);
     EXPECT_EQ(spec.draft_kv_blocks_used(), 0);
   }
+}
+
+// The target as its own draft, sampled under penalties and min_tokens: the draft's q follows the
+// request's state (prompt, outputs and the run's earlier proposals) exactly as the target's p
+// does at verification, so q == p and every proposal is accepted.
+TEST(DraftSampling, SelfDraftUnderPenaltiesAcceptsEveryProposal) {
+  VELA_REQUIRE_SHARED();
+  SpecModel target = load_model("tiny-llama-256-F32");
+  const std::vector<std::vector<int32_t>> prompts(
+      8, target.tokenizer->encode("The quick brown fox", true, true));
+  std::vector<SamplingParams> per_request(prompts.size(), params(24, 1.0f));
+  for (size_t i = 0; i < per_request.size(); ++i) {
+    SamplingParams& p = per_request[i];
+    p.seed = 77 + i;
+    p.repetition_penalty = 1.3f;
+    p.presence_penalty = 0.8f;
+    p.frequency_penalty = 0.4f;
+    p.min_tokens = 12;
+    p.stop_token_ids = {target.tokenizer->eos_id()};
+  }
+  Engine spec(target.model, *target.tokenizer, draft_config(target.model, 256));
+  const auto out = generate_all(spec, prompts, per_request);
+  const EngineCounters& k = spec.counters();
+  EXPECT_GT(k.spec_draft_tokens, 20u);
+  EXPECT_EQ(k.spec_accepted_tokens, k.spec_draft_tokens);
+  expect_pool_whole(spec);
 }
 
 TEST(DraftSampling, DraftWithAnotherVocabularyIsRefused) {

@@ -106,6 +106,32 @@ TEST(SamplerMinTokens, MasksStopTokensUntilEnoughWereGenerated) {
   EXPECT_EQ(sampler.sample(logits).token, 3);
 }
 
+// retract() undoes accept(): a draft model's sampler takes its proposals back, and the
+// penalties and min_tokens count are again those of the verified tokens alone.
+TEST(SamplerRetract, UndoesAcceptForPenaltiesAndMinTokens) {
+  SamplingParams p = params_with(1.0f);
+  p.max_tokens = 10;
+  p.min_tokens = 2;
+  p.stop_token_ids = {3};
+  p.repetition_penalty = 1.4f;
+  p.presence_penalty = 0.7f;
+  p.frequency_penalty = 0.3f;
+  Sampler sampler(p, 5);
+  const std::vector<int32_t> prompt = {1, 2};
+  sampler.set_prompt(prompt);
+  const std::vector<float> logits = {0.0f, 1.0f, 0.5f, 2.0f, 0.2f};
+  std::vector<float> before(5), after(5), changed(5);
+  sampler.accept(4);
+  sampler.target_probabilities(logits, before);
+  for (int32_t t : {1, 4, 4}) sampler.accept(t);
+  sampler.target_probabilities(logits, changed);
+  EXPECT_NE(changed, before);
+  for (int32_t t : {4, 4, 1}) sampler.retract(t);
+  sampler.target_probabilities(logits, after);
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(before[3], 0.0f) << "one output of min_tokens 2: the stop token still masked";
+}
+
 // OpenAI's logit_bias: added after the penalties, so it steers the choice; the reported
 // logprobs stay those of the raw logits.
 TEST(SamplerLogitBias, SteersTheChoiceNotTheLogprobs) {
