@@ -15,7 +15,7 @@ uint32_t GrammarBuilder::fresh_rule(const std::string& base) {
 
 uint32_t GrammarBuilder::add(std::string name) {
   const uint32_t id = uint32_t(names_.size());
-  name_index_[name] = id;  // a later rule of the same name is the one rule() finds
+  name_index_[name] = id;  // of rules sharing a name, rule() finds the last one added
   names_.push_back(std::move(name));
   rules_.emplace_back();
   defined_.push_back(false);

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/packed/nibble_format.h"
 #include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
@@ -44,15 +45,8 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
     }
 }
 
-// The 4-bit and 5-bit formats on Q4_0's nibble layout: Q4_0 and Q5_0 (levels stored + bias,
-// against Q8_0; the bias enters through the activations' start sums) and Q4_1 and Q5_1 (d q + m,
-// against Q8_1, whose s = d_a * sum of quants carries the offset term).
 template <class Packed>
-struct NibbleFormat {
-  static constexpr bool kHighBit = requires(const Packed& p) { p.qh; };
-  static constexpr bool kAffine = requires(const Packed& p) { p.m; };
-  using Act = std::conditional_t<kAffine, BlockQ8_1, BlockQ8_0>;
-};
+using NibbleFormat = NibbleTraits<Packed>;  // the formats on Q4_0's nibble layout
 
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
 // (starts: the activations' start sums, Q4_0 / Q5_0 only). 4-bit levels: eight pair-sum vectors

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/packed/nibble_format.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx512/avx512_util.h"
@@ -28,16 +29,11 @@ struct Q8_0x16Format {
   }
 };
 
-// The formats on Q4_0's nibble layout: Q4_0 and Q5_0 (levels stored + bias, against Q8_0; the
-// bias enters through the activations' start sums) and Q4_1 and Q5_1 (d q + m, against Q8_1,
-// whose s_a = d_a * sum of quants carries the offset term).
-template <class P, int kLevelBias>
-struct NibbleFormat {
-  using Packed = P;
-  static constexpr int kBias = kLevelBias;
-  static constexpr bool kHighBit = requires(const Packed& p) { p.qh; };
-  static constexpr bool kAffine = requires(const Packed& p) { p.m; };
-  using Act = std::conditional_t<kAffine, BlockQ8_1, BlockQ8_0>;
+// The formats on Q4_0's nibble layout (nibble_format.h), decoded into the eight VNNI vectors.
+template <class P>
+struct NibbleFormat : NibbleTraits<P> {
+  using typename NibbleTraits<P>::Packed;
+  using NibbleTraits<P>::kHighBit;
   static void load(const Packed& blk, __m512i w[8]) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int j = 0; j < 4; ++j) {
@@ -58,10 +54,10 @@ struct NibbleFormat {
     }
   }
 };
-using Q4_0x16Format = NibbleFormat<BlockQ4_0x16, kQ4_0PackedBias>;
-using Q5_0x16Format = NibbleFormat<BlockQ5_0x16, kQ5_0PackedBias>;
-using Q4_1x16Format = NibbleFormat<BlockQ4_1x16, 0>;
-using Q5_1x16Format = NibbleFormat<BlockQ5_1x16, 0>;
+using Q4_0x16Format = NibbleFormat<BlockQ4_0x16>;
+using Q5_0x16Format = NibbleFormat<BlockQ5_0x16>;
+using Q4_1x16Format = NibbleFormat<BlockQ4_1x16>;
+using Q5_1x16Format = NibbleFormat<BlockQ5_1x16>;
 
 // Rows r < R of a token tile (slots first .. first + R - 1 of an activation tile, ActTiles)
 // against one 16-row group of nb packed blocks at wg. Each block's weights are decoded once for

@@ -69,7 +69,7 @@ constexpr int64_t kBlockWeightBytes = 256 * 1024;
 // cols, added to y[j * y_stride + 16 g + n] (which holds the sum over the columns before
 // cols.begin). kPrefetch: the first token tile of a group block, which
 // brings the weights from memory (a lone token's four streams leave the hardware prefetcher
-// behind: measured 1.7x slower decode without it); later tiles find them in cache.
+// behind: measured 1.7x slower decode without it); the token tiles after it find them in cache.
 template <class C, int G, int T, bool kPrefetch>
 void tile(const typename C::Elem* w, int64_t group_elems, ColumnBlock cols, const uint8_t* act,
           size_t act_stride, float* y, int64_t y_stride) {
