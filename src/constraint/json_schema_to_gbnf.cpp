@@ -372,7 +372,10 @@ class Converter {
       out = base("value");
       return true;
     }
-    if (schema.value("nullable", false)) types.push_back("null");
+    if (auto it = schema.find("nullable"); it != schema.end()) {
+      if (!it->is_boolean()) return fail(where, "nullable must be a boolean");
+      if (it->get<bool>()) types.push_back("null");
+    }
     std::string body;
     for (const std::string& t : types) {
       std::string alt;

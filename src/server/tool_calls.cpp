@@ -106,6 +106,13 @@ size_t value_after_key(std::string_view s, std::string_view key) {
   return p < s.size() ? p : std::string_view::npos;
 }
 
+// True when obj["key"] is the string `expected`; a missing or non-string member is false
+// (json::value would throw on a member of another type).
+bool has_string_member(const json& obj, const char* key, std::string_view expected) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() && it->get_ref<const std::string&>() == expected;
+}
+
 }  // namespace
 
 ToolCallFormat detect_tool_call_format(std::string_view source) {
@@ -124,7 +131,7 @@ std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
     for (size_t i = 0; i < tools->size(); ++i) {
       const json& t = (*tools)[i];
       const std::string where = "tools[" + std::to_string(i) + "]";
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") ||
+      if (!t.is_object() || !has_string_member(t, "type", "function") || !t.contains("function") ||
           !t["function"].is_object())
         return invalid_request(where + " must be {\"type\": \"function\", \"function\": {...}}",
                                "tools");
@@ -149,7 +156,7 @@ std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
       else
         return invalid_request("'tool_choice' must be none, auto, required or a function",
                                "tool_choice");
-    } else if (choice->is_object() && choice->value("type", "") == "function" &&
+    } else if (choice->is_object() && has_string_member(*choice, "type", "function") &&
                choice->contains("function") && (*choice)["function"].is_object() &&
                (*choice)["function"].contains("name") &&
                (*choice)["function"]["name"].is_string()) {

@@ -277,6 +277,7 @@ TEST(JsonSchema, InvalidSchemasNameTheProblem) {
        "required property 'x' is not in properties and no additional properties are allowed"},
       {"{not json", "not valid JSON"},
       {"false", "accepts nothing"},
+      {R"({"type":"string","nullable":"yes"})", "nullable must be a boolean"},
       {R"({"type":"object","properties":{"a":{"$ref":"#/properties/a"}},"required":["a"]})",
        "no finite string"},
   };

@@ -163,6 +163,13 @@ TEST(ToolCalls, RequestFields) {
   EXPECT_NE(e->message.find("'nope'"), std::string::npos);
   EXPECT_TRUE(read_tool_request(json{{"tools", json::array({1})}}, bad));
   EXPECT_TRUE(read_tool_request(json{{"tool_choice", "sometimes"}}, bad));
+  // A "type" of another JSON type is a 400, not a json::type_error (found by request_fuzzer).
+  EXPECT_TRUE(
+      read_tool_request(json::parse(R"({"tools":[{"type":1,"function":{"name":"f"}}]})"), bad));
+  EXPECT_TRUE(read_tool_request(
+      json{{"tools", tools},
+           {"tool_choice", {{"type", json::array({1})}, {"function", {{"name", "f"}}}}}},
+      bad));
 }
 
 TEST(ToolCalls, ForcedGrammarAcceptsOnlyCallsToTheTools) {
