@@ -2,7 +2,7 @@
 // through the continuous-batching engine vs the same prompts one at a time; KV waste at the
 // peak; and a shared-prefix scenario with the prefix cache on and off. With
 // --tensor-parallel-size, also the communication's share of the forward passes and the bytes
-// rank 0 sent per computed token.
+// rank 0 sent per computed token, and each rank's bytes sent and seconds communicating.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,7 @@ struct RunResult {
   // Tensor parallelism (rank 0): bytes sent, seconds communicating, seconds in forward passes.
   uint64_t tp_bytes = 0;
   double tp_seconds = 0, forward_seconds = 0;
+  std::vector<TensorParallelTraffic> tp_ranks;  // each world rank's, during the run
 
   double requests_per_s() const { return double(requests) / seconds; }
   double output_tokens_per_s() const { return double(output_tokens) / seconds; }
@@ -78,6 +80,12 @@ Result<RunResult> run(Engine& engine, const std::vector<std::vector<int32_t>>& p
   r.tp_bytes = c.tp_bytes_sent - counters_before.tp_bytes_sent;
   r.tp_seconds = c.tp_communication_seconds - counters_before.tp_communication_seconds;
   r.forward_seconds = c.forward_seconds - counters_before.forward_seconds;
+  // The engine gathers the ranks' figures once it has no request left, as at the end of drain().
+  r.tp_ranks = c.tp_ranks;
+  for (size_t i = 0; i < r.tp_ranks.size() && i < counters_before.tp_ranks.size(); ++i) {
+    r.tp_ranks[i].bytes_sent -= counters_before.tp_ranks[i].bytes_sent;
+    r.tp_ranks[i].seconds -= counters_before.tp_ranks[i].seconds;
+  }
   return r;
 }
 
@@ -91,6 +99,11 @@ std::vector<int32_t> random_tokens(std::mt19937_64& rng, int32_t n, int32_t n_vo
 }
 
 nlohmann::json to_json(const RunResult& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t i = 0; i < r.tp_ranks.size(); ++i)
+    ranks.push_back({{"rank", i},
+                     {"bytes_sent", r.tp_ranks[i].bytes_sent},
+                     {"communication_seconds", r.tp_ranks[i].seconds}});
   return {{"seconds", r.seconds},
           {"requests", r.requests},
           {"prompt_tokens", r.prompt_tokens},
@@ -105,7 +118,8 @@ nlohmann::json to_json(const RunResult& r) {
           {"forward_seconds", r.forward_seconds},
           {"tensor_parallel_communication_seconds", r.tp_seconds},
           {"tensor_parallel_bytes_sent_per_token",
-           double(r.tp_bytes) / double(std::max<int64_t>(1, r.prompt_tokens + r.output_tokens))}};
+           double(r.tp_bytes) / double(std::max<int64_t>(1, r.prompt_tokens + r.output_tokens))},
+          {"tensor_parallel_ranks", ranks}};
 }
 
 void print_row(const char* name, const RunResult& r) {
@@ -279,14 +293,22 @@ int run_bench_throughput(int argc, char** argv) {
   if (*tensor_parallel * *pipeline_parallel > 1)
     for (const auto& [name, r] : {std::pair<const char*, const RunResult*>{"batched", &*batched},
                                   {"one at a time", sequential ? &*sequential : nullptr}})
-      if (r)
+      if (r) {
+        const double tokens = double(std::max<int64_t>(1, r->prompt_tokens + r->output_tokens));
         std::printf(
             "\ntensor parallel x%lld, pipeline x%lld, %s: communication %.1f%% of the "
             "forward passes, rank 0 sent %.0f bytes per token",
             (long long)*tensor_parallel, (long long)*pipeline_parallel, name,
             100.0 * r->tp_seconds / std::max(r->forward_seconds, 1e-12),
-            double(r->tp_bytes) /
-                double(std::max<int64_t>(1, r->prompt_tokens + r->output_tokens)));
+            double(r->tp_bytes) / tokens);
+        for (size_t i = 0; i < r->tp_ranks.size(); ++i)
+          std::printf(
+              "\n  rank %zu: sent %.0f bytes (%.0f per token), %.3f s communicating (%.1f%% of "
+              "rank 0's forward passes)",
+              i, double(r->tp_ranks[i].bytes_sent), double(r->tp_ranks[i].bytes_sent) / tokens,
+              r->tp_ranks[i].seconds,
+              100.0 * r->tp_ranks[i].seconds / std::max(r->forward_seconds, 1e-12));
+      }
   if (sequential)
     std::printf("\nbatched / one-at-a-time output tokens/s: %.2fx\n",
                 batched->output_tokens_per_s() / sequential->output_tokens_per_s());

@@ -4,7 +4,9 @@
 // is a broadcast of a two-word header (command, payload bytes) and then the payload. Every call is
 // non-blocking, waited for with a deadline inside a pass (the watchdog); the other ranks wait for
 // the next command polling with a growing sleep, so an idle worker leaves its cores to the engine
-// instead of spinning in MPI's progress loop.
+// instead of spinning in MPI's progress loop. A duplicate of the communicator carries liveness
+// pings: every rank keeps a receive posted on it and answers while it waits, so a rank whose
+// deadline passes can name the ranks that no longer answer.
 #include <mpi.h>
 
 #include <algorithm>
@@ -13,7 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "dist/tensor_group.h"
 #include "dist/worker_setup.h"
@@ -23,12 +28,15 @@ namespace vela::dist {
 
 namespace {
 
-enum Command : int64_t { kSetup = 1, kBatch = 2, kClose = 3 };
+// kReport: every rank sends its TensorParallelTraffic to rank 0 (gather_traffic).
+enum Command : int64_t { kSetup = 1, kBatch = 2, kClose = 3, kReport = 4 };
 
 std::atomic<bool> g_failed{false};
 // How long a failed rank keeps running before it aborts the job: time for a load balancer's
 // health check to see /health answer 503.
 constexpr auto kFailureNoticeSeconds = std::chrono::seconds(3);
+// How long a rank whose deadline passed waits for the others to answer its ping.
+constexpr auto kPingAnswerSeconds = std::chrono::seconds(2);
 
 // Adds the wall time of a scope to a total.
 class ScopedSeconds {
@@ -65,12 +73,19 @@ class MpiTensorGroup : public TensorParallel {
     rank_ = world_rank_ % size_;
     stage_ = world_rank_ / size_;
     MPI_Comm_split(comm_, stage_, rank_, &stage_comm_);
+    // Pings and their answers: errors there are answered (a dead peer), never fatal.
+    MPI_Comm_dup(comm_, &ping_comm_);
+    MPI_Comm_set_errhandler(ping_comm_, MPI_ERRORS_RETURN);
+    post_ping_receive();
   }
   int32_t local_ranks() const { return local_ranks_; }
   MPI_Comm comm() const { return comm_; }
   int32_t world_size() const { return world_size_; }
   ~MpiTensorGroup() override {
     if (world_rank_ == 0 && !closed_) close();
+    MPI_Cancel(&ping_receive_);
+    MPI_Wait(&ping_receive_, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&ping_comm_);
     MPI_Comm_free(&stage_comm_);
     if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
     MPI_Finalize();
@@ -99,6 +114,8 @@ class MpiTensorGroup : public TensorParallel {
     MPI_Request request;
     MPI_Ibcast(header, 2, MPI_INT64_T, 0, comm_, &request);
     finish(request, "waiting for rank 0", false);  // idle between requests: no deadline
+    // A setup starts another engine: this rank's figures count that engine's passes.
+    if (header[0] == kSetup) traffic_ = {};
     payload_.resize(size_t(header[1]));
     if (header[1] > 0) {
       MPI_Ibcast(payload_.data(), int(header[1]), MPI_BYTE, 0, comm_, &request);
@@ -120,6 +137,10 @@ class MpiTensorGroup : public TensorParallel {
       last_ = receive();
       // A close ends the passes; so does a new setup (rank 0 builds another engine).
       if (last_ == kClose || last_ == kSetup) return std::nullopt;
+      if (last_ == kReport) {
+        report_traffic(nullptr);
+        continue;
+      }
       if (last_ != kBatch) continue;
       words_.resize(payload_.size() / sizeof(int32_t));
       std::copy_n(payload_.data(), words_.size() * sizeof(int32_t),
@@ -136,6 +157,12 @@ class MpiTensorGroup : public TensorParallel {
   void close() override {
     closed_ = true;
     send(kClose, nullptr, 0);
+  }
+  std::vector<TensorParallelTraffic> gather_traffic() override {
+    send(kReport, nullptr, 0);
+    std::vector<TensorParallelTraffic> all(static_cast<size_t>(world_size_));
+    report_traffic(all.data());
+    return all;
   }
 
   void all_reduce_sum(std::span<float> x) override {
@@ -195,9 +222,10 @@ class MpiTensorGroup : public TensorParallel {
   }
 
   // Waits for a non-blocking call, polling with a growing sleep (an idle wait leaves the cores
-  // to the others). With a deadline, a call the other ranks do not complete within the
-  // watchdog's time means one of them died or hangs: this rank says so and stops the whole job
-  // (mpirun then ends every rank with a non-zero exit) instead of waiting for ever.
+  // to the others) and answering pings once it sleeps. With a deadline, a call the other ranks
+  // do not complete within the watchdog's time means one of them died or hangs: this rank pings
+  // every other rank, names those that do not answer, and stops the whole job (mpirun then ends
+  // every rank with a non-zero exit) instead of waiting for ever.
   void finish(MPI_Request& request, const char* what, bool deadline) {
     const auto start = std::chrono::steady_clock::now();
     const auto max_sleep = std::chrono::microseconds(deadline ? 50 : 1000);
@@ -207,26 +235,103 @@ class MpiTensorGroup : public TensorParallel {
       MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (done) return;
       if (polls < 1000) continue;  // a pass's partners are usually microseconds away
+      answer_pings();
       std::this_thread::sleep_for(sleep);
       sleep = std::min(max_sleep, sleep * 2 + std::chrono::microseconds(1));
-      if (deadline && std::chrono::steady_clock::now() - start > watchdog_) {
-        std::fprintf(stderr,
-                     "vela: tensor-parallel rank %d: %s got no answer from the other ranks "
-                     "within %.0f s (one of them died or hangs); stopping every rank\n",
-                     world_rank_, what, std::chrono::duration<double>(watchdog_).count());
-        std::fflush(stderr);
-        g_failed = true;
-        std::this_thread::sleep_for(kFailureNoticeSeconds);
-        MPI_Abort(comm_, 1);
-      }
+      if (deadline && std::chrono::steady_clock::now() - start > watchdog_) fail(what);
     }
   }
 
  private:
+  // Rank 0 (all != nullptr, world_size_ entries) gathers every rank's figures; the others send
+  // theirs.
+  void report_traffic(TensorParallelTraffic* all) {
+    static_assert(std::is_trivially_copyable_v<TensorParallelTraffic>);
+    constexpr int kBytes = int(sizeof(TensorParallelTraffic));
+    TensorParallelTraffic mine = traffic_;
+    MPI_Request request;
+    MPI_Igather(&mine, kBytes, MPI_BYTE, all, all ? kBytes : 0, MPI_BYTE, 0, comm_, &request);
+    finish(request, "gathering the ranks' traffic figures", true);
+  }
+
+  void post_ping_receive() {
+    MPI_Irecv(&ping_in_, 1, MPI_INT, MPI_ANY_SOURCE, kPingTag, ping_comm_, &ping_receive_);
+  }
+  // Answers every ping that has arrived (the answer's send completes on its own).
+  void answer_pings() {
+    for (;;) {
+      int arrived = 0;
+      MPI_Status status;
+      if (MPI_Test(&ping_receive_, &arrived, &status) != MPI_SUCCESS || !arrived) return;
+      MPI_Request answer;
+      if (MPI_Isend(&ping_out_, 1, MPI_INT, status.MPI_SOURCE, kAnswerTag, ping_comm_, &answer) ==
+          MPI_SUCCESS)
+        MPI_Request_free(&answer);
+      post_ping_receive();
+    }
+  }
+  // The watchdog fired in `what`: pings every other rank, waits a bounded time for their answers
+  // (answering the others' pings meanwhile: they may be noticing too), names those that did not
+  // answer, and aborts the job.
+  [[noreturn]] void fail(const char* what) {
+    g_failed = true;  // /health answers 503 from here on
+    const size_t n = size_t(world_size_);
+    std::vector<MPI_Request> pings(n, MPI_REQUEST_NULL), answers(n, MPI_REQUEST_NULL);
+    std::vector<int> in(n, 0);
+    std::vector<bool> answered(n, false);
+    answered[size_t(world_rank_)] = true;
+    for (size_t r = 0; r < n; ++r) {
+      if (answered[r]) continue;
+      // A rank that cannot even be asked counts as not answering.
+      if (MPI_Irecv(&in[r], 1, MPI_INT, int(r), kAnswerTag, ping_comm_, &answers[r]) !=
+              MPI_SUCCESS ||
+          MPI_Isend(&ping_out_, 1, MPI_INT, int(r), kPingTag, ping_comm_, &pings[r]) != MPI_SUCCESS)
+        answers[r] = MPI_REQUEST_NULL;
+    }
+    const auto asked = std::chrono::steady_clock::now();
+    for (;;) {
+      bool all = true;
+      for (size_t r = 0; r < n; ++r) {
+        int done = 0;
+        if (!answered[r] && answers[r] != MPI_REQUEST_NULL &&
+            MPI_Test(&answers[r], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done)
+          answered[r] = true;
+        all = all && answered[r];
+      }
+      answer_pings();
+      if (all || std::chrono::steady_clock::now() - asked > kPingAnswerSeconds) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    std::string silent;
+    int n_silent = 0;
+    for (size_t r = 0; r < n; ++r)
+      if (!answered[r]) silent += (n_silent++ ? ", " : "") + std::to_string(r);
+    const long wait_s = long(std::chrono::seconds(kPingAnswerSeconds).count());
+    const std::string who =
+        n_silent == 0   ? std::string("every other rank answered a ping (none died or stopped)")
+        : n_silent == 1 ? "rank " + silent + " did not answer a ping within " +
+                              std::to_string(wait_s) + " s (it died or hangs)"
+                        : "ranks " + silent + " did not answer a ping within " +
+                              std::to_string(wait_s) + " s (they died or hang)";
+    std::fprintf(stderr,
+                 "vela: tensor-parallel rank %d: %s got no answer from the other ranks within "
+                 "%.0f s; %s; stopping every rank\n",
+                 world_rank_, what, std::chrono::duration<double>(watchdog_).count(), who.c_str());
+    std::fflush(stderr);
+    std::this_thread::sleep_for(kFailureNoticeSeconds);
+    MPI_Abort(comm_, 1);
+    std::abort();  // MPI_Abort does not return
+  }
+
   // Point-to-point messages between stages (the commands are broadcasts, which use no tag).
   static constexpr int kStageTag = 7;
+  // On ping_comm_: a ping, and its answer.
+  static constexpr int kPingTag = 1, kAnswerTag = 2;
   MPI_Comm comm_;
-  MPI_Comm stage_comm_ = MPI_COMM_NULL;  // this rank's stage
+  MPI_Comm stage_comm_ = MPI_COMM_NULL;          // this rank's stage
+  MPI_Comm ping_comm_ = MPI_COMM_NULL;           // liveness pings (a duplicate of comm_)
+  MPI_Request ping_receive_ = MPI_REQUEST_NULL;  // always posted: the next ping
+  int ping_in_ = 0, ping_out_ = 0;
   int32_t local_ranks_;
   // How long a collective call may wait for the other ranks (VELA_TENSOR_PARALLEL_TIMEOUT
   // seconds): well above any pass, so only a dead or stopped rank reaches it.

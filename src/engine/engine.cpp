@@ -614,6 +614,7 @@ Status Engine::step() {
     const TensorParallelTraffic after = group->traffic();
     counters_.tp_bytes_sent += after.bytes_sent - traffic_before.bytes_sent;
     counters_.tp_communication_seconds += after.seconds - traffic_before.seconds;
+    tp_passes_ungathered_ = true;
   }
   if (const Status& st = forward_status; !st) {
     embeddings_done_.clear();
@@ -677,6 +678,18 @@ Status Engine::step() {
   counters_.step_prefill_tokens.observe(kStepPrefillTokensBounds,
                                         double(sched_out_.shape.prefill_tokens));
   counters_.steps_prefill_capped += sched_out_.prefill_capped;
+  // The other ranks' traffic figures: a bounded interval apart while requests run (one small
+  // message from each rank, never one per pass), and when the last request has finished.
+  if (tp_passes_ungathered_ &&
+      (requests_.empty() || Clock::now() - tp_gathered_at_ >= std::chrono::seconds(1))) {
+    std::vector<TensorParallelTraffic> ranks = group->gather_traffic();
+    tp_passes_ungathered_ = false;
+    tp_gathered_at_ = Clock::now();
+    if (!ranks.empty()) {
+      ranks[0] = {counters_.tp_bytes_sent, counters_.tp_communication_seconds};
+      counters_.tp_ranks = std::move(ranks);
+    }
+  }
   return {};
 }
 

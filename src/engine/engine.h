@@ -109,6 +109,11 @@ struct EngineCounters {
   uint64_t tp_bytes_sent = 0;
   double tp_communication_seconds = 0;
   double forward_seconds = 0;
+  // Every world rank's figures in this engine's passes (index: world rank; entry 0 is rank 0's
+  // two above). The other ranks' are gathered between passes, at most once a second while
+  // requests run and once more when the engine has none left, so they are current whenever it is
+  // idle. Empty in one process.
+  std::vector<TensorParallelTraffic> tp_ranks;
 };
 
 class Engine {
@@ -236,6 +241,9 @@ class Engine {
   std::vector<Request*> drafted_;             // [max_num_seqs] requests with proposals this step
   std::vector<int32_t> proposal_buf_;         // [kMaxSpeculativeTokens]
   int32_t max_blocks_per_seq_ = 0;
+  // Tensor parallelism: passes run since the ranks' figures were last gathered, and when.
+  bool tp_passes_ungathered_ = false;
+  Clock::time_point tp_gathered_at_{};
 };
 
 }  // namespace vela

@@ -63,6 +63,11 @@ class TensorParallel {
 
   // This rank's totals (the in-process test group reports zeros).
   virtual TensorParallelTraffic traffic() const { return {}; }
+  // World rank 0, between passes: every world rank's totals, in world-rank order (rank 0's own
+  // since it joined, the others' since the last setup: their part of the engine's passes), in
+  // one small message from each rank. Empty where the group has no such figures (the in-process
+  // test group).
+  virtual std::vector<TensorParallelTraffic> gather_traffic() { return {}; }
 };
 
 // A ForwardBatch flattened into one int32 message and back (what send_batch carries): the

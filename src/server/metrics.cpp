@@ -215,13 +215,23 @@ void append_forward(std::string& out, const EngineCounters& c, const std::string
   append_header(out, "vela:forward_pass_seconds_total", "counter",
                 "Wall time in forward passes.");
   append_sample(out, "vela:forward_pass_seconds_total", l, c.forward_seconds);
+  // Without a rank label rank 0's own figures (as in one process, where they are zero); with
+  // one, each world rank's (rank="0" the same as the unlabeled sample; the others' as last
+  // gathered, current whenever the engine is idle).
   append_header(out, "vela:tensor_parallel_communication_seconds_total", "counter",
-                "Wall time of forward passes spent in tensor-parallel communication (rank 0).");
+                "Wall time of forward passes spent in tensor-parallel communication (rank 0; "
+                "each rank's with a rank label).");
   append_sample(out, "vela:tensor_parallel_communication_seconds_total", l,
                 c.tp_communication_seconds);
+  for (size_t r = 0; r < c.tp_ranks.size(); ++r)
+    append_sample(out, "vela:tensor_parallel_communication_seconds_total",
+                  "rank=\"" + std::to_string(r) + "\"," + l, c.tp_ranks[r].seconds);
   append_header(out, "vela:tensor_parallel_bytes_sent_total", "counter",
-                "Bytes rank 0 sent to the other tensor-parallel ranks.");
+                "Bytes rank 0 sent to the other parallel ranks (each rank's with a rank label).");
   append_sample(out, "vela:tensor_parallel_bytes_sent_total", l, double(c.tp_bytes_sent));
+  for (size_t r = 0; r < c.tp_ranks.size(); ++r)
+    append_sample(out, "vela:tensor_parallel_bytes_sent_total",
+                  "rank=\"" + std::to_string(r) + "\"," + l, double(c.tp_ranks[r].bytes_sent));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -234,6 +235,20 @@ TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
   EXPECT_GT(sent, 0.0);
   EXPECT_GT(comm, 0.0);
   EXPECT_LE(comm, forward);
+  // Every rank's figures, with a rank label: rank 0's the unlabeled ones, rank 1's gathered once
+  // the engine is idle (polled: the last answer can reach curl before the gather).
+  const auto ranked = [&](const char* name, int rank) {
+    return split->metric(name, "rank=\"" + std::to_string(rank) + "\"," + kLabels);
+  };
+  for (int i = 0; i < 100 && !(ranked("vela:tensor_parallel_bytes_sent_total", 1) > 0.0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int rank : {0, 1}) {
+    EXPECT_GT(ranked("vela:tensor_parallel_bytes_sent_total", rank), 0.0) << rank;
+    EXPECT_GT(ranked("vela:tensor_parallel_communication_seconds_total", rank), 0.0) << rank;
+  }
+  EXPECT_EQ(ranked("vela:tensor_parallel_bytes_sent_total", 0),
+            split->metric("vela:tensor_parallel_bytes_sent_total", kLabels));
+  EXPECT_TRUE(std::isnan(ranked("vela:tensor_parallel_bytes_sent_total", 2)));
   // SIGTERM on rank 0 drains as one process does, then closes the group: every rank exits 0.
   const pid_t rank0 = rank_of(split->pid(), 0);
   ASSERT_GT(rank0, 0);
@@ -243,7 +258,7 @@ TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
 
 // A worker that dies (kill -9) or hangs (SIGSTOP) in the middle of serving ends the whole job
 // with a non-zero exit within a bounded time: mpirun notices a death, the collectives' watchdog
-// a hang, and names the rank that noticed.
+// a hang, and names the rank that noticed and the rank that does not answer its ping.
 TEST(MpiTensorParallel, ADeadOrHungRankStopsTheJob) {
   VELA_REQUIRE_SHARED();
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -279,6 +294,9 @@ TEST(MpiTensorParallel, ADeadOrHungRankStopsTheJob) {
     if (sig == SIGSTOP) {
       EXPECT_NE(server->log().find("tensor-parallel rank 0: "), std::string::npos) << server->log();
       EXPECT_NE(server->log().find("got no answer from the other ranks within 3 s"),
+                std::string::npos)
+          << server->log();
+      EXPECT_NE(server->log().find("rank 1 did not answer a ping within 2 s (it died or hangs)"),
                 std::string::npos)
           << server->log();
     }
