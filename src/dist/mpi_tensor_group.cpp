@@ -257,8 +257,10 @@ class MpiTensorGroup : public TensorParallel {
   void post_ping_receive() {
     MPI_Irecv(&ping_in_, 1, MPI_INT, MPI_ANY_SOURCE, kPingTag, ping_comm_, &ping_receive_);
   }
-  // Answers every ping that has arrived (the answer's send completes on its own).
+  // Answers every ping that has arrived (the answer's send completes on its own); nothing
+  // while the constructor joins the group, before the ping communicator exists.
   void answer_pings() {
+    if (ping_receive_ == MPI_REQUEST_NULL) return;
     for (;;) {
       int arrived = 0;
       MPI_Status status;
@@ -330,7 +332,7 @@ class MpiTensorGroup : public TensorParallel {
   MPI_Comm comm_;
   MPI_Comm stage_comm_ = MPI_COMM_NULL;          // this rank's stage
   MPI_Comm ping_comm_ = MPI_COMM_NULL;           // liveness pings (a duplicate of comm_)
-  MPI_Request ping_receive_ = MPI_REQUEST_NULL;  // always posted: the next ping
+  MPI_Request ping_receive_ = MPI_REQUEST_NULL;  // the next ping (posted once joined)
   int ping_in_ = 0, ping_out_ = 0;
   int32_t local_ranks_;
   // How long a collective call may wait for the other ranks (VELA_TENSOR_PARALLEL_TIMEOUT
