@@ -1,6 +1,6 @@
 // Prometheus exposition: histogram buckets are cumulative and agree with _count, label values
-// are escaped, engine stats map to the vLLM-named series, and request timelines turn into the
-// right latencies.
+// are escaped, engine stats map to the vLLM-named series (tensor-parallel figures per rank too),
+// and request timelines turn into the right latencies.
 #include <gtest/gtest.h>
 
 #include "server/metrics.h"
@@ -132,6 +132,28 @@ TEST(Metrics, RenderSpeculativeDecodingCounters) {
         "vela:spec_decode_num_accepted_tokens_per_pos{position=\"0\"," + l + "} 5",
         "vela:spec_decode_num_accepted_tokens_per_pos{position=\"1\"," + l + "} 4",
         "vela:spec_decode_num_accepted_tokens_per_pos{position=\"2\"," + l + "} 0"})
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
+}
+
+TEST(Metrics, RenderTensorParallelFiguresPerRank) {
+  ServerMetrics m("m", 1000);
+  EngineStats s;
+  const std::string l = "model_name=\"m\"";
+  // One process: rank 0's unlabeled zeros, no rank series.
+  std::string text = m.render(&s, 16);
+  EXPECT_NE(text.find("vela:tensor_parallel_bytes_sent_total{" + l + "} 0\n"), std::string::npos);
+  EXPECT_EQ(text.find("rank=\""), std::string::npos);
+  s.counters.tp_bytes_sent = 1000;
+  s.counters.tp_communication_seconds = 0.5;
+  s.counters.tp_ranks = {{1000, 0.5}, {800, 0.25}};
+  text = m.render(&s, 16);
+  for (const std::string& line :
+       {"vela:tensor_parallel_bytes_sent_total{" + l + "} 1000",
+        "vela:tensor_parallel_bytes_sent_total{rank=\"0\"," + l + "} 1000",
+        "vela:tensor_parallel_bytes_sent_total{rank=\"1\"," + l + "} 800",
+        "vela:tensor_parallel_communication_seconds_total{" + l + "} 0.5",
+        "vela:tensor_parallel_communication_seconds_total{rank=\"0\"," + l + "} 0.5",
+        "vela:tensor_parallel_communication_seconds_total{rank=\"1\"," + l + "} 0.25"})
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
 }
 
