@@ -305,6 +305,40 @@ TEST(MpiTensorParallel, ADeadOrHungRankStopsTheJob) {
   unsetenv("VELA_TENSOR_PARALLEL_TIMEOUT");
 }
 
+// Among four ranks, the watchdog's line names the one stopped rank alone: the live ones answer
+// its ping while they wait.
+TEST(MpiTensorParallel, TheWatchdogNamesTheStoppedRankAmongFour) {
+  VELA_REQUIRE_SHARED();
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("VELA_TENSOR_PARALLEL_TIMEOUT", "3", 1);
+  const std::vector<std::string> args = {"-m", model_path("tiny-llama-256-F16"), "-t",
+                                         "1",  "--tensor-parallel-size",         "4"};
+  const nlohmann::json body = {{"prompt", "Hello"}, {"max_tokens", 8}, {"temperature", 0}};
+  auto server =
+      test::ServerProcess::start(args, true, {VELA_MPIRUN, "-np", "4", "--oversubscribe"});
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->post("/v1/completions", body.dump()).status, 200);
+  const pid_t worker = rank_of(server->pid(), 2);
+  ASSERT_GT(worker, 0);
+  ::kill(worker, SIGSTOP);
+  test::BackgroundCurl request(
+      {"-H", "Content-Type: application/json", "-d", body.dump(), server->url("/v1/completions")},
+      30);
+  const int status = server->wait_exit(40);
+  EXPECT_NE(status, 0) << server->log();
+  EXPECT_NE(status, -1) << "still running\n" << server->log();
+  const std::string log = server->log();
+  const size_t at = log.find("vela: tensor-parallel rank 0: ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string line = log.substr(at, log.find('\n', at) - at);
+  EXPECT_NE(line.find("; rank 2 did not answer a ping within 2 s (it died or hangs); stopping"),
+            std::string::npos)
+      << line;
+  ::kill(worker, SIGKILL);
+  unsetenv("VELA_TENSOR_PARALLEL_TIMEOUT");
+}
+
 // Two hosts made of network namespaces joined by a veth pair, each with its own address: mpirun
 // runs in the first and starts the second's daemon through an rsh agent that enters the
 // namespace, and the ranks talk over TCP (shared memory is turned off).
