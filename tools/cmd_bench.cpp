@@ -1,5 +1,9 @@
 // `vela bench -m MODEL`: prompt-processing and generation speed (llama-bench style) for each
-// thread count, with the machine's measured bandwidth and arithmetic peak as the roofline.
+// thread count, with the machine's measured bandwidth and arithmetic peak as the roofline. With
+// --tensor-parallel-size / --pipeline-parallel-size the model is split over that many ranks
+// (main() joined the group: spawned workers, or mpirun's ranks), each running -t threads; the
+// report adds rank 0's communication share and each rank's bytes sent per token, and the
+// roofline compares one rank's share of the work with one rank's ceiling.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,8 +13,10 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "dist/tensor_group.h"
 #include "kernels/cpu_features.h"
 #include "model/model.h"
+#include "tensor_parallel_role.h"
 #include "tools_support/bench/bench_report.h"
 #include "tools_support/bench/model_bench.h"
 #include "tools_support/bench/roofline.h"
@@ -18,7 +24,20 @@
 #include "util/trace_profile.h"
 
 namespace vela::cli {
-namespace {}  // namespace
+namespace {
+
+// Each world rank's figures in `now` less those in `before` (a rank missing from `before`: all).
+std::vector<TensorParallelTraffic> traffic_since(const std::vector<TensorParallelTraffic>& before,
+                                                 const std::vector<TensorParallelTraffic>& now) {
+  std::vector<TensorParallelTraffic> out = now;
+  for (size_t i = 0; i < out.size() && i < before.size(); ++i) {
+    out[i].bytes_sent -= before[i].bytes_sent;
+    out[i].seconds -= before[i].seconds;
+  }
+  return out;
+}
+
+}  // namespace
 
 int run_bench(int argc, char** argv) {
   // Sub-benchmarks: `vela bench throughput ...` (serving engine, offline).
@@ -44,7 +63,9 @@ int run_bench(int argc, char** argv) {
              {"profile", 0, "",
               "time each forward-pass part, layer and operation; print a table with their share "
               "of the pass"},
-             {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the runs to FILE"}});
+             {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the runs to FILE"},
+             {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
+             {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela bench: expected -m MODEL (see --help)\n");
@@ -62,9 +83,13 @@ int run_bench(int argc, char** argv) {
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   auto reps = args.get_int("repetitions", 3, 1, 1000);
   auto bw_mib = args.get_int("bw-mib", 0, 1, 1 << 20);
+  auto tensor_parallel = args.get_int("tensor-parallel-size", 1, 1, 256);
+  auto pipeline_parallel = args.get_int("pipeline-parallel-size", 1, 1, 256);
   for (const Error* e : {prompts ? nullptr : &prompts.error(), gens ? nullptr : &gens.error(),
                          threads ? nullptr : &threads.error(), batch ? nullptr : &batch.error(),
-                         reps ? nullptr : &reps.error(), bw_mib ? nullptr : &bw_mib.error()}) {
+                         reps ? nullptr : &reps.error(), bw_mib ? nullptr : &bw_mib.error(),
+                         tensor_parallel ? nullptr : &tensor_parallel.error(),
+                         pipeline_parallel ? nullptr : &pipeline_parallel.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;
@@ -79,7 +104,20 @@ int run_bench(int argc, char** argv) {
   }
 
   const std::string path = args.get("model");
-  auto model = Model::load(path);
+  const dist::ParallelSizes sizes{int32_t(*tensor_parallel), int32_t(*pipeline_parallel)};
+  // The group main() joined (this is world rank 0): the same sizes return the same group.
+  std::shared_ptr<TensorParallel> group;
+  if (sizes.ranks() > 1) {
+    auto joined = dist::join(sizes);
+    if (!joined) {
+      std::fprintf(stderr, "vela bench: %s\n", joined.message().c_str());
+      return 1;
+    }
+    group = std::move(*joined);
+  }
+  ModelLoadOptions load_options;
+  load_options.shard = {0, sizes.tensor, 0, sizes.pipeline};
+  auto model = Model::load(path, load_options);
   if (!model) {
     std::fprintf(stderr, "vela bench: %s\n", model.message().c_str());
     return 1;
@@ -94,7 +132,28 @@ int run_bench(int argc, char** argv) {
   }
   bench::BenchReport report;
   report.model_path = path;
-  report.model = bench::profile_model(**model, path, (*model)->gguf().file_size());
+  const uint64_t file_bytes = uint64_t((*model)->gguf().file_size());
+  report.model = bench::profile_model(**model, path, file_bytes);
+  report.tensor_parallel = sizes.tensor;
+  report.pipeline_parallel = sizes.pipeline;
+  report.rank_model = report.model;
+  if (group) {
+    // The whole model's figures from an unsplit view of the same mapping (not repacked: only
+    // the matrices' shapes and types are read).
+    ModelLoadOptions whole_options;
+    whole_options.repack_weights = false;
+    auto whole = Model::load(path, whole_options);
+    if (!whole) {
+      std::fprintf(stderr, "vela bench: %s\n", whole.message().c_str());
+      return 1;
+    }
+    report.model = bench::profile_model(**whole, path, file_bytes);
+    report.rank_model =
+        bench::per_rank_profile(report.rank_model, report.model, (*model)->config().n_layer,
+                                (*model)->whole_config().n_layer, sizes.tensor);
+  }
+  // The roofline's work: one rank's share of a split model.
+  const bench::ModelProfile& work = report.rank_model;
   report.cpu = describe_cpu();
   report.isa = kernel_isa_name(selected_kernel_isa());
   report.threads_supported = bench::forward_supports_threads();
@@ -114,11 +173,28 @@ int run_bench(int argc, char** argv) {
       ceiling = bench::measure_roofline(t, selected_kernel_isa(), report.bandwidth_buffer_bytes);
       report.rooflines.push_back(ceiling);
     }
-    bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen);
+    bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen, 1234, group);
+    if (group) {
+      // The other ranks build their slices for this runner's passes, with t threads each.
+      dist::ShardSetup setup;
+      setup.model_path = path;
+      setup.max_batch_tokens = runner.n_batch();
+      setup.max_logits = 1;
+      setup.max_context = runner.max_context();
+      setup.n_threads = t;
+      setup.kv = runner.cache_config();
+      if (auto st = dist::start_workers(*group, setup); !st) {
+        std::fprintf(stderr, "vela bench: %s\n", st.message().c_str());
+        return 1;
+      }
+    }
     if (auto st = runner.warmup(); !st) {
       std::fprintf(stderr, "vela bench: %s\n", st.message().c_str());
       return 1;
     }
+    // Every rank's totals after the warm-up: each test's figures are the change from the last.
+    std::vector<TensorParallelTraffic> gathered;
+    if (group) gathered = group->gather_traffic();
     const auto run_test = [&](int32_t n_prompt, int32_t n_gen) -> bool {
       bench::TestResult r;
       r.n_prompt = n_prompt;
@@ -127,23 +203,33 @@ int run_bench(int argc, char** argv) {
       r.n_threads = t;
       r.test = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
       if (n_prompt > 0) {
-        r.work_per_run = bench::prompt_flops(report.model, n_prompt, int32_t(*batch));
-        r.ceiling = bench::prompt_ceiling(report.model, ceiling, &r.ceiling_name);
+        r.work_per_run = bench::prompt_flops(work, n_prompt, int32_t(*batch));
+        r.ceiling = bench::prompt_ceiling(work, ceiling, &r.ceiling_name);
       } else {
-        r.work_per_run = double(report.model.decode_bytes) * n_gen;
+        r.work_per_run = double(work.decode_bytes) * n_gen;
         r.ceiling = ceiling.read_bytes_per_s;
         r.ceiling_name = "read bandwidth";
       }
       for (int64_t i = 0; i < *reps; ++i) {
+        const TensorParallelTraffic before = group ? group->traffic() : TensorParallelTraffic{};
         auto s = n_prompt > 0 ? runner.run_prompt(n_prompt) : runner.run_generation(n_gen);
         if (!s) {
           std::fprintf(stderr, "vela bench: %s\n", s.message().c_str());
           return false;
         }
         r.seconds.push_back(*s);
+        if (group) {
+          r.forward_seconds += *s;  // a run is its forward passes alone
+          r.communication_seconds += group->traffic().seconds - before.seconds;
+        }
         std::fprintf(stderr, "vela bench: %s, %d thread(s), run %lld/%lld: %.2f t/s\n",
                      r.test.c_str(), t, (long long)i + 1, (long long)*reps,
                      r.tokens() / std::max(*s, 1e-12));
+      }
+      if (group) {
+        std::vector<TensorParallelTraffic> now = group->gather_traffic();
+        r.ranks = traffic_since(gathered, now);
+        gathered = std::move(now);
       }
       report.results.push_back(std::move(r));
       return true;

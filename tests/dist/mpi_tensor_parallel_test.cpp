@@ -1,7 +1,7 @@
 // Tensor parallelism across processes: `mpirun -np N vela generate|serve --tensor-parallel-size
-// N` against the same command in one process. Greedy output is token for token the same (the
-// in-process test in tests/model bounds the logits themselves); bad setups fail with one clear
-// line and a non-zero exit, never a hang.
+// N` against the same command in one process, and `vela bench` of a split model. Greedy output is
+// token for token the same (the in-process test in tests/model bounds the logits themselves); bad
+// setups fail with one clear line and a non-zero exit, never a hang.
 #include <gtest/gtest.h>
 
 #include <sys/types.h>
@@ -176,6 +176,73 @@ TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 124) << "timed out";
   EXPECT_NE(r.err.find("does not split a Q/K norm over all heads"), std::string::npos) << r.err;
+}
+
+// `vela bench` on a split model: spawned workers (Markdown, with the roofline) and mpirun's
+// ranks (JSON) measure pp and tg, with rank 0's communication share and each rank's bytes sent
+// per token.
+TEST(MpiTensorParallel, BenchMeasuresASplitModel) {
+  VELA_REQUIRE_SHARED();
+  const std::string bench = std::string(VELA_BINARY) + " bench -m " +
+                            model_path("tiny-llama-256-Q8_0") + " -t 1 -p 32 -n 8 -r 2";
+  const test::CommandResult md =
+      test::run_command("timeout 120 " + bench + " --bw-mib 16 --tensor-parallel-size 2");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("model split over 2 x 1 ranks"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("roofline per rank"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| roofline | comm | sent/token/rank |"), std::string::npos) << md.out;
+  for (const char* test : {"| pp32 |", "| tg8 |"}) {
+    const size_t at = md.out.find(test);
+    ASSERT_NE(at, std::string::npos) << test << "\n" << md.out;
+    const std::string row = md.out.substr(at, md.out.find('\n', at) - at);
+    // t/s, the roofline fraction, the communication share, and two ranks' bytes per token.
+    EXPECT_NE(row.find(" ± "), std::string::npos) << row;
+    EXPECT_NE(row.find("% of "), std::string::npos) << row;
+    EXPECT_NE(row.find("B / "), std::string::npos) << row;
+    EXPECT_EQ(row.find(" 0.00 B"), std::string::npos) << "a rank sent nothing: " << row;
+  }
+  const test::CommandResult js =
+      test::run_command(mpirun(2) + bench + " --no-roofline --tensor-parallel-size 2 -o json");
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << js.out;
+  EXPECT_EQ(j["parallel"]["tensor_parallel_size"], 2);
+  EXPECT_EQ(j["parallel"]["pipeline_parallel_size"], 1);
+  EXPECT_LT(j["parallel"]["rank_decode_bytes_per_token"].get<double>(),
+            j["model"]["decode_bytes_per_token"].get<double>());
+  ASSERT_EQ(j["results"].size(), 2u) << js.out;
+  EXPECT_EQ(j["results"][0]["test"], "pp32");
+  EXPECT_EQ(j["results"][1]["test"], "tg8");
+  for (const auto& r : j["results"]) {
+    EXPECT_GT(r["avg_ts"].get<double>(), 0.0);
+    const double share = r["communication_share"].get<double>();
+    EXPECT_GT(share, 0.0);
+    EXPECT_LE(share, 1.0);
+    ASSERT_EQ(r["ranks"].size(), 2u);
+    for (const auto& rank : r["ranks"]) EXPECT_GT(rank["bytes_sent_per_token"].get<double>(), 0.0);
+  }
+}
+
+// A size the model does not split by: one line naming the dimension, a non-zero exit, no hang.
+TEST(MpiTensorParallel, BenchOfABadSplitIsOneLineError) {
+  VELA_REQUIRE_SHARED();
+  const std::string bench = std::string(VELA_BINARY) + " bench -m " +
+                            model_path("tiny-llama-256-Q8_0") + " -t 1 -p 32 -n 8 -r 1";
+  const test::CommandResult spawned =
+      test::run_command("timeout 60 " + bench + " --tensor-parallel-size 3");
+  EXPECT_NE(spawned.exit_code, 0);
+  EXPECT_NE(spawned.exit_code, 124) << "timed out";
+  EXPECT_TRUE(spawned.out.empty()) << spawned.out;
+  EXPECT_NE(spawned.err.find("8 attention heads do not split over 3 ranks\n"), std::string::npos)
+      << spawned.err;
+  EXPECT_EQ(spawned.err.find('\n'), spawned.err.size() - 1) << "more than one line:\n"
+                                                            << spawned.err;
+  const test::CommandResult launched =
+      test::run_command(mpirun(3) + bench + " --tensor-parallel-size 3");
+  EXPECT_NE(launched.exit_code, 0);
+  EXPECT_NE(launched.exit_code, 124) << "timed out";
+  EXPECT_NE(launched.err.find("8 attention heads do not split over 3 ranks"), std::string::npos)
+      << launched.err;
 }
 
 // The server on rank 0 of two: completions equal a one-process server's, concurrent requests

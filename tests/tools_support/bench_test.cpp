@@ -148,5 +148,54 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
       << format_markdown(r);
 }
 
+TEST(BenchReport, ASplitModelReportsItsRanksAndCommunication) {
+  // Rank 0 of 2 x 2: half of stage 0's two layers of four, no output head (the last stage's).
+  ModelProfile whole;
+  whole.block_matrix_params = 4000;
+  whole.output_params = 600;
+  whole.output_bytes = 300;
+  whole.decode_bytes = 2300;
+  ModelProfile rank0;
+  rank0.block_matrix_params = 1000;
+  rank0.decode_bytes = 500;
+  const ModelProfile p = per_rank_profile(rank0, whole, 2, 4, 2);
+  EXPECT_EQ(p.block_matrix_params, 2000u);
+  EXPECT_EQ(p.output_params, 300u);
+  EXPECT_EQ(p.decode_bytes, 1000u + 150u);
+  // One stage: rank 0's slice as it is.
+  EXPECT_EQ(per_rank_profile(whole, whole, 4, 4, 2).decode_bytes, whole.decode_bytes);
+
+  BenchReport r;
+  r.model.name = "m";
+  r.model.decode_bytes = 2300;
+  r.rank_model = p;
+  r.tensor_parallel = 2;
+  r.pipeline_parallel = 2;
+  TestResult tg;
+  tg.test = "tg4";
+  tg.n_gen = 4;
+  tg.seconds = {0.5, 0.5};
+  tg.forward_seconds = 1.0;
+  tg.communication_seconds = 0.25;
+  tg.ranks = {{8000, 0.25}, {4000, 0.1}, {800, 0.1}, {80, 0.1}};
+  r.results.push_back(tg);
+  EXPECT_DOUBLE_EQ(tg.communication_share(), 0.25);
+  EXPECT_DOUBLE_EQ(tg.bytes_sent_per_token(0), 1000.0);  // 8 tokens in two runs
+  EXPECT_EQ(tg.bytes_sent_per_token(4), 0.0);
+  const std::string md = format_markdown(r);
+  EXPECT_NE(md.find("model split over 2 x 2 ranks"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 25.0% | 1.00 KB / 500.00 B / 100.00 B / 10.00 B |"), std::string::npos)
+      << md;
+  const auto j = nlohmann::json::parse(format_json(r));
+  EXPECT_EQ(j["parallel"]["ranks"], 4);
+  EXPECT_EQ(j["parallel"]["rank_decode_bytes_per_token"], 1150);
+  EXPECT_DOUBLE_EQ(j["results"][0]["communication_share"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(j["results"][0]["ranks"][1]["bytes_sent_per_token"].get<double>(), 500.0);
+  // One process: none of it.
+  r.tensor_parallel = r.pipeline_parallel = 1;
+  EXPECT_EQ(format_markdown(r).find("comm"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(format_json(r)).contains("parallel"));
+}
+
 }  // namespace
 }  // namespace vela::bench

@@ -56,8 +56,29 @@ double TestResult::fraction() const {
   return ceiling > 0 ? achieved() / ceiling : 0;
 }
 
+double TestResult::communication_share() const {
+  return forward_seconds > 0 ? communication_seconds / forward_seconds : 0;
+}
+
+double TestResult::bytes_sent_per_token(size_t rank) const {
+  const double n = tokens() * double(seconds.size());
+  return rank < ranks.size() && n > 0 ? double(ranks[rank].bytes_sent) / n : 0;
+}
+
 std::string format_markdown(const BenchReport& r) {
   std::string out = "cpu: " + r.cpu + "; kernels: " + r.isa + "\n";
+  if (r.split()) {
+    const int32_t n = r.tensor_parallel * r.pipeline_parallel;
+    out += "model split over " + std::to_string(r.tensor_parallel) + " x " +
+           std::to_string(r.pipeline_parallel) +
+           " ranks (tensor-parallel x pipeline-parallel: " + std::to_string(n) +
+           " processes, each running the threads column's threads); " +
+           "roofline per rank: one rank's share of the work (its weights, " +
+           fmt("%.2f MiB", double(r.rank_model.decode_bytes) / (1 << 20)) +
+           " read per token of the whole model's " +
+           fmt("%.2f MiB", double(r.model.decode_bytes) / (1 << 20)) +
+           "; a token passes the stages in turn) against one rank's ceiling at those threads\n";
+  }
   if (!r.threads_supported)
     out += "note: this build's forward pass is single-threaded; the threads column is nominal\n";
   for (const Roofline& c : r.rooflines) {
@@ -72,8 +93,10 @@ std::string format_markdown(const BenchReport& r) {
   if (r.bandwidth_buffer_bytes)
     out += "(bandwidth buffer " + fmt("%.0f", double(r.bandwidth_buffer_bytes) / (1 << 20)) +
            " MiB)\n";
-  out += "\n| model | size | params | type | threads | test | t/s | roofline |\n";
-  out += "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
+  out += "\n| model | size | params | type | threads | test | t/s | roofline |";
+  out += r.split() ? " comm | sent/token/rank |\n" : "\n";
+  out += "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: |";
+  out += r.split() ? " ---: | ---: |\n" : "\n";
   for (const TestResult& t : r.results) {
     std::string roof = "-";
     if (t.ceiling > 0)
@@ -82,8 +105,20 @@ std::string format_markdown(const BenchReport& r) {
     out += "| " + r.model.name + " | " + fmt("%.2f MiB", double(r.model.file_bytes) / (1 << 20)) +
            " | " + fmt("%.2f B", double(r.model.n_params) / 1e9) + " | " + r.model.type_name +
            " | " + std::to_string(t.n_threads) + " | " + t.test + " | " +
-           fmt("%.2f", t.mean_tps()) + " ± " + fmt("%.2f", t.stddev_tps()) + " | " + roof + " |\n";
+           fmt("%.2f", t.mean_tps()) + " ± " + fmt("%.2f", t.stddev_tps()) + " | " + roof + " |";
+    if (r.split()) {
+      std::string sent;
+      for (size_t i = 0; i < t.ranks.size(); ++i)
+        sent += (i ? " / " : "") + si(t.bytes_sent_per_token(i), "B");
+      out += " " + fmt("%.1f%%", 100.0 * t.communication_share()) + " | " +
+             (sent.empty() ? "-" : sent) + " |";
+    }
+    out += "\n";
   }
+  if (r.split())
+    out +=
+        "\ncomm: rank 0's seconds in the group's calls / its seconds in forward passes; "
+        "sent/token/rank: bytes each world rank sent per token, ranks 0 / 1 / ...\n";
   return out;
 }
 
@@ -127,6 +162,28 @@ std::string format_json(const BenchReport& r) {
                        {"roofline_ceiling", t.ceiling},
                        {"roofline_ceiling_name", t.ceiling_name},
                        {"roofline_fraction", t.fraction()}});
+  if (r.split()) {
+    for (size_t i = 0; i < r.results.size(); ++i) {
+      const TestResult& t = r.results[i];
+      json ranks = json::array();
+      for (size_t k = 0; k < t.ranks.size(); ++k)
+        ranks.push_back({{"rank", k},
+                         {"bytes_sent", t.ranks[k].bytes_sent},
+                         {"bytes_sent_per_token", t.bytes_sent_per_token(k)},
+                         {"communication_seconds", t.ranks[k].seconds}});
+      results[i]["forward_seconds"] = t.forward_seconds;
+      results[i]["communication_seconds"] = t.communication_seconds;
+      results[i]["communication_share"] = t.communication_share();
+      results[i]["ranks"] = ranks;
+    }
+    j["parallel"] = {{"tensor_parallel_size", r.tensor_parallel},
+                     {"pipeline_parallel_size", r.pipeline_parallel},
+                     {"ranks", r.tensor_parallel * r.pipeline_parallel},
+                     {"roofline_basis", "per rank"},
+                     {"rank_block_matrix_params", r.rank_model.block_matrix_params},
+                     {"rank_output_params", r.rank_model.output_params},
+                     {"rank_decode_bytes_per_token", r.rank_model.decode_bytes}};
+  }
   j["results"] = results;
   return j.dump(2) + "\n";
 }

@@ -1,12 +1,15 @@
 #pragma once
 // Results of `vela bench` and their presentation: a Markdown table (llama-bench style, one row
 // per test and thread count, t/s as mean +- standard deviation, and the fraction of the
-// roofline ceiling) and a JSON document with every sample.
+// roofline ceiling) and a JSON document with every sample. A model split over tensor- and
+// pipeline-parallel ranks adds the communication's share of the forward passes and the bytes each
+// rank sent per token.
 // Plain value types and pure functions; no thread-safety concerns.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "model/tensor_parallel.h"
 #include "tools_support/bench/model_bench.h"
 #include "tools_support/bench/roofline.h"
 
@@ -30,6 +33,15 @@ struct TestResult {
   double stddev_tps() const;  // sample standard deviation; 0 with one repetition
   double achieved() const;    // work_per_run / mean seconds
   double fraction() const;    // achieved / ceiling; 0 when the ceiling was not measured
+
+  // A split model, over every repetition: rank 0's seconds in forward passes and in the group's
+  // calls, and each world rank's bytes sent and seconds communicating (index: world rank).
+  double forward_seconds = 0;
+  double communication_seconds = 0;
+  std::vector<TensorParallelTraffic> ranks;
+
+  double communication_share() const;  // communication_seconds / forward_seconds
+  double bytes_sent_per_token(size_t rank) const;
 };
 
 struct BenchReport {
@@ -41,6 +53,12 @@ struct BenchReport {
   size_t bandwidth_buffer_bytes = 0;
   std::vector<Roofline> rooflines;  // one per thread count
   std::vector<TestResult> results;
+  // A split model: tensor_parallel x pipeline_parallel ranks, each running -t threads. The
+  // roofline work is then one rank's (rank_model: per_rank_profile) against one rank's ceiling.
+  int32_t tensor_parallel = 1;
+  int32_t pipeline_parallel = 1;
+  ModelProfile rank_model;
+  bool split() const { return tensor_parallel * pipeline_parallel > 1; }
 };
 
 std::string format_markdown(const BenchReport& report);

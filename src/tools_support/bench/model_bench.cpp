@@ -72,13 +72,15 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
   std::map<GgmlType, uint64_t> bytes_by_type;
   // A token reads every dense matrix, and of a mixture of experts the router and the
   // n_expert_used experts it chooses: active parameters and bytes count those.
+  const ModelConfig& whole = model.whole_config();
   const auto count = [&](const WeightMatrix& m, double share) {
     if (m.data == nullptr) return;
     p.block_matrix_params += uint64_t(double(m.n_rows * m.n_cols) * share);
     p.decode_bytes += uint64_t(double(m.n_rows * m.row_bytes) * share);
     bytes_by_type[m.type] += uint64_t(double(m.n_rows * m.row_bytes) * share);
   };
-  const double expert_share = c.moe() ? double(c.n_expert_used) / double(c.n_expert) : 0.0;
+  const double expert_share =
+      whole.moe() ? double(whole.n_expert_used) / double(whole.n_expert) : 0.0;
   for (const LayerWeights& l : w.layers) {
     for (const WeightMatrix* m :
          {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
@@ -86,8 +88,11 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
     for (const ExpertWeights& e : l.experts)
       for (const WeightMatrix* m : {&e.gate, &e.up, &e.down}) count(*m, expert_share);
   }
-  p.output_params = uint64_t(w.output.n_rows * w.output.n_cols);
-  p.decode_bytes += uint64_t(w.output.n_rows * w.output.row_bytes);
+  if (w.output.data != nullptr) {
+    p.output_params = uint64_t(w.output.n_rows * w.output.n_cols);
+    p.output_bytes = uint64_t(w.output.n_rows * w.output.row_bytes);
+  }
+  p.decode_bytes += p.output_bytes;
   GgmlType dominant = GgmlType::F32;
   uint64_t most = 0;
   for (const auto& [type, bytes] : bytes_by_type)
@@ -98,6 +103,25 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
   p.type_name = ggml_type_name(uint32_t(dominant));
   if (auto ft = model.gguf().get_uint("general.file_type"); ft && ft->has_value())
     if (const char* n = file_type_name(**ft)) p.type_name = n;
+  return p;
+}
+
+ModelProfile per_rank_profile(const ModelProfile& rank0, const ModelProfile& whole,
+                              int32_t rank0_layers, int32_t whole_layers, int32_t tensor_size) {
+  ModelProfile p = rank0;
+  if (rank0_layers > 0 && rank0_layers < whole_layers) {
+    const double scale = double(whole_layers) / double(rank0_layers);
+    p.block_matrix_params = uint64_t(double(rank0.block_matrix_params) * scale);
+    p.decode_bytes = uint64_t(double(rank0.decode_bytes - rank0.output_bytes) * scale);
+    p.output_params = rank0.output_params;
+    p.output_bytes = rank0.output_bytes;
+    if (p.output_bytes == 0) {
+      const uint64_t t = uint64_t(std::max(tensor_size, 1));
+      p.output_params = whole.output_params / t;
+      p.output_bytes = whole.output_bytes / t;
+    }
+    p.decode_bytes += p.output_bytes;
+  }
   return p;
 }
 
@@ -121,7 +145,8 @@ double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch) {
 }
 
 ModelBench::ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, int32_t n_batch,
-                       int32_t max_prompt, int32_t max_gen, uint64_t seed)
+                       int32_t max_prompt, int32_t max_gen, uint64_t seed,
+                       std::shared_ptr<TensorParallel> group)
     : model_(std::move(model)) {
   const ModelConfig& c = model_->config();
   const int32_t max_context = std::max({max_prompt, max_gen, 1});
@@ -131,6 +156,7 @@ ModelBench::ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, in
   fo.max_logits = 1;
   fo.max_context = max_context;
   set_forward_threads(fo, n_threads);
+  fo.tensor_parallel = std::move(group);
   forward_ = std::make_unique<LlamaForward>(model_, fo);
 
   KvCacheConfig kc;

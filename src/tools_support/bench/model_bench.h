@@ -1,7 +1,9 @@
 #pragma once
 // Times a model's prompt processing (one sequence, its prompt in batches of up to n_batch tokens)
 // and token generation (single-token decode steps), llama-bench style, directly on LlamaForward
-// and a KvCache (no tokenizer, sampler or request loop in the measurement).
+// and a KvCache (no tokenizer, sampler or request loop in the measurement). With a tensor- or
+// pipeline-parallel group, the model is world rank 0's slice and every pass runs on all ranks
+// (the caller sets the other ranks up with the geometry cache_config() and friends report).
 // Thread-safety: a ModelBench owns its forward pass and cache; use it from one thread.
 #include <cstdint>
 #include <memory>
@@ -24,6 +26,7 @@ struct ModelProfile {
   uint64_t n_params = 0;             // elements of every tensor
   uint64_t block_matrix_params = 0;  // elements of the blocks' matrices (used by every token)
   uint64_t output_params = 0;        // elements of the output matrix (used per logits row)
+  uint64_t output_bytes = 0;         // bytes of the output matrix
   uint64_t decode_bytes = 0;         // weight bytes one decode step reads: block matrices + output
   bool int8_activations = false;     // dominant weight type multiplies int8-quantized activations
   bool bf16_weights = false;         // dominant weight type is BF16 (bf16 dot products)
@@ -34,7 +37,16 @@ struct ModelProfile {
 // `name` to the ceiling's name.
 double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* name);
 
+// A mixture of experts' active share counts the whole model's experts (a tensor-parallel
+// slice holds some of them, and its ranks share the chosen ones).
 ModelProfile profile_model(const Model& model, const std::string& path, uint64_t file_bytes);
+
+// What one rank of a split model computes and reads per token, from world rank 0's slice
+// (`rank0`: the slice's own profile): its stage's block matrices scaled to every layer (the
+// layers are alike, and a token passes through every stage in turn), and its slice of the output
+// head (the whole head's 1/tensor_size where rank 0's stage has none). Without a split, `rank0`.
+ModelProfile per_rank_profile(const ModelProfile& rank0, const ModelProfile& whole,
+                              int32_t rank0_layers, int32_t whole_layers, int32_t tensor_size);
 
 // FLOPs of a prompt of n_prompt tokens computed in ceil(n_prompt / n_batch) passes, each
 // returning one row of logits: 2 x (block matrix params x tokens + output params x passes).
@@ -48,8 +60,11 @@ bool forward_supports_threads();
 class ModelBench {
  public:
   // Sized for prompts of up to max_prompt tokens in batches of n_batch, and max_gen decode steps.
+  // `group`: world rank 0's tensor- or pipeline-parallel group (`model` is its slice); null in
+  // one process.
   ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, int32_t n_batch,
-             int32_t max_prompt, int32_t max_gen, uint64_t seed = 1234);
+             int32_t max_prompt, int32_t max_gen, uint64_t seed = 1234,
+             std::shared_ptr<TensorParallel> group = nullptr);
 
   // Touches every weight once (a one-token pass) so page faults and cold caches stay out of
   // the timings.
@@ -58,6 +73,11 @@ class ModelBench {
   Result<double> run_prompt(int32_t n_prompt);
   // Seconds for n_gen decode steps of one token each, from position 0.
   Result<double> run_generation(int32_t n_gen);
+
+  // The geometry the other ranks of a group need: tokens per pass, context and this rank's KV.
+  int32_t n_batch() const { return n_batch_; }
+  int32_t max_context() const { return int32_t(tokens_.size()); }
+  const KvCacheConfig& cache_config() const { return cache_->config(); }
 
  private:
   Status pass(int32_t first_position, int32_t n_tokens);
