@@ -24,20 +24,7 @@
 #include "util/trace_profile.h"
 
 namespace vela::cli {
-namespace {
-
-// Each world rank's figures in `now` less those in `before` (a rank missing from `before`: all).
-std::vector<TensorParallelTraffic> traffic_since(const std::vector<TensorParallelTraffic>& before,
-                                                 const std::vector<TensorParallelTraffic>& now) {
-  std::vector<TensorParallelTraffic> out = now;
-  for (size_t i = 0; i < out.size() && i < before.size(); ++i) {
-    out[i].bytes_sent -= before[i].bytes_sent;
-    out[i].seconds -= before[i].seconds;
-  }
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int run_bench(int argc, char** argv) {
   // Sub-benchmarks: `vela bench throughput ...` (serving engine, offline).

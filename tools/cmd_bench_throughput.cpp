@@ -81,11 +81,7 @@ Result<RunResult> run(Engine& engine, const std::vector<std::vector<int32_t>>& p
   r.tp_seconds = c.tp_communication_seconds - counters_before.tp_communication_seconds;
   r.forward_seconds = c.forward_seconds - counters_before.forward_seconds;
   // The engine gathers the ranks' figures once it has no request left, as at the end of drain().
-  r.tp_ranks = c.tp_ranks;
-  for (size_t i = 0; i < r.tp_ranks.size() && i < counters_before.tp_ranks.size(); ++i) {
-    r.tp_ranks[i].bytes_sent -= counters_before.tp_ranks[i].bytes_sent;
-    r.tp_ranks[i].seconds -= counters_before.tp_ranks[i].seconds;
-  }
+  r.tp_ranks = traffic_since(counters_before.tp_ranks, c.tp_ranks);
   return r;
 }
 

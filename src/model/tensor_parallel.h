@@ -29,6 +29,19 @@ struct TensorParallelTraffic {
   double seconds = 0;       // wall time inside the calls (waiting for the others included)
 };
 
+// Each world rank's figures in `now` less those in `before` (a rank missing from `before`: all
+// of its figures).
+inline std::vector<TensorParallelTraffic> traffic_since(
+    const std::vector<TensorParallelTraffic>& before,
+    const std::vector<TensorParallelTraffic>& now) {
+  std::vector<TensorParallelTraffic> out = now;
+  for (size_t i = 0; i < out.size() && i < before.size(); ++i) {
+    out[i].bytes_sent -= before[i].bytes_sent;
+    out[i].seconds -= before[i].seconds;
+  }
+  return out;
+}
+
 class TensorParallel {
  public:
   virtual ~TensorParallel() = default;
