@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -97,6 +98,7 @@ class MpiTensorGroup : public TensorParallel {
   int32_t n_stages() const override { return n_stages_; }
 
   void send(Command command, const void* data, int64_t bytes) {
+    finish_batches(0);  // commands go out after every batch, in order
     ScopedSeconds timed(traffic_.seconds);
     traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(world_size_ - 1);
     int64_t header[2] = {command, bytes};
@@ -129,8 +131,24 @@ class MpiTensorGroup : public TensorParallel {
   Command last_command() const { return last_; }
 
   void send_batch(const ForwardBatch& batch) override {
+    ScopedSeconds timed(traffic_.seconds);
     message_.encode(batch);
-    send(kBatch, message_.words().data(), int64_t(message_.words().size() * sizeof(int32_t)));
+    PostedBatch& posted = batches_.emplace_back();
+    posted.words = message_.words();
+    const int64_t bytes = int64_t(posted.words.size() * sizeof(int32_t));
+    traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(world_size_ - 1);
+    posted.header[0] = kBatch;
+    posted.header[1] = bytes;
+    MPI_Ibcast(posted.header, 2, MPI_INT64_T, 0, comm_, &posted.requests[0]);
+    MPI_Ibcast(posted.words.data(), int(bytes), MPI_BYTE, 0, comm_, &posted.requests[1]);
+  }
+  void finish_batches(size_t keep) override {
+    ScopedSeconds timed(traffic_.seconds);
+    while (batches_.size() > keep) {
+      for (MPI_Request& request : batches_.front().requests)
+        finish(request, "sending a batch", true);
+      batches_.pop_front();
+    }
   }
   std::optional<ForwardBatch> receive_batch() override {
     for (;;) {
@@ -215,10 +233,12 @@ class MpiTensorGroup : public TensorParallel {
     MPI_Irecv(x.data(), int(x.size()), MPI_FLOAT, from, kStageTag, comm_, &request);
     finish(request, "receiving from another pipeline stage", true);
   }
-  void finish_sends() override {
+  void finish_sends(size_t keep) override {
     ScopedSeconds timed(traffic_.seconds);
-    for (MPI_Request& request : sends_) finish(request, "sending to another pipeline stage", true);
-    sends_.clear();
+    while (sends_.size() > keep) {
+      finish(sends_.front(), "sending to another pipeline stage", true);
+      sends_.pop_front();
+    }
   }
 
   // Waits for a non-blocking call, polling with a growing sleep (an idle wait leaves the cores
@@ -348,7 +368,15 @@ class MpiTensorGroup : public TensorParallel {
   std::vector<char> payload_;
   std::vector<float> parts_;
   std::vector<int> counts_, displs_;
-  std::vector<MPI_Request> sends_;  // sends to other stages not yet waited for
+  std::deque<MPI_Request> sends_;  // sends to other stages not yet waited for, oldest first
+  // World rank 0: batches whose broadcast is posted and not yet waited for, oldest first (their
+  // buffers stay here, unmoved, until then).
+  struct PostedBatch {
+    int64_t header[2] = {0, 0};  // command, payload bytes
+    std::vector<int32_t> words;  // the encoded batch
+    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  };
+  std::deque<PostedBatch> batches_;
 };
 
 std::weak_ptr<MpiTensorGroup> g_group;

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -90,7 +91,6 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_seq_.resize(size_t(sc.max_num_batched_tokens));
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
   logits_rows_.resize(size_t(max_logits_rows(config)));
-  sampling_.resize(size_t(sc.max_num_seqs));
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
   drafted_.reserve(size_t(sc.max_num_seqs));
   proposal_buf_.resize(size_t(kMaxSpeculativeTokens));
@@ -108,9 +108,15 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
     draft_out_.resize(size_t(sc.max_num_seqs) * size_t(o.max_proposals));
   }
   verify_work_.resize(size_t(model->config().n_vocab));
+  if (config.overlap_pipeline_passes && !draft_) max_in_flight_ = forward_->max_passes_in_flight();
+  plans_.resize(size_t(max_in_flight_));
+  for (StepPlan& plan : plans_) plan.sampling.resize(size_t(sc.max_num_seqs));
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // The other ranks finish the passes in flight before they can take anything else.
+  while (forward_->passes_in_flight() > 0) forward_->finish_forward();
+}
 
 Status Engine::validate_request(std::span<const int32_t> prompt,
                                 const SamplingParams& params) const {
@@ -346,7 +352,8 @@ Status Engine::propose() {
   StepShape decodes;
   for (const auto& [id, live] : requests_) {
     const Request& r = live->request;
-    if (r.status == RequestStatus::kRunning && r.is_decode()) decodes.add(r.num_computed, 1, true);
+    if (r.status == RequestStatus::kRunning && !r.in_flight && r.is_decode())
+      decodes.add(r.num_computed, 1, true);
   }
   const bool drafting = draft_ && !proposer_;
   // Until a draft pass was timed, it is priced as the step scaled by the models' sizes (decode
@@ -363,7 +370,7 @@ Status Engine::propose() {
                            : 0.5;
   for (const auto& [id, live] : requests_) {
     Request& r = live->request;
-    if (r.status != RequestStatus::kRunning || !r.is_decode()) continue;
+    if (r.status != RequestStatus::kRunning || r.in_flight || !r.is_decode()) continue;
     // Room for the proposals and the token after them, within max_tokens and the capacity.
     const int32_t room = std::min(r.max_total_tokens - int32_t(r.tokens.size()),
                                   live->params.max_tokens - r.n_output()) -
@@ -460,10 +467,10 @@ void Engine::drop_proposals() {
   drafted_.clear();
 }
 
-void Engine::trim_unscheduled_proposals() {
+void Engine::trim_unscheduled_proposals(const SchedulerOutput& scheduled) {
   for (Request* r : drafted_) {
     int32_t keep = 0;
-    for (const ScheduledRequest& s : sched_out_.scheduled)
+    for (const ScheduledRequest& s : scheduled.scheduled)
       if (s.request == r) keep = s.num_new_tokens - 1;
     if (keep >= r->n_draft) continue;
     r->tokens.resize(r->tokens.size() - size_t(r->n_draft - keep));
@@ -534,48 +541,111 @@ void Engine::record_kv_occupancy() {
 }
 
 Status Engine::step() {
-  // Cancellations first, so their blocks are free for this step.
+  // Cancellations first, so their blocks are free for this step; a request whose pass is still
+  // in flight is cancelled once its outputs are back.
+  size_t deferred = 0;
   for (uint64_t id : aborted_) {
     auto it = requests_.find(id);
-    if (it != requests_.end()) finish(*it->second, FinishReason::kAbort);
+    if (it == requests_.end()) continue;
+    if (it->second->request.in_flight)
+      aborted_[deferred++] = id;
+    else
+      finish(*it->second, FinishReason::kAbort);
   }
-  aborted_.clear();
+  aborted_.resize(deferred);
 
   // Trace (when on): the step with its batch composition, partitioned into scheduling,
   // building the batch, the forward pass, pooling, and per request sampling and detokenizing.
   trace::Span step_span("engine_step", "engine");
   trace::Phases phases("engine");
-  phases.next("schedule");
-  const Clock::time_point start = Clock::now();
-  // A draft pass that fails only costs this step its proposals. The draft's time is the
-  // policy's to weigh, not the step-cost model's (it prices the target's pass).
-  if (config_.speculative.enabled() && !propose()) drop_proposals();
-  const double propose_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  scheduler_.schedule(start, sched_out_);
-  if (config_.speculative.enabled()) trim_unscheduled_proposals();
-  // A preempted request gives its draft blocks back too: it holds no KV while it waits (the
-  // running requests' drafts need the room), and its draft catches up when it resumes.
-  if (draft_)
-    for (Request* r : sched_out_.preempted) draft_->drop_kv(r->id);
-  if (sched_out_.empty()) {
+  bool launched = false;
+  if (auto st = launch(phases, launched); !st) return st;
+  if (n_plans_ == 0) {
     step_span.cancel();
     phases.cancel();
     return {};
   }
+  if (launched) {
+    const SchedulerOutput& sched =
+        plans_[size_t((first_plan_ + n_plans_ - 1) % max_in_flight_)].sched;
+    step_span.arg("prefill_tokens", sched.shape.prefill_tokens);
+    step_span.arg("decode_tokens", sched.shape.decode_tokens);
+    step_span.arg("requests", int64_t(sched.scheduled.size()));
+  }
+  // The oldest pass completes once every stage has one (or nothing more could be launched); a
+  // pass with embedding rows completes at once, with those before it.
+  const bool drain =
+      launched && plans_[size_t((first_plan_ + n_plans_ - 1) % max_in_flight_)].hidden;
+  if (drain)
+    while (n_plans_ > 0) complete(phases);
+  else if (n_plans_ >= max_in_flight_ || !launched)
+    complete(phases);
+
+  // The other ranks' traffic figures: a bounded interval apart while requests run (one small
+  // message from each rank, never one per pass), and when the last request has finished. The
+  // ranks answer between passes, so a pipeline first completes the passes in flight.
+  TensorParallel* const group = config_.tensor_parallel.get();
+  if (tp_passes_ungathered_ &&
+      (requests_.empty() || Clock::now() - tp_gathered_at_ >= std::chrono::seconds(1))) {
+    while (n_plans_ > 0) complete(phases);
+    std::vector<TensorParallelTraffic> ranks = group->gather_traffic();
+    tp_passes_ungathered_ = false;
+    tp_gathered_at_ = Clock::now();
+    if (!ranks.empty()) {
+      ranks[0] = {counters_.tp_bytes_sent, counters_.tp_communication_seconds};
+      counters_.tp_ranks = std::move(ranks);
+    }
+  }
+  return {};
+}
+
+void Engine::count_forward(Clock::time_point start, const TensorParallelTraffic& before) {
+  counters_.forward_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  if (TensorParallel* const group = config_.tensor_parallel.get()) {
+    const TensorParallelTraffic after = group->traffic();
+    counters_.tp_bytes_sent += after.bytes_sent - before.bytes_sent;
+    counters_.tp_communication_seconds += after.seconds - before.seconds;
+    tp_passes_ungathered_ = true;
+  }
+}
+
+Status Engine::launch(trace::Phases& phases, bool& launched) {
+  launched = false;
+  if (n_plans_ == max_in_flight_) return {};
+  StepPlan& plan = plans_[size_t((first_plan_ + n_plans_) % max_in_flight_)];
+  SchedulerOutput& sched = plan.sched;
+  phases.next("schedule");
+  plan.start = Clock::now();
+  // A draft pass that fails only costs this step its proposals. The draft's time is the
+  // policy's to weigh, not the step-cost model's (it prices the target's pass).
+  if (config_.speculative.enabled() && !propose()) drop_proposals();
+  plan.propose_seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
+  // With passes in flight, this one takes a share of the requests that are free, so that the
+  // passes still to launch before the first returns get theirs.
+  const size_t free_passes = size_t(max_in_flight_ - n_plans_);
+  scheduler_.schedule(
+      plan.start, sched,
+      free_passes > 1
+          ? std::max<size_t>(1, (scheduler_.n_schedulable() + free_passes - 1) / free_passes)
+          : std::numeric_limits<size_t>::max());
+  if (config_.speculative.enabled()) trim_unscheduled_proposals(sched);
+  // A preempted request gives its draft blocks back too: it holds no KV while it waits (the
+  // running requests' drafts need the room), and its draft catches up when it resumes.
+  if (draft_)
+    for (Request* r : sched.preempted) draft_->drop_kv(r->id);
+  if (sched.empty()) return {};
   ++counters_.steps;
-  step_span.arg("prefill_tokens", sched_out_.shape.prefill_tokens);
-  step_span.arg("decode_tokens", sched_out_.shape.decode_tokens);
-  step_span.arg("requests", int64_t(sched_out_.scheduled.size()));
   phases.next("build_batch");
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
   // row for each request whose tokens will all be computed after this step.
-  int32_t n_tokens = 0, n_logits = 0, n_runs = 0;
+  int32_t n_tokens = 0, n_logits = 0;
+  plan.n_runs = 0;
   n_hidden_ = 0;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
-  const int32_t n_seqs = static_cast<int32_t>(sched_out_.scheduled.size());
+  const int32_t n_seqs = static_cast<int32_t>(sched.scheduled.size());
   for (int32_t i = 0; i < n_seqs; ++i) {
-    const ScheduledRequest& s = sched_out_.scheduled[size_t(i)];
+    const ScheduledRequest& s = sched.scheduled[size_t(i)];
     Request& r = *s.request;
     for (int32_t k = 0; k < s.num_new_tokens; ++k) {
       batch_tokens_[size_t(n_tokens)] = r.tokens[size_t(r.num_computed + k)];
@@ -591,9 +661,10 @@ Status Engine::step() {
       // The last token's row, or the rows after the decode token and after each proposal.
       const int32_t n_rows = 1 + r.n_draft;
       for (int32_t k = n_rows; k >= 1; --k) logits_rows_[size_t(n_logits++)] = n_tokens - k;
-      sampling_[size_t(n_runs++)] = {requests_.at(r.id).get(), n_rows};
+      plan.sampling[size_t(plan.n_runs++)] = {requests_.at(r.id).get(), n_rows};
     }
   }
+  plan.hidden = n_hidden_ > 0 || !embeddings_done_.empty();
   ForwardBatch batch;
   batch.token_ids = std::span<const int32_t>(batch_tokens_.data(), size_t(n_tokens));
   batch.positions = std::span<const int32_t>(batch_positions_.data(), size_t(n_tokens));
@@ -606,33 +677,46 @@ Status Engine::step() {
   phases.done();  // the forward pass has its own span
   TensorParallel* const group = config_.tensor_parallel.get();
   const TensorParallelTraffic traffic_before = group ? group->traffic() : TensorParallelTraffic{};
-  const auto forward_start = std::chrono::steady_clock::now();
-  const Status forward_status = forward_->forward(batch, cache_, logits_, hidden_);
-  counters_.forward_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
-  if (group) {
-    const TensorParallelTraffic after = group->traffic();
-    counters_.tp_bytes_sent += after.bytes_sent - traffic_before.bytes_sent;
-    counters_.tp_communication_seconds += after.seconds - traffic_before.seconds;
-    tp_passes_ungathered_ = true;
-  }
+  const Clock::time_point forward_start = Clock::now();
+  const Status forward_status = forward_->begin_forward(batch, cache_, logits_, hidden_);
+  count_forward(forward_start, traffic_before);
   if (const Status& st = forward_status; !st) {
     embeddings_done_.clear();
-    for (const ScheduledRequest& s : sched_out_.scheduled)
+    for (const ScheduledRequest& s : sched.scheduled)
       finish(*requests_.at(s.request->id), FinishReason::kAbort);
     return st;
   }
+  for (const ScheduledRequest& s : sched.scheduled) s.request->in_flight = true;
+  counters_.passes_overlapped += n_plans_ > 0;
+  ++n_plans_;
+  launched = true;
+  return {};
+}
+
+void Engine::complete(trace::Phases& phases) {
+  StepPlan& plan = plans_[size_t(first_plan_)];
+  first_plan_ = (first_plan_ + 1) % max_in_flight_;
+  --n_plans_;
+  const SchedulerOutput& sched = plan.sched;
+  {
+    TensorParallel* const group = config_.tensor_parallel.get();
+    const TensorParallelTraffic traffic_before = group ? group->traffic() : TensorParallelTraffic{};
+    const Clock::time_point forward_start = Clock::now();
+    forward_->finish_forward();
+    count_forward(forward_start, traffic_before);
+  }
 
   phases.next("bookkeeping");
-  for (const ScheduledRequest& s : sched_out_.scheduled) {
+  for (const ScheduledRequest& s : sched.scheduled) {
     Request& r = *s.request;
+    r.in_flight = false;
     if (r.n_draft > 0) continue;  // verify() settles what was computed
     r.num_computed += s.num_new_tokens;
     kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
   }
   record_kv_occupancy();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const ScheduledRequest& s : sched_out_.scheduled) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
+  for (const ScheduledRequest& s : sched.scheduled) {
     Request& r = *s.request;
     if (r.timeline.first_token == Clock::time_point{})
       r.timeline.prefill_seconds += seconds;
@@ -640,12 +724,12 @@ Status Engine::step() {
       r.timeline.decode_seconds += seconds;
   }
 
-  if (n_hidden_ > 0 || !embeddings_done_.empty()) pool_hidden_rows();  // may finish requests
+  if (plan.hidden) pool_hidden_rows();  // may finish requests
 
   const int32_t n_vocab = forward_->model().config().n_vocab;
   size_t row = 0;
-  for (int32_t i = 0; i < n_runs; ++i) {
-    const LogitsRun run = sampling_[size_t(i)];
+  for (int32_t i = 0; i < plan.n_runs; ++i) {
+    const LogitsRun run = plan.sampling[size_t(i)];
     phases.next("sample");
     std::span<float> rows(logits_.data() + row * size_t(n_vocab),
                           size_t(run.n_rows) * size_t(n_vocab));
@@ -668,29 +752,15 @@ Status Engine::step() {
   phases.next("account");
 
   // The whole step, as the streams see it: scheduling, the pass, sampling and callbacks.
-  last_step_.shape = sched_out_.shape;
-  last_step_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  last_step_.predicted_seconds =
-      step_cost_.ready() ? step_cost_.predict_seconds(sched_out_.shape) : -1;
-  last_step_.prefill_capped = sched_out_.prefill_capped;
-  step_cost_.observe(sched_out_.shape, last_step_.seconds - propose_seconds);
+  last_step_.shape = sched.shape;
+  last_step_.seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
+  last_step_.predicted_seconds = step_cost_.ready() ? step_cost_.predict_seconds(sched.shape) : -1;
+  last_step_.prefill_capped = sched.prefill_capped;
+  step_cost_.observe(sched.shape, last_step_.seconds - plan.propose_seconds);
   counters_.step_seconds.observe(kStepSecondsBounds, last_step_.seconds);
   counters_.step_prefill_tokens.observe(kStepPrefillTokensBounds,
-                                        double(sched_out_.shape.prefill_tokens));
-  counters_.steps_prefill_capped += sched_out_.prefill_capped;
-  // The other ranks' traffic figures: a bounded interval apart while requests run (one small
-  // message from each rank, never one per pass), and when the last request has finished.
-  if (tp_passes_ungathered_ &&
-      (requests_.empty() || Clock::now() - tp_gathered_at_ >= std::chrono::seconds(1))) {
-    std::vector<TensorParallelTraffic> ranks = group->gather_traffic();
-    tp_passes_ungathered_ = false;
-    tp_gathered_at_ = Clock::now();
-    if (!ranks.empty()) {
-      ranks[0] = {counters_.tp_bytes_sent, counters_.tp_communication_seconds};
-      counters_.tp_ranks = std::move(ranks);
-    }
-  }
-  return {};
+                                        double(sched.shape.prefill_tokens));
+  counters_.steps_prefill_capped += sched.prefill_capped;
 }
 
 }  // namespace vela

@@ -29,6 +29,7 @@
 #include "spec/speculative_config.h"
 #include "tokenizer/tokenizer.h"
 #include "util/bucket_counts.h"
+#include "util/trace.h"
 #include "vela/llm.h"
 
 namespace vela {
@@ -47,6 +48,10 @@ struct EngineConfig {
   // Tensor parallelism: this process is rank 0 of the group, the model its slice, and the other
   // ranks serve its passes (src/dist/); null = one process.
   std::shared_ptr<TensorParallel> tensor_parallel;
+  // A pipeline keeps a pass per stage in flight, of different requests, so that its stages
+  // work at once (false: one pass at a time). Not with a draft model, whose proposals' q is the
+  // step's own.
+  bool overlap_pipeline_passes = true;
 };
 
 // One report to a request's owner: a generated token and the text that became safe to emit,
@@ -93,6 +98,7 @@ struct EngineCounters {
   uint64_t generation_tokens = 0;
   uint64_t finished_stop = 0, finished_length = 0, finished_abort = 0;
   uint64_t steps = 0;
+  uint64_t passes_overlapped = 0;   // passes launched while an earlier one was still in flight
   uint64_t peak_slot_capacity = 0;  // at the step with the most KV blocks in use: their slots
   uint64_t peak_slots_used = 0;     //   and how many of those slots held a token
   BucketCounts<kStepSecondsBounds.size()> step_seconds;
@@ -177,6 +183,23 @@ class Engine {
     Live* live;
     int32_t n_rows;
   };
+  // A pass launched and not yet completed: what was scheduled, and whose logits rows it returns.
+  struct StepPlan {
+    SchedulerOutput sched;
+    std::vector<LogitsRun> sampling;  // [max_num_seqs] requests with logits, in row order
+    int32_t n_runs = 0;
+    bool hidden = false;  // embedding rows: completes in the step that launched it
+    Clock::time_point start;
+    double propose_seconds = 0;  // spent on proposals before scheduling it
+  };
+
+  // Proposes, schedules, builds the batch and begins its pass (launched: whether there was
+  // anything to run). A pass that cannot begin finishes its requests (reason abort).
+  Status launch(trace::Phases& phases, bool& launched);
+  // Waits for the oldest launched pass's outputs, then samples, verifies and reports its tokens.
+  void complete(trace::Phases& phases);
+  // Adds the forward-pass time and group traffic since `start` and `before` to the counters.
+  void count_forward(Clock::time_point start, const TensorParallelTraffic& before);
 
   void finish(Live& live, FinishReason reason);
   // The hidden-state rows of an embedding request's scheduled tokens (batch indices first ..
@@ -196,7 +219,7 @@ class Engine {
   // Drops every proposal of this step.
   void drop_proposals();
   // Drops proposals the scheduler did not run.
-  void trim_unscheduled_proposals();
+  void trim_unscheduled_proposals(const SchedulerOutput& scheduled);
   // The tokens a speculating request keeps from its rows; rolls back the rest.
   void verify(Live& live, std::span<float> rows);
   void record_kv_occupancy();
@@ -217,15 +240,18 @@ class Engine {
   EngineCounters counters_;
   std::unique_ptr<constraint::ConstraintCompiler> constraints_;  // thread-safe
 
+  // Passes launched and not completed: a ring of max_in_flight_ plans, the oldest at
+  // first_plan_. A pipeline keeps up to one pass per stage in flight (each of other requests),
+  // so that every stage works at once; elsewhere each step completes the pass it launched.
+  std::vector<StepPlan> plans_;  // [max_in_flight_]
+  int32_t first_plan_ = 0, n_plans_ = 0, max_in_flight_ = 1;
   // Step buffers, sized once.
-  SchedulerOutput sched_out_;
   std::vector<int32_t> batch_tokens_;     // [max_num_batched_tokens]
   std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
   std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
   std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
   std::vector<int32_t> logits_rows_;      // [max_logits]
-  std::vector<LogitsRun> sampling_;       // [max_num_seqs] requests with logits, in row order
-  std::vector<float> logits_;             // [max_logits, n_vocab]
+  std::vector<float> logits_;             // [max_logits, n_vocab] the completing pass's
   // Embedding requests only (sized at the first one): rows whose final hidden state is wanted.
   std::vector<int32_t> hidden_rows_;    // [max_num_batched_tokens] batch indices
   std::vector<Live*> hidden_owner_;     // [max_num_batched_tokens] request of each row

@@ -1,6 +1,7 @@
 #include "model/llama_forward.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <string>
 
@@ -111,7 +112,8 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
     }
     gathered_.resize(gathered);
     if (tp_->n_stages() > 1) {
-      if (!last_stage_) stage_send_.resize(T * size_t(c.n_embd));
+      if (tp_->world_rank() == 0) max_in_flight_ = tp_->n_stages();
+      if (!last_stage_) stage_send_.resize(size_t(max_in_flight_) * T * size_t(c.n_embd));
       if (writes_outputs_) {
         stage_logits_.resize(size_t(options_.max_logits) * size_t(c.n_vocab));
         stage_hidden_.resize(T * size_t(c.n_embd));
@@ -301,6 +303,14 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
 
 Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
                              std::span<float> hidden) {
+  if (auto st = begin_forward(b, cache, logits, hidden); !st) return st;
+  finish_forward();
+  return {};
+}
+
+Status LlamaForward::begin_forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+                                   std::span<float> hidden) {
+  assert(passes_in_flight() < max_passes_in_flight());
   // Trace (when on): the pass, partitioned into prepare, each layer (itself partitioned into
   // its operations) and the output head.
   trace::Span pass("forward", "forward");
@@ -312,8 +322,25 @@ Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<fl
     run_pipeline(b, cache, logits, hidden);
   } else {
     run_stage(b, cache, logits, hidden, 0);
+    if (tp_ != nullptr) tp_->finish_batches(0);
   }
   return {};
+}
+
+void LlamaForward::finish_forward() {
+  if (pending_.empty()) return;
+  trace::Span wait("forward_outputs", "forward");
+  const PendingPass p = pending_.front();
+  pending_.pop_front();
+  const int32_t last = (tp_->n_stages() - 1) * tp_->size();
+  if (!p.logits.empty()) tp_->receive_from(last, p.logits);
+  if (!p.hidden.empty()) tp_->receive_from(last, p.hidden);
+  // Its outputs are back, so every rank has taken its batch and hidden states; the later
+  // passes' messages may still be on their way.
+  size_t later_sends = 0;
+  for (const PendingPass& q : pending_) later_sends += q.n_sends;
+  tp_->finish_sends(later_sends);
+  tp_->finish_batches(pending_.size());
 }
 
 void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
@@ -327,6 +354,7 @@ void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span
       std::is_sorted(b.hidden_indices.begin(), b.hidden_indices.end()))
     n_micro = std::clamp<int64_t>(T / std::max(1, options_.micro_batch_tokens), 1, tp_->n_stages());
   size_t logit_row = 0, hidden_row = 0;
+  n_sends_ = 0;
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t t0 = T * m / n_micro, t1 = T * (m + 1) / n_micro;
     ForwardBatch mb = b;
@@ -348,19 +376,20 @@ void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span
     }
     run_stage(mb, cache, mb_logits, mb_hidden, t0);
   }
-  // The last stage's rank 0 returns the pass's outputs to world rank 0.
+  // The last stage's rank 0 returns the pass's outputs to world rank 0 (its finish_forward
+  // receives them).
   const size_t n_logit_floats = b.logits_indices.size() * size_t(V);
   const size_t n_hidden_floats = b.hidden_indices.size() * size_t(E);
-  const int32_t last = (tp_->n_stages() - 1) * tp_->size();
   if (writes_outputs_) {
     if (n_logit_floats > 0) tp_->send_to(0, {stage_logits_.data(), n_logit_floats});
     if (n_hidden_floats > 0) tp_->send_to(0, {stage_hidden_.data(), n_hidden_floats});
   }
   if (tp_->world_rank() == 0) {
-    if (n_logit_floats > 0) tp_->receive_from(last, logits.first(n_logit_floats));
-    if (n_hidden_floats > 0) tp_->receive_from(last, hidden.first(n_hidden_floats));
+    pending_.push_back({logits.first(n_logit_floats), hidden.first(n_hidden_floats), n_sends_});
+    send_slot_ = (send_slot_ + 1) % max_in_flight_;
+  } else {
+    tp_->finish_sends(0);
   }
-  tp_->finish_sends();
 }
 
 void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
@@ -485,9 +514,10 @@ void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<fl
   }
   parts.next("output");
   if (!last_stage_) {  // on to the next stage; the buffer stays as sent until the pass ends
-    float* out = stage_send_.data() + send_offset * E;
+    float* out = stage_send_.data() + (send_slot_ * options_.max_batch_tokens + send_offset) * E;
     std::copy_n(x_.data(), T * E, out);
     tp_->send_to(tp_->world_rank() + tp_->size(), {out, size_t(T * E)});
+    ++n_sends_;
     return;
   }
 
@@ -512,8 +542,7 @@ void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<fl
 void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
-    if (split_layers_)
-      tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
+    if (split_layers_) tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
     return;
   }
   const int64_t n_ff = model_->config().n_ff;

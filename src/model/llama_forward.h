@@ -10,6 +10,7 @@
 // use one per engine thread. The Model it reads is shared and immutable; a shared pool serialises
 // the loops of several users.
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -70,6 +71,20 @@ class LlamaForward {
   Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
                  std::span<float> hidden = {});
 
+  // forward() in two halves, so that world rank 0 of a pipeline starts the next pass (its own
+  // stage's layers) while the later stages still run the passes before it. begin_forward checks
+  // the batch, sends it, runs this rank's stage and sends the hidden states on; finish_forward
+  // waits for the oldest begun pass's outputs, written where its begin_forward said (those
+  // buffers must stay until then). At most max_passes_in_flight() passes are begun and not
+  // finished; each stage runs passes in the order begun. Anywhere else (one process, tensor
+  // parallelism alone, the other ranks) begin_forward runs the whole pass and finish_forward
+  // has nothing to wait for.
+  Status begin_forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
+                       std::span<float> hidden = {});
+  void finish_forward();
+  int32_t max_passes_in_flight() const { return max_in_flight_; }
+  int32_t passes_in_flight() const { return int32_t(pending_.size()); }
+
   // The mixture-of-experts block and its counters (null for a dense model).
   const MoeFeedForward* moe() const { return moe_.get(); }
 
@@ -92,7 +107,8 @@ class LlamaForward {
   // send_offset: the micro-batch's first token, its rows of stage_send_.
   void run_stage(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
                  std::span<float> hidden, int64_t send_offset);
-  // Runs `batch` as micro-batches over the pipeline's stages; world rank 0 receives the outputs.
+  // Runs `batch` as micro-batches over the pipeline's stages; the last stage sends the outputs
+  // to world rank 0, whose finish_forward receives them.
   void run_pipeline(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
                     std::span<float> hidden);
   // y = W x for each of up to three projections of the same input x: [n_tokens, n_cols];
@@ -161,8 +177,20 @@ class LlamaForward {
   std::vector<int64_t> gather_counts_;  // [n_ranks] floats each rank sends in a gather
   // Pipeline-parallel only.
   bool first_stage_ = true, last_stage_ = true;
-  bool writes_outputs_ = true;       // this rank computes the logits and hidden rows it returns
-  std::vector<float> stage_send_;    // [T, n_embd] hidden states sent on to the next stage
+  bool writes_outputs_ = true;  // this rank computes the logits and hidden rows it returns
+  // [max_in_flight_, T, n_embd] hidden states sent on to the next stage, a slot per pass in
+  // flight (each stays as sent until its pass finishes).
+  std::vector<float> stage_send_;
+  int32_t max_in_flight_ = 1;  // passes begun and not finished: n_stages on world rank 0
+  int64_t send_slot_ = 0;      // the slot of stage_send_ the running pass sends from
+  // World rank 0 of a pipeline: a pass begun and not finished, oldest first.
+  struct PendingPass {
+    std::span<float> logits;  // [n_logits, n_vocab] where its logits go
+    std::span<float> hidden;  // [n_hidden, n_embd] where its hidden rows go
+    size_t n_sends = 0;       // sends to the next stage it posted
+  };
+  std::deque<PendingPass> pending_;
+  size_t n_sends_ = 0;               // sends the running pass has posted
   std::vector<float> stage_logits_;  // [max_logits, n_vocab] the last stage's rank 0
   std::vector<float> stage_hidden_;  // [T, n_embd] the last stage's rank 0
   std::vector<int32_t> micro_rows_;  // [max_logits + T] a micro-batch's logits, hidden rows

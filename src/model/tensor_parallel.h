@@ -10,6 +10,7 @@
 // same rank of the next stage; the last stage sends the logits to world rank 0.
 // Thread-safety: each rank calls its group from one thread at a time (the one running its
 // passes); every rank makes the same calls in the same order.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -52,7 +53,12 @@ class TensorParallel {
   int32_t world_rank() const { return stage() * size() + rank(); }
 
   // World rank 0: the batch of the pass it is about to run (hidden-state rows are rank 0's alone).
+  // Returns once the batch is posted, without waiting for the other ranks to take it: a
+  // pipeline's later stages take it when they have finished the passes before it.
   virtual void send_batch(const ForwardBatch& batch) = 0;
+  // World rank 0: waits until at most `keep` of the batches sent (the newest) may still be on
+  // their way.
+  virtual void finish_batches(size_t keep) = 0;
   // Other ranks: the next batch rank 0 sent, valid until the next call; nullopt once rank 0
   // has closed the group or moved on to another engine's setup.
   virtual std::optional<ForwardBatch> receive_batch() = 0;
@@ -68,11 +74,12 @@ class TensorParallel {
                       std::span<const int64_t> counts, bool everyone) = 0;
 
   // Point to point between world ranks, received in the order sent. send_to returns at once:
-  // `x` must stay unchanged until finish_sends(), which waits for every send to complete;
-  // receive_from waits for the message (its size known to both sides).
+  // `x` must stay unchanged until finish_sends has waited for that send; finish_sends(keep)
+  // waits for every send but the newest `keep`. receive_from waits for the message (its size
+  // known to both sides).
   virtual void send_to(int32_t to_world_rank, std::span<const float> x) = 0;
   virtual void receive_from(int32_t from_world_rank, std::span<float> x) = 0;
-  virtual void finish_sends() = 0;
+  virtual void finish_sends(size_t keep = 0) = 0;
 
   // This rank's totals (the in-process test group reports zeros).
   virtual TensorParallelTraffic traffic() const { return {}; }

@@ -38,6 +38,9 @@ struct Request {
   // Proposed tokens at the end of `tokens`, not yet verified (speculative decoding). Set by the
   // engine before a step and resolved within it; the scheduler runs them with the decode token.
   int32_t n_draft = 0;
+  // Its tokens are in a pass that has not returned yet (a pipeline keeps several passes in
+  // flight): the scheduler neither schedules nor preempts it until the engine has its outputs.
+  bool in_flight = false;
   RequestStatus status = RequestStatus::kWaiting;
   KvSequence kv;
   RequestTimeline timeline;

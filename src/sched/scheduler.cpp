@@ -86,7 +86,7 @@ int32_t Scheduler::prefill_allowance(const Request& r, int32_t wanted) const {
   return std::max(lo, std::min(wanted, floor));
 }
 
-void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
+void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out, size_t max_requests) {
   out.scheduled.clear();
   out.preempted.clear();
   out.total_tokens = 0;
@@ -101,7 +101,7 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
   planned_ = {};
   if (config_.target_step_seconds > 0 && config_.enable_chunked_prefill && cost_)
     for (const Request* r : running_)
-      if (r->is_decode()) planned_.add(r->num_computed, 1 + r->n_draft, true);
+      if (!r->in_flight && r->is_decode()) planned_.add(r->num_computed, 1 + r->n_draft, true);
   cap_prefill_ = planned_.decode_tokens > 0;
   if (cap_prefill_ && cost_->ready()) step_target_ = latency_target(now);
 
@@ -123,8 +123,12 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
 
   // 1. Running requests, most important first; victims come from the back.
   sort_by_priority(running_, now);
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+  for (size_t i = 0; i < running_.size() && budget > 0 && out.scheduled.size() < max_requests;) {
     Request* r = running_[i];
+    if (r->in_flight) {
+      ++i;
+      continue;
+    }
     int32_t n = allowance(*r, std::min(r->n_pending(), budget));
     if (n <= 0) {
       ++i;
@@ -134,14 +138,16 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
     if (r->n_draft > 0 && !kv_.allocate(r->kv, r->num_computed + n)) n = 1;
     bool self_preempted = false;
     while (!kv_.allocate(r->kv, r->num_computed + n)) {
-      Request* victim = running_.back();
+      // The least important request whose blocks no pass is using (r itself at worst).
+      Request* victim = *std::find_if(running_.rbegin(), running_.rend(),
+                                      [](const Request* q) { return !q->in_flight; });
       preempt(victim, out);
       if (victim == r) {
         self_preempted = true;
         break;
       }
     }
-    if (self_preempted) break;  // everything after it was lower priority and is gone too
+    if (self_preempted) break;  // everything after it was lower priority: gone or in flight
     take(r, n, false);
     ++i;
   }
@@ -150,8 +156,8 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
   if (out.preempted.empty()) {
     sort_by_priority(waiting_, now);
     size_t admitted = 0;
-    for (;
-         admitted < waiting_.size() && budget > 0 && running_.size() < size_t(config_.max_num_seqs);
+    for (; admitted < waiting_.size() && budget > 0 &&
+           running_.size() < size_t(config_.max_num_seqs) && out.scheduled.size() < max_requests;
          ++admitted) {
       Request* r = waiting_[admitted];
       if (r->kv.blocks.empty()) {
@@ -174,6 +180,11 @@ void Scheduler::schedule(Clock::time_point now, SchedulerOutput& out) {
     waiting_.erase(waiting_.begin(), waiting_.begin() + long(admitted));
   }
   out.total_tokens = config_.max_num_batched_tokens - budget;
+}
+
+size_t Scheduler::n_schedulable() const {
+  return waiting_.size() + size_t(std::count_if(running_.begin(), running_.end(),
+                                                [](const Request* r) { return !r->in_flight; }));
 }
 
 }  // namespace vela

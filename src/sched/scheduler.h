@@ -26,8 +26,13 @@
 // whole token budget. Waiting prompts age: once the oldest unfinished prefill has waited longer
 // than prefill_patience x the target, the target grows in proportion, so a backlog of prompts
 // (a burst of arrivals) is cleared at close to full speed and their TTFT stays bounded.
+// Pipelines: a request whose tokens are in a pass still in flight (Request::in_flight) is
+// neither scheduled nor preempted until the engine has that pass's outputs; the engine asks for
+// steps of a share of the requests (max_requests), so that several passes of different requests
+// keep every stage busy.
 // Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
@@ -79,8 +84,12 @@ class Scheduler {
   // Removes a request wherever it is and frees its blocks (finish or abort).
   void remove(Request* request);
 
-  // Plans one step into `out` (its vectors are reused; no allocation in steady state).
-  void schedule(Clock::time_point now, SchedulerOutput& out);
+  // Plans one step of at most max_requests requests into `out` (its vectors are reused; no
+  // allocation in steady state).
+  void schedule(Clock::time_point now, SchedulerOutput& out,
+                size_t max_requests = std::numeric_limits<size_t>::max());
+  // Waiting requests and running ones not in flight: those a step could schedule.
+  size_t n_schedulable() const;
 
   size_t n_waiting() const { return waiting_.size(); }
   size_t n_running() const { return running_.size(); }

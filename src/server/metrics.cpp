@@ -232,6 +232,10 @@ void append_forward(std::string& out, const EngineCounters& c, const std::string
   for (size_t r = 0; r < c.tp_ranks.size(); ++r)
     append_sample(out, "vela:tensor_parallel_bytes_sent_total",
                   "rank=\"" + std::to_string(r) + "\"," + l, double(c.tp_ranks[r].bytes_sent));
+  append_header(out, "vela:pipeline_overlapped_passes_total", "counter",
+                "Forward passes begun while an earlier one was still in the pipeline's later "
+                "stages.");
+  append_sample(out, "vela:pipeline_overlapped_passes_total", l, double(c.passes_overlapped));
 }
 
 }  // namespace

@@ -323,6 +323,66 @@ TEST(MpiTensorParallel, ServerAnswersAsOneProcessDoes) {
   EXPECT_EQ(split->wait_exit(60), 0) << split->log();
 }
 
+// A pipeline server keeps a pass per stage in flight, each of other requests: concurrent
+// requests get one process's answers, alone (two stages, whole layers) and with split stages
+// (2 x 2), and SIGTERM still drains and closes the group.
+TEST(MpiTensorParallel, APipelineServesConcurrentRequestsAsOneProcessDoes) {
+  VELA_REQUIRE_SHARED();
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::vector<std::string> args = {
+      "-m", model_path("tiny-llama-256-Q8_0"), "-t", "1", "--max-num-seqs", "8"};
+  constexpr int kRequests = 6;
+  const auto body = [](int i) {
+    return nlohmann::json{{"prompt", "Story number " + std::to_string(i)},
+                          {"max_tokens", 16},
+                          {"temperature", 0},
+                          {"ignore_eos", true}}
+        .dump();
+  };
+  const auto text = [](const std::string& response) {
+    auto j = nlohmann::json::parse(response, nullptr, false);
+    return j.is_discarded() ? response : j["choices"][0]["text"].get<std::string>();
+  };
+  std::vector<std::string> expected;
+  {
+    auto one = test::ServerProcess::start(args);
+    ASSERT_TRUE(one);
+    for (int i = 0; i < kRequests; ++i) {
+      const test::HttpResult r = one->post("/v1/completions", body(i));
+      ASSERT_EQ(r.status, 200) << r.body;
+      expected.push_back(text(r.body));
+    }
+  }
+  for (const auto& [tensor, pipeline] : {std::pair{1, 2}, std::pair{2, 2}}) {
+    SCOPED_TRACE("tensor " + std::to_string(tensor) + " x pipeline " + std::to_string(pipeline));
+    std::vector<std::string> split_args = args;
+    split_args.insert(split_args.end(), {"--tensor-parallel-size", std::to_string(tensor),
+                                         "--pipeline-parallel-size", std::to_string(pipeline)});
+    auto split = test::ServerProcess::start(
+        split_args, true,
+        {VELA_MPIRUN, "-np", std::to_string(tensor * pipeline), "--oversubscribe"});
+    ASSERT_TRUE(split);
+    std::vector<std::unique_ptr<test::BackgroundCurl>> clients;
+    for (int i = 0; i < kRequests; ++i)
+      clients.push_back(std::make_unique<test::BackgroundCurl>(
+          std::vector<std::string>{"-H", "Content-Type: application/json", "-d", body(i),
+                                   split->url("/v1/completions")},
+          60));
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_EQ(clients[size_t(i)]->wait(60), 0);
+      EXPECT_EQ(text(clients[size_t(i)]->output()), expected[size_t(i)]) << i;
+    }
+    EXPECT_GT(split->metric("vela:pipeline_overlapped_passes_total",
+                            "model_name=\"tiny-llama-256-Q8_0\""),
+              0.0);
+    const pid_t rank0 = rank_of(split->pid(), 0);
+    ASSERT_GT(rank0, 0);
+    ::kill(rank0, SIGTERM);
+    EXPECT_EQ(split->wait_exit(60), 0) << split->log();
+  }
+}
+
 // A worker that dies (kill -9) or hangs (SIGSTOP) in the middle of serving ends the whole job
 // with a non-zero exit within a bounded time: mpirun notices a death, the collectives' watchdog
 // a hang, and names the rank that noticed and the rank that does not answer its ping.
