@@ -3,6 +3,9 @@
 //     against a pass over 1 token, at the same context, median of several repetitions.
 //  2. End to end, one stream: greedy decode tokens/s with speculation and without, the
 //     acceptance rate, the mean accepted run and the speed-up; the outputs must be identical.
+//     --replay-acceptance A replaces the proposer by one of a known acceptance (the plain run's
+//     output, each token right with probability A), to measure what the engine makes of a
+//     proposer as good as prompt lookup on text that the output copies, whatever the model.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,10 +65,30 @@ struct StreamResult {
   EngineCounters counters;
 };
 
+// A proposer standing in for one of acceptance `rate`: it proposes the continuation `output` (the
+// plain run's greedy output for `prompt`), each proposed token right with probability `rate`
+// and otherwise another token, from a fixed seed.
+TokenProposer replay_proposer(const std::vector<int32_t>& prompt, std::vector<int32_t> output,
+                              double rate, int32_t n_vocab) {
+  auto rng = std::make_shared<std::mt19937_64>(1234);
+  return [prompt_size = prompt.size(), output = std::move(output), rate, n_vocab, rng](
+             uint64_t, std::span<const int32_t> tokens, std::span<int32_t> out) {
+    const size_t done = tokens.size() - prompt_size;
+    int32_t n = 0;
+    std::uniform_real_distribution<double> coin(0.0, 1.0);
+    for (; size_t(n) < out.size() && done + size_t(n) < output.size(); ++n) {
+      const int32_t right = output[done + size_t(n)];
+      out[size_t(n)] = coin(*rng) < rate ? right : (right + 1) % n_vocab;
+    }
+    return n;
+  };
+}
+
 Result<StreamResult> run_stream(const EngineOptions& o, const std::vector<int32_t>& prompt,
-                                int32_t n_gen) {
+                                int32_t n_gen, const TokenProposer& proposer = {}) {
   auto engine = make_engine(o);
   if (!engine) return engine.error();
+  if (proposer) (*engine)->set_proposer(proposer);
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = n_gen;
@@ -99,7 +122,10 @@ int run_bench_spec(int argc, char** argv) {
        "passes per verification measurement, and end-to-end runs of each kind (default 5)"},
       {"n-gen", 'n', "N", "tokens generated per end-to-end run (default 64; 0 = skip)"},
       {"prompt", 'p', "TEXT", "end-to-end prompt (default: a passage that repeats itself)"},
-      {"prompt-file", 0, "FILE", "read the prompt from FILE"}};
+      {"prompt-file", 0, "FILE", "read the prompt from FILE"},
+      {"replay-acceptance", 0, "A",
+       "instead of the method's proposer, propose the plain run's own output with each token "
+       "right with probability A in [0, 1]: the speed-up a proposer of that acceptance gives"}};
   Args args("bench spec", "-m MODEL.gguf [options]", flags);
   add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
@@ -112,11 +138,12 @@ int run_bench_spec(int argc, char** argv) {
   auto reps = args.get_int("repetitions", 5, 1, 1000);
   auto n_gen = args.get_int("n-gen", 64, 0, 1 << 16);
   auto spec = read_speculative_flags(args);
+  auto replay = args.get_float("replay-acceptance", 0.0, 0.0, 1.0);
   for (const Error* e : {threads ? nullptr : &threads.error(), context ? nullptr : &context.error(),
                          reps ? nullptr : &reps.error(), n_gen ? nullptr : &n_gen.error(),
-                         spec ? nullptr : &spec.error()}) {
+                         spec ? nullptr : &spec.error(), replay ? nullptr : &replay.error()}) {
     if (e) {
-      std::fprintf(stderr, "vela bench spec: %s\n", e->message.c_str());
+      std::fprintf(stderr, "%s\n", e->message.c_str());  // the flag errors name the command
       return 2;
     }
   }
@@ -199,9 +226,14 @@ int run_bench_spec(int argc, char** argv) {
     // medians are reported.
     std::vector<double> plain_rates, spec_rates;
     Result<StreamResult> plain = make_error("no run"), fast = make_error("no run");
+    const bool replaying = args.has("replay-acceptance");
     for (int32_t rep = 0; rep < *reps; ++rep) {
       plain = run_stream(o, prompt, int32_t(*n_gen));
-      fast = run_stream(spec_options, prompt, int32_t(*n_gen));
+      fast = !plain      ? plain
+             : replaying ? run_stream(spec_options, prompt, int32_t(*n_gen),
+                                      replay_proposer(prompt, plain->tokens, *replay,
+                                                      (*model)->config().n_vocab))
+                         : run_stream(spec_options, prompt, int32_t(*n_gen));
       if (!plain || !fast) {
         std::fprintf(stderr, "vela bench spec: %s\n", (plain ? fast : plain).message().c_str());
         return 1;
@@ -220,8 +252,12 @@ int run_bench_spec(int argc, char** argv) {
         "end to end (%s, K=%d%s), prompt %zu tokens, %zu generated: plain %.2f tok/s, "
         "speculative %.2f tok/s: %.3fx; %llu runs, %llu proposed, %llu accepted "
         "(acceptance %.3f, mean accepted per run %.2f); outputs %s\n",
-        spec->method.c_str(), k, spec->adaptive ? ", adaptive" : "", prompt.size(),
-        plain->tokens.size(), plain->decode_tokens_per_s, fast->decode_tokens_per_s,
+        replaying ? ("replayed output, each token right with probability " +
+                     std::to_string(*replay).substr(0, 4))
+                        .c_str()
+                  : spec->method.c_str(),
+        k, spec->adaptive ? ", adaptive" : "", prompt.size(), plain->tokens.size(),
+        plain->decode_tokens_per_s, fast->decode_tokens_per_s,
         fast->decode_tokens_per_s / std::max(plain->decode_tokens_per_s, 1e-12),
         (unsigned long long)c.spec_drafts, (unsigned long long)c.spec_draft_tokens,
         (unsigned long long)c.spec_accepted_tokens, acceptance, mean_run,

@@ -82,6 +82,29 @@ TEST(ServeSpeculative, HelpListsTheFlags) {
   }
 }
 
+// `vela bench spec --replay-acceptance A` proposes the plain run's own output, each token right
+// with probability A: all of it accepted at 1, none at 0, the output the plain run's either way,
+// and an A outside [0, 1] a one-line error.
+TEST(ServeSpeculative, BenchSpecReplaysAProposerOfAGivenAcceptance) {
+  VELA_REQUIRE_SHARED();
+  const std::string bench = "bench spec -m " +
+                            shared_path("models/tiny-llama-256-Q8_0.gguf").string() +
+                            " -t 1 -r 1 -n 24 --no-spec-adaptive --replay-acceptance ";
+  int status = -1;
+  std::string out = run_output(bench + "1", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("each token right with probability 1.00"), std::string::npos) << out;
+  EXPECT_NE(out.find("(acceptance 1.000"), std::string::npos) << out;
+  EXPECT_NE(out.find("outputs identical"), std::string::npos) << out;
+  out = run_output(bench + "0", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find(" 0 accepted (acceptance 0.000"), std::string::npos) << out;
+  EXPECT_NE(out.find("outputs identical"), std::string::npos) << out;
+  out = run_output(bench + "1.5", &status);
+  EXPECT_EQ(status, 2) << out;
+  EXPECT_NE(out.find("--replay-acceptance must be a number in [0"), std::string::npos) << out;
+}
+
 TEST(ServeSpeculative, BadOptionsAreOneLineErrors) {
   VELA_REQUIRE_SHARED();
   const std::string model = shared_path("models/tiny-llama-256-F32.gguf").string();
