@@ -565,18 +565,16 @@ Status Engine::step() {
     phases.cancel();
     return {};
   }
-  if (launched) {
-    const SchedulerOutput& sched =
-        plans_[size_t((first_plan_ + n_plans_ - 1) % max_in_flight_)].sched;
-    step_span.arg("prefill_tokens", sched.shape.prefill_tokens);
-    step_span.arg("decode_tokens", sched.shape.decode_tokens);
-    step_span.arg("requests", int64_t(sched.scheduled.size()));
+  const StepPlan* newest =
+      launched ? &plans_[size_t((first_plan_ + n_plans_ - 1) % max_in_flight_)] : nullptr;
+  if (newest) {
+    step_span.arg("prefill_tokens", newest->sched.shape.prefill_tokens);
+    step_span.arg("decode_tokens", newest->sched.shape.decode_tokens);
+    step_span.arg("requests", int64_t(newest->sched.scheduled.size()));
   }
   // The oldest pass completes once every stage has one (or nothing more could be launched); a
   // pass with embedding rows completes at once, with those before it.
-  const bool drain =
-      launched && plans_[size_t((first_plan_ + n_plans_ - 1) % max_in_flight_)].hidden;
-  if (drain)
+  if (newest && newest->hidden)
     while (n_plans_ > 0) complete(phases);
   else if (n_plans_ >= max_in_flight_ || !launched)
     complete(phases);

@@ -2,7 +2,8 @@
 // per stage in flight, each of other requests, so that every stage works at once. Its greedy
 // output is token for token that of one process (whole layers per stage compute the same values;
 // with tensor-parallel stages, that of the same group one pass at a time), with continuous
-// batching, chunked prefill, preemption and cancellations, and every block returns to the pool.
+// batching, chunked prefill, preemption, cancellations and an embedding request among them, and
+// every block returns to the pool.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -51,6 +52,7 @@ std::vector<std::vector<int32_t>> prompts(const Tokenizer& tok) {
 
 struct Outcome {
   std::vector<std::vector<int32_t>> tokens;  // each request's output
+  std::vector<float> embedding;              // an embedding request's among them
   uint64_t passes_overlapped = 0;
   uint64_t preemptions = 0;
   int32_t blocks_used_after = -1;
@@ -118,6 +120,12 @@ Outcome run(const PipelineCase& pc, bool overlap, int cancel = -1) {
     EXPECT_TRUE(id.ok()) << id.message();
     ids[i] = *id;
   }
+  // Its pass returns hidden states: it completes in the step that launched it.
+  auto embedding =
+      engine->add_embedding_request(ps[1], Pooling::kMean, 0, [&](const RequestEvent& e) {
+        if (e.finished) out.embedding.assign(e.embedding.begin(), e.embedding.end());
+      });
+  EXPECT_TRUE(embedding.ok()) << embedding.message();
   while (engine->has_unfinished()) {
     const Status st = engine->step();
     EXPECT_TRUE(st.ok()) << st.message();
@@ -151,6 +159,8 @@ TEST_P(PipelineEngine, PassesInFlightGiveTheTokensOfOnePassAtATime) {
     EXPECT_EQ(overlapped.tokens[i].size(), 20u) << "request " << i;
     EXPECT_EQ(overlapped.tokens[i], reference.tokens[i]) << "request " << i;
   }
+  EXPECT_FALSE(overlapped.embedding.empty());
+  EXPECT_EQ(overlapped.embedding, reference.embedding);
   EXPECT_EQ(overlapped.blocks_used_after, 0);
   EXPECT_EQ(overlapped.kv_invariants, "");
 }
