@@ -1,5 +1,6 @@
 // The scheduler alone, with requests that are only token counts: token budget and chunked
-// prefill, the sequence cap, priority order, aging, and preemption when blocks run out.
+// prefill, the sequence cap, priority order, aging, preemption when blocks run out, and the
+// requests of passes in flight.
 #include <gtest/gtest.h>
 
 #include "scheduler_fixture.h"
@@ -87,6 +88,45 @@ TEST(Scheduler, ARequestThatCannotGrowPreemptsItself) {
   EXPECT_EQ(out.preempted[0], r);
   EXPECT_TRUE(out.scheduled.empty());
   f.scheduler.remove(r);
+  EXPECT_EQ(f.pool.usage().used, 0);
+}
+
+// A pipeline's passes in flight: their requests are neither scheduled nor preempted (a victim
+// is found among the others), and a step takes at most max_requests requests, the rest staying
+// for the next pass.
+TEST(Scheduler, RequestsInFlightAreNeitherScheduledNorPreempted) {
+  // 6 blocks of 4 slots: three 8-token prompts fill the pool.
+  Fixture f(6, config(100, 8));
+  Request* low = f.add(8, 0, 0.0);
+  Request* mid = f.add(8, 1, 0.1);
+  Request* high = f.add(8, 2, 0.2);
+  SchedulerOutput out;
+  f.scheduler.schedule(f.t0, out, 2);  // a share: two of the three
+  ASSERT_EQ(out.scheduled.size(), 2u);
+  EXPECT_EQ(out.scheduled[0].request, high);
+  EXPECT_EQ(out.scheduled[1].request, mid);
+  EXPECT_EQ(f.scheduler.n_schedulable(), 3u);
+  for (Request* r : {high, mid}) r->in_flight = true;
+  EXPECT_EQ(f.scheduler.n_schedulable(), 1u);
+  f.scheduler.schedule(f.t0, out);  // the next pass: the one left
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].request, low);
+  low->in_flight = true;
+  // The first pass returns; the next token of each needs a third block, and the pool is full.
+  // The least important request, `low`, is in flight, so `mid` gives its blocks instead.
+  for (Request* r : {high, mid}) {
+    r->in_flight = false;
+    r->num_computed = 8;
+    r->tokens.push_back(1);
+  }
+  f.scheduler.schedule(f.t0, out);
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_EQ(out.preempted[0], mid);
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].request, high);
+  EXPECT_EQ(low->status, RequestStatus::kRunning);
+  EXPECT_EQ(low->kv.blocks.size(), 2u);
+  for (Request* r : {low, mid, high}) f.scheduler.remove(r);
   EXPECT_EQ(f.pool.usage().used, 0);
 }
 
