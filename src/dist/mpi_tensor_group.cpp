@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -132,22 +133,26 @@ class MpiTensorGroup : public TensorParallel {
 
   void send_batch(const ForwardBatch& batch) override {
     ScopedSeconds timed(traffic_.seconds);
-    message_.encode(batch);
-    PostedBatch& posted = batches_.emplace_back();
-    posted.words = message_.words();
-    const int64_t bytes = int64_t(posted.words.size() * sizeof(int32_t));
+    // A finished entry's buffers are reused: no allocation per pass once the pipeline is full.
+    if (spare_batches_.empty()) spare_batches_.emplace_back();
+    batches_.splice(batches_.end(), spare_batches_, spare_batches_.begin());
+    PostedBatch& posted = batches_.back();
+    posted.message.encode(batch);
+    const std::vector<int32_t>& words = posted.message.words();
+    const int64_t bytes = int64_t(words.size() * sizeof(int32_t));
     traffic_.bytes_sent += uint64_t(16 + bytes) * uint64_t(world_size_ - 1);
     posted.header[0] = kBatch;
     posted.header[1] = bytes;
     MPI_Ibcast(posted.header, 2, MPI_INT64_T, 0, comm_, &posted.requests[0]);
-    MPI_Ibcast(posted.words.data(), int(bytes), MPI_BYTE, 0, comm_, &posted.requests[1]);
+    MPI_Ibcast(const_cast<int32_t*>(words.data()), int(bytes), MPI_BYTE, 0, comm_,
+               &posted.requests[1]);
   }
   void finish_batches(size_t keep) override {
     ScopedSeconds timed(traffic_.seconds);
     while (batches_.size() > keep) {
       for (MPI_Request& request : batches_.front().requests)
         finish(request, "sending a batch", true);
-      batches_.pop_front();
+      spare_batches_.splice(spare_batches_.end(), batches_, batches_.begin());
     }
   }
   std::optional<ForwardBatch> receive_batch() override {
@@ -363,20 +368,19 @@ class MpiTensorGroup : public TensorParallel {
   bool closed_ = false;
   TensorParallelTraffic traffic_;
   Command last_ = kClose;
-  BatchMessage message_;
   std::vector<int32_t> words_;
   std::vector<char> payload_;
   std::vector<float> parts_;
   std::vector<int> counts_, displs_;
   std::deque<MPI_Request> sends_;  // sends to other stages not yet waited for, oldest first
-  // World rank 0: batches whose broadcast is posted and not yet waited for, oldest first (their
-  // buffers stay here, unmoved, until then).
+  // World rank 0: batches whose broadcast is posted and not yet waited for, oldest first (list
+  // nodes: their buffers stay unmoved until then), and finished entries kept for reuse.
   struct PostedBatch {
     int64_t header[2] = {0, 0};  // command, payload bytes
-    std::vector<int32_t> words;  // the encoded batch
+    BatchMessage message;        // the encoded batch
     MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   };
-  std::deque<PostedBatch> batches_;
+  std::list<PostedBatch> batches_, spare_batches_;
 };
 
 std::weak_ptr<MpiTensorGroup> g_group;

@@ -558,15 +558,13 @@ Status Engine::step() {
   // building the batch, the forward pass, pooling, and per request sampling and detokenizing.
   trace::Span step_span("engine_step", "engine");
   trace::Phases phases("engine");
-  bool launched = false;
-  if (auto st = launch(phases, launched); !st) return st;
+  const StepPlan* newest = nullptr;
+  if (auto st = launch(phases, newest); !st) return st;
   if (n_plans_ == 0) {
     step_span.cancel();
     phases.cancel();
     return {};
   }
-  const StepPlan* newest =
-      launched ? &plans_[size_t((first_plan_ + n_plans_ - 1) % max_in_flight_)] : nullptr;
   if (newest) {
     step_span.arg("prefill_tokens", newest->sched.shape.prefill_tokens);
     step_span.arg("decode_tokens", newest->sched.shape.decode_tokens);
@@ -576,7 +574,7 @@ Status Engine::step() {
   // pass with embedding rows completes at once, with those before it.
   if (newest && newest->hidden)
     while (n_plans_ > 0) complete(phases);
-  else if (n_plans_ >= max_in_flight_ || !launched)
+  else if (n_plans_ >= max_in_flight_ || !newest)
     complete(phases);
 
   // The other ranks' traffic figures: a bounded interval apart while requests run (one small
@@ -607,9 +605,9 @@ void Engine::count_forward(Clock::time_point start, const TensorParallelTraffic&
   }
 }
 
-Status Engine::launch(trace::Phases& phases, bool& launched) {
-  launched = false;
-  if (n_plans_ == max_in_flight_) return {};
+Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
+  launched = nullptr;
+  assert(n_plans_ < max_in_flight_);  // step() completes a pass whenever the ring is full
   StepPlan& plan = plans_[size_t((first_plan_ + n_plans_) % max_in_flight_)];
   SchedulerOutput& sched = plan.sched;
   phases.next("schedule");
@@ -687,7 +685,7 @@ Status Engine::launch(trace::Phases& phases, bool& launched) {
   for (const ScheduledRequest& s : sched.scheduled) s.request->in_flight = true;
   counters_.passes_overlapped += n_plans_ > 0;
   ++n_plans_;
-  launched = true;
+  launched = &plan;
   return {};
 }
 

@@ -193,9 +193,9 @@ class Engine {
     double propose_seconds = 0;  // spent on proposals before scheduling it
   };
 
-  // Proposes, schedules, builds the batch and begins its pass (launched: whether there was
-  // anything to run). A pass that cannot begin finishes its requests (reason abort).
-  Status launch(trace::Phases& phases, bool& launched);
+  // Proposes, schedules, builds the batch and begins its pass (launched: its plan, or null when
+  // no request was ready). A pass that cannot begin finishes its requests (reason abort).
+  Status launch(trace::Phases& phases, const StepPlan*& launched);
   // Waits for the oldest launched pass's outputs, then samples, verifies and reports its tokens.
   void complete(trace::Phases& phases);
   // Adds the forward-pass time and group traffic since `start` and `before` to the counters.

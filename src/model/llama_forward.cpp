@@ -335,11 +335,11 @@ void LlamaForward::finish_forward() {
   const int32_t last = (tp_->n_stages() - 1) * tp_->size();
   if (!p.logits.empty()) tp_->receive_from(last, p.logits);
   if (!p.hidden.empty()) tp_->receive_from(last, p.hidden);
-  // Its outputs are back, so every rank has taken its batch and hidden states; the later
-  // passes' messages may still be on their way.
-  size_t later_sends = 0;
-  for (const PendingPass& q : pending_) later_sends += q.n_sends;
-  tp_->finish_sends(later_sends);
+  // Its outputs are back, so every rank has taken its batch and hidden states; the messages of
+  // the passes begun after it may still be on their way.
+  size_t newer_sends = 0;
+  for (const PendingPass& q : pending_) newer_sends += q.n_sends;
+  tp_->finish_sends(newer_sends);
   tp_->finish_batches(pending_.size());
 }
 

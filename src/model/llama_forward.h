@@ -72,7 +72,7 @@ class LlamaForward {
                  std::span<float> hidden = {});
 
   // forward() in two halves, so that world rank 0 of a pipeline starts the next pass (its own
-  // stage's layers) while the later stages still run the passes before it. begin_forward checks
+  // stage's layers) while the stages after it still run earlier passes. begin_forward checks
   // the batch, sends it, runs this rank's stage and sends the hidden states on; finish_forward
   // waits for the oldest begun pass's outputs, written where its begin_forward said (those
   // buffers must stay until then). At most max_passes_in_flight() passes are begun and not

@@ -54,7 +54,7 @@ class TensorParallel {
 
   // World rank 0: the batch of the pass it is about to run (hidden-state rows are rank 0's alone).
   // Returns once the batch is posted, without waiting for the other ranks to take it: a
-  // pipeline's later stages take it when they have finished the passes before it.
+  // pipeline's other stages take it once they have finished the passes before it.
   virtual void send_batch(const ForwardBatch& batch) = 0;
   // World rank 0: waits until at most `keep` of the batches sent (the newest) may still be on
   // their way.

@@ -212,8 +212,7 @@ void append_speculative(std::string& out, const EngineCounters& c, const std::st
 
 // Time in forward passes, and with tensor parallelism what part of it went to communication.
 void append_forward(std::string& out, const EngineCounters& c, const std::string& l) {
-  append_header(out, "vela:forward_pass_seconds_total", "counter",
-                "Wall time in forward passes.");
+  append_header(out, "vela:forward_pass_seconds_total", "counter", "Wall time in forward passes.");
   append_sample(out, "vela:forward_pass_seconds_total", l, c.forward_seconds);
   // Without a rank label rank 0's own figures (as in one process, where they are zero); with
   // one, each world rank's (rank="0" the same as the unlabeled sample; the others' as last
@@ -233,7 +232,7 @@ void append_forward(std::string& out, const EngineCounters& c, const std::string
     append_sample(out, "vela:tensor_parallel_bytes_sent_total",
                   "rank=\"" + std::to_string(r) + "\"," + l, double(c.tp_ranks[r].bytes_sent));
   append_header(out, "vela:pipeline_overlapped_passes_total", "counter",
-                "Forward passes begun while an earlier one was still in the pipeline's later "
+                "Forward passes begun while an earlier one was still in the pipeline's other "
                 "stages.");
   append_sample(out, "vela:pipeline_overlapped_passes_total", l, double(c.passes_overlapped));
 }
