@@ -48,6 +48,13 @@ int count_physical_cores() {
 CpuFeatures detect() {
   CpuFeatures f;
   unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    f.bf16_dot_full_rate = std::string_view(vendor) == "AuthenticAMD";
+  }
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = c & bit_OSXSAVE;
   const bool fma = c & bit_FMA;
@@ -66,6 +73,7 @@ CpuFeatures detect() {
   const bool amx_bf16 = d & (1u << 22);
   __cpuid_count(7, 1, a, b, c, d);
   f.avx512_bf16 = f.avx512 && (a & (1u << 5));
+  f.bf16_dot_full_rate = f.bf16_dot_full_rate && f.avx512_bf16;
   if (f.avx512 && amx_tile && request_amx_permission()) {
     f.amx_int8 = amx_int8;
     f.amx_bf16 = amx_bf16;
@@ -90,16 +98,20 @@ const CpuFeatures& cpu_features() {
 
 const char* kernel_isa_name(KernelIsa isa) {
   switch (isa) {
-    case KernelIsa::kScalar: return "scalar";
-    case KernelIsa::kAvx2: return "avx2";
-    case KernelIsa::kAvx512: return "avx512";
+    case KernelIsa::kScalar:
+      return "scalar";
+    case KernelIsa::kAvx2:
+      return "avx2";
+    case KernelIsa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
 
 std::vector<KernelIsa> supported_kernel_isas() {
   std::vector<KernelIsa> out;
-  for (int i = 0; i <= static_cast<int>(highest_supported()); ++i) out.push_back(static_cast<KernelIsa>(i));
+  for (int i = 0; i <= static_cast<int>(highest_supported()); ++i)
+    out.push_back(static_cast<KernelIsa>(i));
   return out;
 }
 

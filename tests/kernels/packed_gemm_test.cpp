@@ -4,6 +4,7 @@
 // padded strides), which is what makes batched decoding equal to one sequence alone; and
 // matmul_rows on an interleaved matrix equals the same rows computed one token at a time.
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <cmath>
 #include <cstring>
@@ -122,9 +123,7 @@ TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
 // Each SIMD kernel equals the reference bit for bit, for every token count around the tile
 // sizes (16-row tiles), odd block counts and column chunks (for the float types, rows longer
 // than their column blocks), padded activation rows and a wider y.
-void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
-  const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
-  if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU or for this type";
+void expect_bit_identical(PackedGemmFn kernel, GgmlType type) {
   const PackedGemmFn ref = packed_gemm_kernel(PackedKernelKind::kReference, type);
   std::vector<int64_t> widths = {1, 7, 37, 64};
   // The float kernels go through long rows a column block (1024-2048 columns) at a time.
@@ -152,6 +151,12 @@ void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
       }
     }
   }
+}
+
+void expect_bit_identical(PackedKernelKind kind, GgmlType type) {
+  const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
+  if (kernel == nullptr) GTEST_SKIP() << "kernel not available on this CPU or for this type";
+  expect_bit_identical(kernel, type);
 }
 
 TEST_P(PackedGemm, Avx2BitIdenticalToReference) {
@@ -210,6 +215,68 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
       ASSERT_EQ(std::memcmp(&b, &alone[size_t(r)], 4), 0) << "token " << t << " row " << r;
       EXPECT_NEAR(b, plain[size_t(t * rows + r)], 1e-4 * (1 + std::fabs(b)));
     }
+  }
+}
+
+// The SIMD BF16 kernels this CPU can run: AVX2 and AVX-512 widened FMA, and vdpbf16ps (with
+// AVX512-BF16).
+std::vector<std::pair<const char*, PackedGemmFn>> simd_bf16_kernels() {
+  std::vector<std::pair<const char*, PackedGemmFn>> out;
+  if (cpu_features().avx2)
+    out.emplace_back("AVX2 widened FMA",
+                     packed_gemm_kernel(PackedKernelKind::kAvx2, GgmlType::BF16));
+  if (cpu_features().avx512)
+    out.emplace_back("AVX-512 widened FMA",
+                     kernels::packed_gemm_float_avx512(GgmlType::BF16, Bf16Kernel::kWidenedFma));
+  if (cpu_features().avx512_bf16)
+    out.emplace_back("AVX-512 vdpbf16ps",
+                     kernels::packed_gemm_float_avx512(GgmlType::BF16, Bf16Kernel::kDot));
+  return out;
+}
+
+// Whichever BF16 kernel the engine picks, the others give the same floats.
+TEST(PackedGemmBf16, EverySimdKernelBitIdenticalToReference) {
+  const auto kernels = simd_bf16_kernels();
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2";
+  for (const auto& [name, fn] : kernels) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(fn, nullptr);
+    expect_bit_identical(fn, GgmlType::BF16);
+  }
+}
+
+// Subnormal weights and activations count as zero and products that underflow flush to zero, as
+// in vdpbf16ps, for both kernels; normal values around them keep their exact sums. The thread's
+// rounding state is back as it was afterwards.
+TEST(PackedGemmBf16, SubnormalsFlushAsVdpbf16psDoes) {
+  const auto kernels = simd_bf16_kernels();
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2";
+  const int64_t rows = 32, n = 96, n_act = 7;
+  // bf16 bit patterns: subnormals (exponent 0) and tiny normals, whose products underflow; rows
+  // and tokens of only those sum to a flushed zero, the others mix in ordinary values.
+  const uint16_t kValues[] = {0x0001, 0x8005, 0x007F, 0x0080, 0x0480, 0x8700, 0x00A0,
+                              0x8081, 0x0000, 0x3F80, 0xBFC0, 0x4100, 0x3C00};
+  const size_t kTiny = 9;  // the first kTiny values
+  const auto pick = [&](size_t i, bool tiny_only) {
+    return kValues[(i * 7 + i / 11) % (tiny_only ? kTiny : std::size(kValues))];
+  };
+  std::vector<uint16_t> w(size_t(rows * n)), x(size_t(n_act * n));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = pick(i, i / size_t(n) % 4 == 0);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = pick(i + 3, i / size_t(n) % 3 == 0);
+  std::vector<uint8_t> w_bytes(w.size() * 2), act(x.size() * 2);
+  std::memcpy(w_bytes.data(), w.data(), w_bytes.size());
+  std::memcpy(act.data(), x.data(), act.size());
+  const auto pw = packed(GgmlType::BF16, w_bytes, rows, n);
+  const auto want = run(packed_gemm_kernel(PackedKernelKind::kReference, GgmlType::BF16), pw, rows,
+                        n, act, size_t(n) * 2, n_act, rows);
+  int zeros = 0;
+  for (float v : want) zeros += v == 0.0f;
+  ASSERT_GT(zeros, 0) << "no sum flushed: the case does not test flushing";
+  for (const auto& [name, fn] : kernels) {
+    const unsigned csr = _mm_getcsr();
+    const auto got = run(fn, pw, rows, n, act, size_t(n) * 2, n_act, rows);
+    EXPECT_EQ(_mm_getcsr(), csr) << name;
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << name;
   }
 }
 

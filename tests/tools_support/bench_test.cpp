@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/packed/packed_gemm.h"
 #include "model/model.h"
 #include "support/shared_data.h"
 #include "tools_support/bench/bench_report.h"
@@ -29,8 +30,8 @@ TEST(Roofline, MeasuresPositiveRatesOnEveryIsaThisCpuHas) {
   EXPECT_GE(default_bandwidth_buffer_bytes(), size_t(1) << 20);
 }
 
-// Quantized weights meet the int8 peak; BF16 weights the bf16 peak where the CPU has one (else
-// the fp32 peak their widened form runs at); F16 / F32 the fp32 peak.
+// Quantized weights meet the int8 peak; BF16 weights the bf16 peak where their kernel is the bf16
+// dot instruction (else the fp32 peak their widened form runs at); F16 / F32 the fp32 peak.
 TEST(Roofline, PromptCeilingFollowsTheWeightType) {
   Roofline r;
   r.fp32_flops = 1e11;
@@ -44,8 +45,9 @@ TEST(Roofline, PromptCeilingFollowsTheWeightType) {
   EXPECT_EQ(prompt_ceiling(bf16, r, &name), 1e11);
   EXPECT_EQ(name, "fp32 peak");
   r.bf16_flops = 2e11;
-  EXPECT_EQ(prompt_ceiling(bf16, r, &name), 2e11);
-  EXPECT_EQ(name, "bf16 peak");
+  const bool dot = selected_bf16_kernel() == Bf16Kernel::kDot;
+  EXPECT_EQ(prompt_ceiling(bf16, r, &name), dot ? 2e11 : 1e11);
+  EXPECT_EQ(name, dot ? "bf16 peak" : "fp32 peak");
   EXPECT_EQ(prompt_ceiling(f16, r, &name), 1e11);
   EXPECT_EQ(name, "fp32 peak");
 }

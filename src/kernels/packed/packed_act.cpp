@@ -5,6 +5,7 @@
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_layout.h"
 #include "quant/blocks.h"
+#include "util/half.h"
 
 namespace vela {
 
@@ -39,6 +40,19 @@ template <GgmlType kType>
 void write_sums(const uint8_t* act, size_t act_stride, int64_t /*n_act*/, int64_t n_cols,
                 int64_t t_begin, int64_t t_end, void* out) {
   write_packed_act_sums(kType, act, act_stride, n_cols, t_begin, t_end, static_cast<int32_t*>(out));
+}
+
+size_t widened_bf16_bytes(int64_t n_act, int64_t n_cols) {
+  return size_t(n_act * n_cols) * sizeof(float);
+}
+
+void write_widened_bf16(const uint8_t* act, size_t act_stride, int64_t /*n_act*/, int64_t n_cols,
+                        int64_t t_begin, int64_t t_end, void* out) {
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    const auto* a = reinterpret_cast<const uint16_t*>(act + size_t(t) * act_stride);
+    float* o = static_cast<float*>(out) + t * n_cols;
+    for (int64_t k = 0; k < n_cols; ++k) o[k] = bf16_to_fp32(a[k]);
+  }
 }
 
 }  // namespace
@@ -120,6 +134,18 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
     default:
       return {};
   }
+}
+
+const float* widened_bf16_act(const PackedGemmArgs& p) {
+  if (p.act_prepared != nullptr) return static_cast<const float*>(p.act_prepared);
+  thread_local std::vector<float> widened;
+  if (widened.size() < size_t(p.n_act * p.n_cols)) widened.resize(size_t(p.n_act * p.n_cols));
+  write_widened_bf16(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, widened.data());
+  return widened.data();
+}
+
+PackedActPrep widened_bf16_act_prep() {
+  return {widened_bf16_bytes, write_widened_bf16};
 }
 
 }  // namespace vela

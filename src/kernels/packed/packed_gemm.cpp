@@ -1,6 +1,7 @@
 #include "kernels/packed/packed_gemm.h"
 
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -26,24 +27,54 @@ bool amx_opted_in() {
   return env != nullptr && std::string_view(env) == "1";
 }
 
+// The activation copy the `small` kernel of w_type at the kernel level `isa` reads.
+PackedActPrep small_act_prep(GgmlType w_type, KernelIsa isa) {
+  if (w_type == GgmlType::BF16)
+    return isa == KernelIsa::kAvx2 || selected_bf16_kernel() == Bf16Kernel::kWidenedFma
+               ? widened_bf16_act_prep()
+               : PackedActPrep{};
+  if (isa == KernelIsa::kAvx512) {
+    const PackedActPrep tiles = kernels::packed_act_prep_avx512_vnni(w_type);  // 32-element types
+    if (tiles.write != nullptr) return tiles;
+  }
+  return packed_act_sums_prep(w_type);
+}
+
 PackedKernels select(GgmlType w_type) {
   PackedKernels k;
-  if (selected_kernel_isa() == KernelIsa::kAvx2) {
-    k.small = packed_gemm_kernel(PackedKernelKind::kAvx2, w_type);
-    if (k.small != nullptr) k.small_prep = packed_act_sums_prep(w_type);
-    return k;
-  }
-  if (selected_kernel_isa() != KernelIsa::kAvx512) return k;
-  k.small = packed_gemm_kernel(PackedKernelKind::kAvx512, w_type);
+  const KernelIsa isa = selected_kernel_isa();
+  if (isa == KernelIsa::kScalar) return k;
+  k.small = packed_gemm_kernel(
+      isa == KernelIsa::kAvx2 ? PackedKernelKind::kAvx2 : PackedKernelKind::kAvx512, w_type);
   if (k.small == nullptr) return k;
-  k.small_prep = kernels::packed_act_prep_avx512_vnni(w_type);  // the 32-element types' tiles
-  if (k.small_prep.write == nullptr) k.small_prep = packed_act_sums_prep(w_type);
-  k.large = packed_gemm_kernel(PackedKernelKind::kAmx, w_type);
-  k.large_min_tokens = k.large ? kAmxMinTokens : 0;
+  k.small_prep = small_act_prep(w_type, isa);
+  if (isa == KernelIsa::kAvx512) {
+    k.large = packed_gemm_kernel(PackedKernelKind::kAmx, w_type);
+    k.large_min_tokens = k.large ? kAmxMinTokens : 0;
+  }
   return k;
 }
 
 }  // namespace
+
+Bf16Kernel selected_bf16_kernel() {
+  static const Bf16Kernel kernel = [] {
+    const CpuFeatures& f = cpu_features();
+    Bf16Kernel k = f.bf16_dot_full_rate ? Bf16Kernel::kDot : Bf16Kernel::kWidenedFma;
+    if (const char* env = std::getenv("VELA_BF16_KERNEL"); env && *env) {
+      const std::string_view v(env);
+      if (v == "dot" && f.avx512_bf16)
+        k = Bf16Kernel::kDot;
+      else if (v == "fma")
+        k = Bf16Kernel::kWidenedFma;
+      else
+        std::fprintf(stderr,
+                     "vela: ignoring VELA_BF16_KERNEL='%s' (fma, or dot with AVX512-BF16)\n", env);
+    }
+    return k;
+  }();
+  return kernel;
+}
 
 PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
   const CpuFeatures& f = cpu_features();
@@ -56,7 +87,8 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
                                      : kernels::packed_gemm_avx2(w_type);
     case PackedKernelKind::kAvx512:
       if (is_float_weight(w_type))
-        return f.avx512 ? kernels::packed_gemm_float_avx512(w_type, f.avx512_bf16) : nullptr;
+        return f.avx512 ? kernels::packed_gemm_float_avx512(w_type, selected_bf16_kernel())
+                        : nullptr;
       return f.avx512_vnni ? kernels::packed_gemm_avx512_vnni(w_type) : nullptr;
     case PackedKernelKind::kAmx:
       return f.amx_int8 && f.avx512_vnni && amx_opted_in() ? kernels::packed_gemm_amx(w_type)

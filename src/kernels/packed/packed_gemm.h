@@ -3,9 +3,9 @@
 // for Q8_0, Q4_0 and Q5_0 weights against Q8_0 activations, Q4_1 and Q5_1 against Q8_1 and the K
 // types against Q8_K; float ones for F32 and F16 weights against f32 activations and BF16 against
 // BF16. Kernels: at the AVX-512 level VNNI (int8 types, any batch) and FMA / vdpbf16ps (float
-// types; BF16 needs AVX512-BF16), for Q8_0 / Q4_0 the AMX tile kernel (prompt processing and
-// batched decode); at the AVX2 level every int8 type but Q5_K, and F32 / F16. A scalar reference
-// defines every result.
+// types; BF16 by vdpbf16ps or widened, Bf16Kernel), for Q8_0 / Q4_0 the AMX tile kernel (prompt
+// processing and batched decode); at the AVX2 level every int8 type but Q5_K, and F32 / F16. A
+// scalar reference defines every result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's
@@ -84,13 +84,22 @@ struct PackedKernels {
 };
 const PackedKernels& active_packed_kernels(GgmlType w_type);
 
+// How the AVX-512 kernel multiplies BF16 weights: by vdpbf16ps (AVX512-BF16), or with weights and
+// activations widened to f32 for FMA, the odd column of each pair first and subnormals flushed
+// (DAZ/FTZ), which gives the same floats. The engine takes vdpbf16ps where it runs at full rate
+// (CpuFeatures::bf16_dot_full_rate) and the widened FMA elsewhere, even without AVX512-BF16;
+// VELA_BF16_KERNEL=dot|fma forces one (benchmarks, tests).
+enum class Bf16Kernel { kDot, kWidenedFma };
+Bf16Kernel selected_bf16_kernel();
+
 namespace kernels {
 // Defined per instruction set; nullptr where the CPU lacks it (checked by the caller).
 PackedGemmFn packed_gemm_ref(GgmlType w_type);
 PackedGemmFn packed_gemm_avx2(GgmlType w_type);        // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K
-PackedGemmFn packed_gemm_float_avx2(GgmlType w_type);  // F32, F16
+PackedGemmFn packed_gemm_float_avx2(GgmlType w_type);  // F32, F16, BF16 (widened)
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type);
-PackedGemmFn packed_gemm_float_avx512(GgmlType w_type, bool has_bf16);  // F32, F16, BF16
+// F32, F16, BF16; kDot needs AVX512-BF16.
+PackedGemmFn packed_gemm_float_avx512(GgmlType w_type, Bf16Kernel bf16);
 PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type);
 PackedGemmFn packed_gemm_amx(GgmlType w_type);
 }  // namespace kernels

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "io/gguf.h"
+#include "kernels/packed/packed_gemm.h"
 
 namespace vela::bench {
 namespace {
@@ -130,7 +131,8 @@ double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* nam
     *name = "int8 peak";
     return r.int8_ops;
   }
-  if (p.bf16_weights && r.bf16_flops > 0) {
+  // The widened BF16 kernel multiplies on the FMA units (packed_gemm.h: Bf16Kernel).
+  if (p.bf16_weights && r.bf16_flops > 0 && selected_bf16_kernel() == Bf16Kernel::kDot) {
     *name = "bf16 peak";
     return r.bf16_flops;
   }

@@ -33,7 +33,7 @@ struct ModelProfile {
 };
 
 // The arithmetic ceiling of the model's prompt processing: int8 peak for quantized weights, the
-// bf16 peak for BF16 ones where the CPU has a bf16 dot instruction, else the fp32 peak. Sets
+// bf16 peak for BF16 ones where their kernel is the bf16 dot instruction, else the fp32 peak. Sets
 // `name` to the ceiling's name.
 double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* name);
 

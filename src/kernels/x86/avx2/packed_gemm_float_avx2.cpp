@@ -1,16 +1,20 @@
-// AVX2 kernels for F32 and F16 weights in 16-row groups (packed_blocks.h) against f32 activation
-// rows (packed_gemm.h): the AVX-512 kernel's outer product per column on two 8-row halves of a
-// group, so every output is the same lane-wise fma chain over the columns in order, bit for bit
-// the reference (ref/packed_gemm_ref.cpp). A tile of one group x 6 tokens (12 accumulators, 2
-// weight vectors and a broadcast: 15 of 16 registers) loads each weight vector once for 6 tokens;
-// one or two tokens (decode) take two groups, for four independent chains.
+// AVX2 kernels for F32, F16 and BF16 weights in 16-row groups (packed_blocks.h) against f32
+// activation rows (BF16: its BF16 rows widened, packed_act.h) (packed_gemm.h): the AVX-512
+// kernel's outer product per column on two 8-row halves of a group, so every output is the same
+// lane-wise fma chain over the columns in order, bit for bit the reference
+// (ref/packed_gemm_ref.cpp). BF16 weights are widened in registers, the odd column of each pair
+// first, under DAZ/FTZ, which is how vdpbf16ps adds them. A tile of one group x 6 tokens (12
+// accumulators, 2 weight vectors and a broadcast: 15 of 16 registers) loads each weight vector
+// once for 6 tokens; one or two tokens (decode) take two groups, for four independent chains.
 // Thread-safety: pure functions; disjoint outputs may be computed concurrently.
 #include <type_traits>
 
+#include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
-#include "kernels/packed/tile_dispatch.h"
 #include "kernels/packed/packed_gemm.h"
+#include "kernels/packed/tile_dispatch.h"
 #include "kernels/x86/avx2/avx2_common.h"
+#include "kernels/x86/flush_subnormals.h"
 
 namespace vela::kernels {
 
@@ -19,36 +23,61 @@ namespace {
 
 constexpr int kHalf = 8;  // rows per vector
 
-template <class Elem>
-inline __m256 load_rows(const Elem* p) {
-  if constexpr (std::is_same_v<Elem, float>)
-    return _mm256_loadu_ps(p);
-  else
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
+// How a tile step reads kCols columns of weights in kParts parts: one 8-row vector per part
+// (load) against the activation of column act_col(k, part).
+template <class WeightElem>
+struct FloatColumns {  // F32 and F16: one column, widened to f32
+  using Elem = WeightElem;
+  static constexpr int64_t kCols = 1;
+  static constexpr int kParts = 1;
+  static __m256 load(const Elem* p, int /*part*/) {
+    if constexpr (std::is_same_v<Elem, float>)
+      return _mm256_loadu_ps(p);
+    else
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static int64_t act_col(int64_t k, int /*part*/) { return k; }
+};
 
-// Groups g < G (group_elems apart from w) x tokens j < T, all columns.
-template <class Elem, int G, int T>
-void tile(const Elem* w, int64_t group_elems, int64_t n_cols, const uint8_t* act, size_t act_stride,
-          float* y, int64_t y_stride) {
+// BF16: a column pair whose 32-bit lanes hold (column k, column k + 1) of a row; column k + 1
+// (the high half, masked) first, then column k (shifted up).
+struct Bf16WidenedPairs {
+  using Elem = uint16_t;
+  static constexpr int64_t kCols = kBf16PackedPair;
+  static constexpr int kParts = 2;
+  static __m256 load(const Elem* p, int part) {
+    const __m256i pair = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_castsi256_ps(part == 0 ? _mm256_and_si256(pair, _mm256_set1_epi32(-65536))
+                                         : _mm256_slli_epi32(pair, 16));
+  }
+  static int64_t act_col(int64_t k, int part) { return k + 1 - part; }
+};
+
+// Groups g < G (group_elems apart from w) x tokens j < T of f32 activations, all columns.
+template <class C, int G, int T>
+void tile(const typename C::Elem* w, int64_t group_elems, int64_t n_cols, const uint8_t* act,
+          size_t act_stride, float* y, int64_t y_stride) {
   __m256 acc[G][2][T];
   VELA_UNROLL
   for (int g = 0; g < G; ++g) VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
   for (int j = 0; j < T; ++j) acc[g][h][j] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < n_cols; ++k) {
-    __m256 wv[G][2];
+  for (int64_t k = 0; k < n_cols; k += C::kCols) {
     VELA_UNROLL
-    for (int g = 0; g < G; ++g) VELA_UNROLL
-    for (int h = 0; h < 2; ++h)
-      wv[g][h] = load_rows(w + g * group_elems + k * kPackedRows + h * kHalf);
-    VELA_UNROLL
-    for (int j = 0; j < T; ++j) {
-      const __m256 a =
-          _mm256_set1_ps(reinterpret_cast<const float*>(act + size_t(j) * act_stride)[k]);
+    for (int part = 0; part < C::kParts; ++part) {
+      __m256 wv[G][2];
       VELA_UNROLL
       for (int g = 0; g < G; ++g) VELA_UNROLL
-      for (int h = 0; h < 2; ++h) acc[g][h][j] = _mm256_fmadd_ps(wv[g][h], a, acc[g][h][j]);
+      for (int h = 0; h < 2; ++h)
+        wv[g][h] = C::load(w + g * group_elems + k * kPackedRows + h * kHalf * C::kCols, part);
+      VELA_UNROLL
+      for (int j = 0; j < T; ++j) {
+        const __m256 a = _mm256_set1_ps(
+            reinterpret_cast<const float*>(act + size_t(j) * act_stride)[C::act_col(k, part)]);
+        VELA_UNROLL
+        for (int g = 0; g < G; ++g) VELA_UNROLL
+        for (int h = 0; h < 2; ++h) acc[g][h][j] = _mm256_fmadd_ps(wv[g][h], a, acc[g][h][j]);
+      }
     }
   }
   VELA_UNROLL
@@ -58,19 +87,31 @@ void tile(const Elem* w, int64_t group_elems, int64_t n_cols, const uint8_t* act
     _mm256_storeu_ps(y + j * y_stride + g * kPackedRows + h * kHalf, acc[g][h][j]);
 }
 
-template <class Elem>
-void gemm(const PackedGemmArgs& p) {
-  const auto* w = static_cast<const Elem*>(p.w);
+// act: f32 rows, act_stride bytes apart.
+template <class C>
+void gemm_f32_act(const PackedGemmArgs& p, const uint8_t* act, size_t act_stride) {
+  const auto* w = static_cast<const typename C::Elem*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
   const auto run = [&](auto groups, auto tokens, int64_t g, int64_t t) {
-    tile<Elem, decltype(groups)::value, decltype(tokens)::value>(
-        w + g * group_elems, group_elems, p.n_cols, p.act + size_t(t) * p.act_stride, p.act_stride,
+    tile<C, decltype(groups)::value, decltype(tokens)::value>(
+        w + g * group_elems, group_elems, p.n_cols, act + size_t(t) * act_stride, act_stride,
         p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
   };
   if (p.n_act <= 2)
     for_float_tiles<2, 2>(p.n_groups, p.n_act, run);
   else
     for_float_tiles<1, 6>(p.n_groups, p.n_act, run);
+}
+
+template <class Elem>
+void gemm(const PackedGemmArgs& p) {
+  gemm_f32_act<FloatColumns<Elem>>(p, p.act, p.act_stride);
+}
+
+void gemm_bf16(const PackedGemmArgs& p) {
+  const auto* act = reinterpret_cast<const uint8_t*>(widened_bf16_act(p));
+  const FlushSubnormals flush;
+  gemm_f32_act<Bf16WidenedPairs>(p, act, size_t(p.n_cols) * sizeof(float));
 }
 
 }  // namespace
@@ -82,6 +123,8 @@ PackedGemmFn packed_gemm_float_avx2(GgmlType w_type) {
       return avx2::gemm<float>;
     case GgmlType::F16:
       return avx2::gemm<uint16_t>;
+    case GgmlType::BF16:
+      return avx2::gemm_bf16;
     default:
       return nullptr;
   }

@@ -3,16 +3,20 @@
 // group's 16 rows, so each output is one vector lane whose sum runs over the columns in order
 // (the reference, ref/packed_gemm_ref.cpp, bit for bit): an outer product per column, no
 // horizontal sums, and a tile of kGroups groups x kTokens tokens loads each weight vector once for
-// kTokens tokens and broadcasts each activation once for kGroups groups.
+// kTokens tokens and broadcasts each activation once for kGroups groups. BF16 runs either on
+// vdpbf16ps or, widened to f32, on FMA (Bf16Kernel); both give the reference's floats.
 // Thread-safety: pure functions; disjoint outputs may be computed concurrently.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/cpu_features.h"
+#include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/packed/tile_dispatch.h"
 #include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/flush_subnormals.h"
 
 namespace vela::kernels {
 
@@ -24,34 +28,61 @@ namespace {
 constexpr int kGroups = 4;
 constexpr int kTokens = 6;
 
+// How a tile step meets weights and activations: kCols columns per step in kParts parts, each
+// part one weight vector per group (load) against one broadcast activation per token
+// (broadcast), combined into the accumulators.
+
 // F32 and F16: one column of 16 rows per step, widened to f32, against one f32 activation.
 template <class WeightElem>
 struct FloatColumns {
   using Elem = WeightElem;
   static constexpr int64_t kCols = 1;  // columns per step
-  static __m512 load(const Elem* p) {
+  static constexpr int kParts = 1;
+  static __m512 load(const Elem* p, int /*part*/) {
     if constexpr (std::is_same_v<Elem, float>)
       return _mm512_loadu_ps(p);
     else
       return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static __m512 broadcast(const uint8_t* act_row, int64_t k) {
+  static __m512 broadcast(const uint8_t* act_row, int64_t k, int /*part*/) {
     return _mm512_set1_ps(reinterpret_cast<const float*>(act_row)[k]);
   }
   static __m512 combine(__m512 w, __m512 a, __m512 acc) { return _mm512_fmadd_ps(w, a, acc); }
 };
 
-// BF16: a column pair of 16 rows per step against one activation pair, by vdpbf16ps.
+// BF16 by vdpbf16ps: a column pair of 16 rows per step against one activation pair.
 struct Bf16ColumnPairs {
   using Elem = uint16_t;
   static constexpr int64_t kCols = kBf16PackedPair;
-  static __m512 load(const Elem* p) { return _mm512_castsi512_ps(_mm512_loadu_si512(p)); }
-  static __m512 broadcast(const uint8_t* act_row, int64_t k) {
+  static constexpr int kParts = 1;
+  static __m512 load(const Elem* p, int /*part*/) {
+    return _mm512_castsi512_ps(_mm512_loadu_si512(p));
+  }
+  static __m512 broadcast(const uint8_t* act_row, int64_t k, int /*part*/) {
     return _mm512_castsi512_ps(_mm512_set1_epi32(load_i32(act_row + 2 * k)));
   }
   static __m512 combine(__m512 w, __m512 a, __m512 acc) {
     return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)a);
   }
+};
+
+// BF16 widened to f32 for FMA: a column pair per step in two parts, column k + 1 first (its bf16
+// is the high half of each 32-bit lane, so masking widens it) and then column k (shifted up), as
+// vdpbf16ps adds them. The activations are the BF16 rows already widened to f32 (packed_act.h);
+// run under DAZ/FTZ, each FMA rounds and flushes as vdpbf16ps does.
+struct Bf16WidenedPairs {
+  using Elem = uint16_t;
+  static constexpr int64_t kCols = kBf16PackedPair;
+  static constexpr int kParts = 2;
+  static __m512 load(const Elem* p, int part) {
+    const __m512i pair = _mm512_loadu_si512(p);
+    return _mm512_castsi512_ps(part == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(-65536))
+                                         : _mm512_slli_epi32(pair, 16));
+  }
+  static __m512 broadcast(const uint8_t* act_row, int64_t k, int part) {
+    return _mm512_set1_ps(reinterpret_cast<const float*>(act_row)[k + 1 - part]);
+  }
+  static __m512 combine(__m512 w, __m512 a, __m512 acc) { return _mm512_fmadd_ps(w, a, acc); }
 };
 
 // Columns [begin, end) of a row: a block of them at a time keeps a group block's weights and a
@@ -91,13 +122,16 @@ void tile(const typename C::Elem* w, int64_t group_elems, ColumnBlock cols, cons
               reinterpret_cast<const char*>(w + g * group_elems + k * kPackedRows) + kPrefetchBytes,
               _MM_HINT_T0);
     }
+#pragma GCC unroll 2
+    for (int part = 0; part < C::kParts; ++part) {
 #pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) wv[g] = C::load(w + g * group_elems + k * kPackedRows);
+      for (int g = 0; g < G; ++g) wv[g] = C::load(w + g * group_elems + k * kPackedRows, part);
 #pragma GCC unroll 8
-    for (int j = 0; j < T; ++j) {
-      const __m512 a = C::broadcast(act + size_t(j) * act_stride, k);
+      for (int j = 0; j < T; ++j) {
+        const __m512 a = C::broadcast(act + size_t(j) * act_stride, k, part);
 #pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) acc[g][j] = C::combine(wv[g], a, acc[g][j]);
+        for (int g = 0; g < G; ++g) acc[g][j] = C::combine(wv[g], a, acc[g][j]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -107,7 +141,7 @@ void tile(const typename C::Elem* w, int64_t group_elems, ColumnBlock cols, cons
 }
 
 template <class C>
-void gemm(const PackedGemmArgs& p) {
+void gemm_tiles(const PackedGemmArgs& p) {
   const auto* w = static_cast<const typename C::Elem*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
   constexpr int64_t kBlockCols =
@@ -125,17 +159,32 @@ void gemm(const PackedGemmArgs& p) {
   }
 }
 
+template <class C>
+void gemm(const PackedGemmArgs& p) {
+  gemm_tiles<C>(p);
+}
+
+template <>
+void gemm<Bf16WidenedPairs>(const PackedGemmArgs& p) {
+  PackedGemmArgs widened = p;
+  widened.act = reinterpret_cast<const uint8_t*>(widened_bf16_act(p));
+  widened.act_stride = size_t(p.n_cols) * sizeof(float);
+  const FlushSubnormals flush;
+  gemm_tiles<Bf16WidenedPairs>(widened);
+}
+
 }  // namespace
 }  // namespace avx512
 
-PackedGemmFn packed_gemm_float_avx512(GgmlType w_type, bool has_bf16) {
+PackedGemmFn packed_gemm_float_avx512(GgmlType w_type, Bf16Kernel bf16) {
   switch (w_type) {
     case GgmlType::F32:
       return avx512::gemm<avx512::FloatColumns<float>>;
     case GgmlType::F16:
       return avx512::gemm<avx512::FloatColumns<uint16_t>>;
     case GgmlType::BF16:
-      return has_bf16 ? avx512::gemm<avx512::Bf16ColumnPairs> : nullptr;
+      if (bf16 == Bf16Kernel::kWidenedFma) return avx512::gemm<avx512::Bf16WidenedPairs>;
+      return cpu_features().avx512_bf16 ? avx512::gemm<avx512::Bf16ColumnPairs> : nullptr;
     default:
       return nullptr;
   }
