@@ -75,8 +75,8 @@ size_t packed_offset(size_t rows_bytes) {
 size_t matmul_scratch_bytes(GgmlType w_type, int64_t n_cols, int64_t n_tokens,
                             WeightLayout layout) {
   const GgmlType act_type = weight_traits(w_type).vec_dot_type;
-  if (act_type == GgmlType::F32) return 0;
-  const size_t rows = row_size(act_type, n_cols) * size_t(n_tokens);
+  // f32 rows are read from x itself; only a packed copy needs room.
+  const size_t rows = act_type == GgmlType::F32 ? 0 : row_size(act_type, n_cols) * size_t(n_tokens);
   // Enough for any batch up to n_tokens, whichever kernel each size picks.
   const PackedActPrep& prep = active_packed_kernels(w_type).small_prep;
   return layout == WeightLayout::kInterleaved16 && prep.write
@@ -92,13 +92,10 @@ QuantizedActivations prepare_activations_in(GgmlType w_type, const float* x, int
   act.type = traits.vec_dot_type;
   act.row_stride = row_size(act.type, n_cols);
   act.n_tokens = n_tokens;
-  if (act.type == GgmlType::F32) {  // the f32 kernels read x directly
-    act.data = reinterpret_cast<const uint8_t*>(x);
-    return act;
-  }
-  act.data = buffer;
+  const bool f32_rows = act.type == GgmlType::F32;  // the f32 kernels read x directly
+  act.data = f32_rows ? reinterpret_cast<const uint8_t*>(x) : buffer;
   if (packed_prep(w_type, n_tokens, layout) != nullptr) {
-    act.packed = buffer + packed_offset(act.row_stride * size_t(n_tokens));
+    act.packed = buffer + (f32_rows ? 0 : packed_offset(act.row_stride * size_t(n_tokens)));
     act.packed_for = w_type;
   }
   return act;
@@ -106,24 +103,25 @@ QuantizedActivations prepare_activations_in(GgmlType w_type, const float* x, int
 
 void convert_activations_in(const QuantizedActivations& act, const float* x, int64_t n_cols,
                             int64_t t_begin, int64_t t_end, uint8_t* buffer) {
-  if (act.type == GgmlType::F32) return;
-  assert(act.data == buffer);
-  const TypeTraits& act_traits = *type_traits(act.type);
-  for (int64_t t = t_begin; t < t_end; ++t)
-    act_traits.from_float(x + t * n_cols, buffer + size_t(t) * act.row_stride, n_cols);
+  if (act.type != GgmlType::F32) {
+    assert(act.data == buffer);
+    const TypeTraits& act_traits = *type_traits(act.type);
+    for (int64_t t = t_begin; t < t_end; ++t)
+      act_traits.from_float(x + t * n_cols, buffer + size_t(t) * act.row_stride, n_cols);
+  }
   if (act.packed != nullptr) {
     const PackedActPrep& prep =
         *packed_prep(act.packed_for, act.n_tokens, WeightLayout::kInterleaved16);
+    // act.packed lies in the buffer this conversion was prepared with.
     prep.write(act.data, act.row_stride, act.n_tokens, n_cols, t_begin, t_end,
-               buffer + (act.packed - act.data));
+               const_cast<uint8_t*>(act.packed));
   }
 }
 
 QuantizedActivations prepare_activations(GgmlType w_type, const float* x, int64_t n_cols,
                                          int64_t n_tokens, MatmulScratch& scratch,
                                          WeightLayout layout) {
-  if (weight_traits(w_type).vec_dot_type != GgmlType::F32)
-    scratch.reserve(matmul_scratch_bytes(w_type, n_cols, n_tokens, layout));
+  scratch.reserve(matmul_scratch_bytes(w_type, n_cols, n_tokens, layout));
   return prepare_activations_in(w_type, x, n_cols, n_tokens, scratch.data(), layout);
 }
 

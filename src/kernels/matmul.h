@@ -58,7 +58,8 @@ struct QuantizedActivations {
 };
 
 // Converts x: [n_tokens, n_cols] f32 to w_type's vec_dot_type, into `scratch` (grown if needed)
-// or, when that type is F32, by pointing at x itself (x must then outlive the result).
+// or, when that type is F32, by pointing at x itself (x must then outlive the result; a packed
+// copy for interleaved weights still goes to `scratch`).
 // n_cols must be a multiple of both w_type's and vec_dot_type's block size.
 // `layout` is that of the weights the rows will meet (interleaved ones may get a packed copy).
 QuantizedActivations quantize_activations(GgmlType w_type, const float* x, int64_t n_cols,

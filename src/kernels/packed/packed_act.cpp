@@ -1,5 +1,6 @@
 #include "kernels/packed/packed_act.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/packed/packed_blocks.h"
@@ -52,6 +53,32 @@ void write_widened_bf16(const uint8_t* act, size_t act_stride, int64_t /*n_act*/
     const auto* a = reinterpret_cast<const uint16_t*>(act + size_t(t) * act_stride);
     float* o = static_cast<float*>(out) + t * n_cols;
     for (int64_t k = 0; k < n_cols; ++k) o[k] = bf16_to_fp32(a[k]);
+  }
+}
+
+float f32_value(float v) {
+  return v;
+}
+uint16_t bf16_bits(uint16_t v) {
+  return v;
+}
+
+template <class Out>
+size_t interleaved_bytes(int64_t n_act, int64_t n_cols) {
+  return size_t(n_act * n_cols) * sizeof(Out);
+}
+
+// Rows [t_begin, t_end) of In values into the interleaved view of Out values (packed_act.h).
+template <class In, class Out, int64_t P, Out (*kConvert)(In)>
+void write_interleaved(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
+                       int64_t t_begin, int64_t t_end, void* out) {
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    const auto* a = reinterpret_cast<const In*>(act + size_t(t) * act_stride);
+    const int64_t t0 = t / kFloatActTile * kFloatActTile;
+    const int64_t n = std::min(kFloatActTile, n_act - t0);
+    Out* o = static_cast<Out*>(out) + t0 * n_cols + (t - t0) * P;
+    for (int64_t k = 0; k < n_cols; k += P)
+      for (int64_t i = 0; i < P; ++i) o[k * n + i] = kConvert(a[k + i]);
   }
 }
 
@@ -146,6 +173,20 @@ const float* widened_bf16_act(const PackedGemmArgs& p) {
 
 PackedActPrep widened_bf16_act_prep() {
   return {widened_bf16_bytes, write_widened_bf16};
+}
+
+PackedActPrep interleaved_float_act_prep(GgmlType w_type, Bf16Kernel bf16) {
+  switch (w_type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+      return {interleaved_bytes<float>, write_interleaved<float, float, 1, f32_value>};
+    case GgmlType::BF16:
+      if (bf16 == Bf16Kernel::kWidenedFma)
+        return {interleaved_bytes<float>, write_interleaved<uint16_t, float, 2, bf16_to_fp32>};
+      return {interleaved_bytes<uint16_t>, write_interleaved<uint16_t, uint16_t, 2, bf16_bits>};
+    default:
+      return {};
+  }
 }
 
 }  // namespace vela

@@ -42,4 +42,16 @@ const float* widened_bf16_act(const PackedGemmArgs& p);
 // The PackedActPrep of that copy.
 PackedActPrep widened_bf16_act_prep();
 
+// The AVX-512 float kernels' view of the activation rows: tokens in tiles of kFloatActTile and,
+// within a tile of n tokens, the tokens' values of each column step side by side, so that a tile
+// of tokens reads one sequential stream (rows act_stride apart would put every token's stream in
+// the same cache set). A step is P = 1 column (f32 rows for F32 and F16 weights, BF16 rows
+// widened to f32 for the widened BF16 kernel) or P = 2 (the bf16 pair vdpbf16ps takes): element
+// k of token t0 + j of the tile at t0 is at t0 n_cols + ((k / P) n + j) P + k % P.
+inline constexpr int64_t kFloatActTile = 12;
+
+// The PackedActPrep of that view for w_type's AVX-512 kernel (F32, F16, BF16 with `bf16`); empty
+// for other types.
+PackedActPrep interleaved_float_act_prep(GgmlType w_type, Bf16Kernel bf16);
+
 }  // namespace vela

@@ -29,10 +29,9 @@ bool amx_opted_in() {
 
 // The activation copy the `small` kernel of w_type at the kernel level `isa` reads.
 PackedActPrep small_act_prep(GgmlType w_type, KernelIsa isa) {
-  if (w_type == GgmlType::BF16)
-    return isa == KernelIsa::kAvx2 || selected_bf16_kernel() == Bf16Kernel::kWidenedFma
-               ? widened_bf16_act_prep()
-               : PackedActPrep{};
+  if (isa == KernelIsa::kAvx512 && is_float_weight(w_type))
+    return interleaved_float_act_prep(w_type, selected_bf16_kernel());
+  if (w_type == GgmlType::BF16) return widened_bf16_act_prep();  // the AVX2 kernel's
   if (isa == KernelIsa::kAvx512) {
     const PackedActPrep tiles = kernels::packed_act_prep_avx512_vnni(w_type);  // 32-element types
     if (tiles.write != nullptr) return tiles;

@@ -1,10 +1,13 @@
 // AVX-512 kernels for F32, F16 and BF16 weights in 16-row groups (packed_blocks.h) against f32
-// (F32, F16) or BF16 (BF16) activation rows (packed_gemm.h). One vector holds one column of a
-// group's 16 rows, so each output is one vector lane whose sum runs over the columns in order
-// (the reference, ref/packed_gemm_ref.cpp, bit for bit): an outer product per column, no
-// horizontal sums, and a tile of kGroups groups x kTokens tokens loads each weight vector once for
-// kTokens tokens and broadcasts each activation once for kGroups groups. BF16 runs either on
-// vdpbf16ps or, widened to f32, on FMA (Bf16Kernel); both give the reference's floats.
+// (F32, F16) or BF16 (BF16) activation rows (packed_gemm.h), read through their token-tile
+// interleaved view (packed_act.h). One vector holds one column of a group's 16 rows, so each
+// output is one vector lane whose sum runs over the columns in order (the reference,
+// ref/packed_gemm_ref.cpp, bit for bit): an outer product per column, no horizontal sums. A tile
+// of G groups x T tokens loads each weight vector once for T tokens and broadcasts each
+// activation once for G groups: 2 x 7..12 for prompts, where fewer weight vectors per
+// multiply-add leave the FMA ports more room (vcvtph2ps takes both on Intel cores), and 4 x 1..6
+// for a few tokens, four independent chains for a lone one. BF16 runs either on vdpbf16ps or,
+// widened to f32, on FMA (Bf16Kernel); both give the reference's floats.
 // Thread-safety: pure functions; disjoint outputs may be computed concurrently.
 #include <algorithm>
 #include <cstring>
@@ -23,10 +26,13 @@ namespace vela::kernels {
 namespace avx512 {
 namespace {
 
-// 4 groups x 6 tokens = 24 accumulators, + 4 weight vectors and 1 broadcast: 29 of 32 registers.
-// Four groups also give a lone token (decode) four independent chains.
-constexpr int kGroups = 4;
-constexpr int kTokens = 6;
+// Tiles of a token tile (kFloatActTile = 12 tokens) of more than kFewTokens tokens: 2 groups x up
+// to 12 tokens = 24 accumulators, + 2 weight vectors and a broadcast; of fewer: 4 groups x up to
+// 6 tokens, + 4 weight vectors and a broadcast (29 of 32 registers).
+constexpr int kFewTokens = 6;
+constexpr int kGroupsForFew = 4;
+constexpr int kGroupsForMany = 2;
+static_assert(kFloatActTile == 12, "tile sizes below assume 12-token activation tiles");
 
 // How a tile step meets weights and activations: kCols columns per step in kParts parts, each
 // part one weight vector per group (load) against one broadcast activation per token
@@ -36,6 +42,7 @@ constexpr int kTokens = 6;
 template <class WeightElem>
 struct FloatColumns {
   using Elem = WeightElem;
+  static constexpr GgmlType kType = std::is_same_v<Elem, float> ? GgmlType::F32 : GgmlType::F16;
   static constexpr int64_t kCols = 1;  // columns per step
   static constexpr int kParts = 1;
   static __m512 load(const Elem* p, int /*part*/) {
@@ -44,8 +51,9 @@ struct FloatColumns {
     else
       return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static __m512 broadcast(const uint8_t* act_row, int64_t k, int /*part*/) {
-    return _mm512_set1_ps(reinterpret_cast<const float*>(act_row)[k]);
+  static constexpr int64_t kActStepBytes = sizeof(float);  // one f32 activation
+  static __m512 broadcast(const uint8_t* step, int /*part*/) {
+    return _mm512_set1_ps(*reinterpret_cast<const float*>(step));
   }
   static __m512 combine(__m512 w, __m512 a, __m512 acc) { return _mm512_fmadd_ps(w, a, acc); }
 };
@@ -53,13 +61,15 @@ struct FloatColumns {
 // BF16 by vdpbf16ps: a column pair of 16 rows per step against one activation pair.
 struct Bf16ColumnPairs {
   using Elem = uint16_t;
+  static constexpr GgmlType kType = GgmlType::BF16;
   static constexpr int64_t kCols = kBf16PackedPair;
   static constexpr int kParts = 1;
   static __m512 load(const Elem* p, int /*part*/) {
     return _mm512_castsi512_ps(_mm512_loadu_si512(p));
   }
-  static __m512 broadcast(const uint8_t* act_row, int64_t k, int /*part*/) {
-    return _mm512_castsi512_ps(_mm512_set1_epi32(load_i32(act_row + 2 * k)));
+  static constexpr int64_t kActStepBytes = 2 * sizeof(uint16_t);  // one bf16 pair
+  static __m512 broadcast(const uint8_t* step, int /*part*/) {
+    return _mm512_castsi512_ps(_mm512_set1_epi32(load_i32(step)));
   }
   static __m512 combine(__m512 w, __m512 a, __m512 acc) {
     return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)a);
@@ -68,10 +78,11 @@ struct Bf16ColumnPairs {
 
 // BF16 widened to f32 for FMA: a column pair per step in two parts, column k + 1 first (its bf16
 // is the high half of each 32-bit lane, so masking widens it) and then column k (shifted up), as
-// vdpbf16ps adds them. The activations are the BF16 rows already widened to f32 (packed_act.h);
+// vdpbf16ps adds them. The activations are the BF16 rows widened to f32 (packed_act.h);
 // run under DAZ/FTZ, each FMA rounds and flushes as vdpbf16ps does.
 struct Bf16WidenedPairs {
   using Elem = uint16_t;
+  static constexpr GgmlType kType = GgmlType::BF16;
   static constexpr int64_t kCols = kBf16PackedPair;
   static constexpr int kParts = 2;
   static __m512 load(const Elem* p, int part) {
@@ -79,8 +90,9 @@ struct Bf16WidenedPairs {
     return _mm512_castsi512_ps(part == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(-65536))
                                          : _mm512_slli_epi32(pair, 16));
   }
-  static __m512 broadcast(const uint8_t* act_row, int64_t k, int part) {
-    return _mm512_set1_ps(reinterpret_cast<const float*>(act_row)[k + 1 - part]);
+  static constexpr int64_t kActStepBytes = 2 * sizeof(float);  // a widened pair
+  static __m512 broadcast(const uint8_t* step, int part) {
+    return _mm512_set1_ps(reinterpret_cast<const float*>(step)[1 - part]);
   }
   static __m512 combine(__m512 w, __m512 a, __m512 acc) { return _mm512_fmadd_ps(w, a, acc); }
 };
@@ -96,22 +108,25 @@ struct ColumnBlock {
 // TinyLlama's FFN down matrix: 5-25% faster than whole rows for F16, 20-30% for F32).
 constexpr int64_t kBlockWeightBytes = 256 * 1024;
 
-// Groups g < G (group_elems apart from w) x tokens j < T (act_stride apart from act), columns
-// cols, added to y[j * y_stride + 16 g + n] (which holds the sum over the columns before
-// cols.begin). kPrefetch: the first token tile of a group block, which
-// brings the weights from memory (a lone token's four streams leave the hardware prefetcher
-// behind: measured 1.7x slower decode without it); the token tiles after it find them in cache.
+// Groups g < G (group_elems apart from w) x tokens j < T of an activation tile of n_tile tokens
+// (act: the tile's interleaved view, packed_act.h), columns cols, added to
+// y[j * y_stride + 16 g + n] (which holds the sum over the columns before cols.begin). kPrefetch:
+// the first token tile of a group block, which brings the weights from memory (a lone token's
+// four streams leave the hardware prefetcher behind: measured 1.7x slower decode without it); the
+// token tiles after it find them in cache.
 template <class C, int G, int T, bool kPrefetch>
 void tile(const typename C::Elem* w, int64_t group_elems, ColumnBlock cols, const uint8_t* act,
-          size_t act_stride, float* y, int64_t y_stride) {
+          int64_t n_tile, float* y, int64_t y_stride) {
   __m512 acc[G][T];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int j = 0; j < T; ++j)
       acc[g][j] = cols.begin > 0 ? _mm512_loadu_ps(y + j * y_stride + g * kPackedRows)
                                  : _mm512_setzero_ps();
-  for (int64_t k = cols.begin; k < cols.end; k += C::kCols) {
+  const int64_t step_stride = n_tile * C::kActStepBytes;  // bytes from one column step to the next
+  const uint8_t* step = act + cols.begin / C::kCols * step_stride;
+  for (int64_t k = cols.begin; k < cols.end; k += C::kCols, step += step_stride) {
     __m512 wv[G];
     constexpr int64_t kStepBytes = int64_t(sizeof(typename C::Elem)) * kPackedRows * C::kCols;
     if constexpr (kPrefetch) {
@@ -126,51 +141,86 @@ void tile(const typename C::Elem* w, int64_t group_elems, ColumnBlock cols, cons
     for (int part = 0; part < C::kParts; ++part) {
 #pragma GCC unroll 8
       for (int g = 0; g < G; ++g) wv[g] = C::load(w + g * group_elems + k * kPackedRows, part);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int j = 0; j < T; ++j) {
-        const __m512 a = C::broadcast(act + size_t(j) * act_stride, k, part);
+        const __m512 a = C::broadcast(step + j * C::kActStepBytes, part);
 #pragma GCC unroll 8
         for (int g = 0; g < G; ++g) acc[g][j] = C::combine(wv[g], a, acc[g][j]);
       }
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int g = 0; g < G; ++g)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int j = 0; j < T; ++j) _mm512_storeu_ps(y + j * y_stride + g * kPackedRows, acc[g][j]);
 }
 
+// The tiles of groups [g, g + n_groups) (n_groups <= kGroupsForFew) x one activation tile of
+// n_tile tokens at act.
 template <class C>
-void gemm_tiles(const PackedGemmArgs& p) {
+void group_block_tiles(const PackedGemmArgs& p, ColumnBlock cols, int64_t g, int n_groups,
+                       int64_t t, const uint8_t* act, int64_t n_tile) {
   const auto* w = static_cast<const typename C::Elem*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
+  const auto run = [&](auto groups, auto tokens, int64_t g0) {
+    constexpr int G = decltype(groups)::value, T = decltype(tokens)::value;
+    const auto fn = t == 0 ? tile<C, G, T, true> : tile<C, G, T, false>;
+    fn(w + g0 * group_elems, group_elems, cols, act, n_tile,
+       p.y + t * p.y_stride + g0 * kPackedRows, p.y_stride);
+  };
+  if (n_tile <= kFewTokens) {
+    with_tile_count<kGroupsForFew>(n_groups, [&](auto groups) {
+      with_tile_count<kFewTokens>(int(n_tile), [&](auto tokens) { run(groups, tokens, g); });
+    });
+    return;
+  }
+  for (int64_t g0 = g; g0 < g + n_groups; g0 += kGroupsForMany)
+    with_tile_count<kGroupsForMany>(
+        int(std::min<int64_t>(kGroupsForMany, g + n_groups - g0)), [&](auto groups) {
+          with_tile_count<kFloatActTile - kFewTokens>(int(n_tile - kFewTokens), [&](auto extra) {
+            run(groups, std::integral_constant<int, kFewTokens + decltype(extra)::value>{}, g0);
+          });
+        });
+}
+
+// All outputs, the activations in their interleaved view at act.
+template <class C>
+void gemm_tiles(const PackedGemmArgs& p, const uint8_t* act) {
   constexpr int64_t kBlockCols =
-      kBlockWeightBytes / (kGroups * kPackedRows * int64_t(sizeof(typename C::Elem)));
+      kBlockWeightBytes / (kGroupsForFew * kPackedRows * int64_t(sizeof(typename C::Elem)));
   static_assert(kBlockCols % C::kCols == 0);
+  const int64_t act_column_bytes = C::kActStepBytes / C::kCols;
   for (int64_t k = 0; k < p.n_cols; k += kBlockCols) {
     const ColumnBlock cols{k, std::min(p.n_cols, k + kBlockCols)};
-    for_float_tiles<kGroups, kTokens>(
-        p.n_groups, p.n_act, [&](auto groups, auto tokens, int64_t g, int64_t t) {
-          constexpr int G = decltype(groups)::value, T = decltype(tokens)::value;
-          const auto run = t == 0 ? tile<C, G, T, true> : tile<C, G, T, false>;
-          run(w + g * group_elems, group_elems, cols, p.act + size_t(t) * p.act_stride,
-              p.act_stride, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
-        });
+    for (int64_t g = 0; g < p.n_groups; g += kGroupsForFew) {
+      const int n_groups = int(std::min<int64_t>(kGroupsForFew, p.n_groups - g));
+      for (int64_t t = 0; t < p.n_act; t += kFloatActTile)
+        group_block_tiles<C>(p, cols, g, n_groups, t, act + t * p.n_cols * act_column_bytes,
+                             std::min(kFloatActTile, p.n_act - t));
+    }
   }
+}
+
+// The activations' interleaved view: the prepared one, or this thread's copy.
+template <class C>
+const uint8_t* interleaved_act(const PackedGemmArgs& p, Bf16Kernel bf16) {
+  if (p.act_prepared != nullptr) return static_cast<const uint8_t*>(p.act_prepared);
+  const PackedActPrep prep = interleaved_float_act_prep(C::kType, bf16);
+  auto* buf = thread_buffer<uint8_t>(prep.bytes(p.n_act, p.n_cols));
+  prep.write(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, buf);
+  return buf;
 }
 
 template <class C>
 void gemm(const PackedGemmArgs& p) {
-  gemm_tiles<C>(p);
+  gemm_tiles<C>(p, interleaved_act<C>(p, Bf16Kernel::kDot));
 }
 
 template <>
 void gemm<Bf16WidenedPairs>(const PackedGemmArgs& p) {
-  PackedGemmArgs widened = p;
-  widened.act = reinterpret_cast<const uint8_t*>(widened_bf16_act(p));
-  widened.act_stride = size_t(p.n_cols) * sizeof(float);
+  const uint8_t* act = interleaved_act<Bf16WidenedPairs>(p, Bf16Kernel::kWidenedFma);
   const FlushSubnormals flush;
-  gemm_tiles<Bf16WidenedPairs>(widened);
+  gemm_tiles<Bf16WidenedPairs>(p, act);
 }
 
 }  // namespace
