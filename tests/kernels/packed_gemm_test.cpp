@@ -132,7 +132,10 @@ void expect_bit_identical(PackedGemmFn kernel, GgmlType type) {
     const int64_t n = blocks * unit(type);
     const int64_t rows = 48;
     const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);
-    for (int64_t n_act : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33}) {
+    std::vector<int64_t> n_acts = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
+    // The float kernels widen F16 blocks once from 128 tokens on.
+    if (unit(type) <= 2) n_acts.push_back(130);
+    for (int64_t n_act : n_acts) {
       const size_t stride = bytes_of(act_type(type), n) + 8;  // padded, 4-aligned for Q8_K
       const auto act = make_acts(type, n_act, n, stride, uint32_t(n_act));
       const int64_t y_stride = rows + 5;
