@@ -6,8 +6,9 @@
 // of G groups x T tokens loads each weight vector once for T tokens and broadcasts each
 // activation once for G groups: 2 x 7..12 for prompts, where fewer weight vectors per
 // multiply-add leave the FMA ports more room (vcvtph2ps takes both on Intel cores), and 4 x 1..6
-// for a few tokens, four independent chains for a lone one. BF16 runs either on vdpbf16ps or,
-// widened to f32, on FMA (Bf16Kernel); both give the reference's floats.
+// for a few tokens, four independent chains for a lone one. F16 weights against 128 tokens or
+// more are widened to f32 a block at a time first. BF16 runs either on vdpbf16ps or, widened to
+// f32, on FMA (Bf16Kernel); both give the reference's floats.
 // Thread-safety: pure functions; disjoint outputs may be computed concurrently.
 #include <algorithm>
 #include <cstring>
