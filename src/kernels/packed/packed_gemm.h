@@ -4,8 +4,8 @@
 // types against Q8_K; float ones for F32 and F16 weights against f32 activations and BF16 against
 // BF16. Kernels: at the AVX-512 level VNNI (int8 types, any batch) and FMA / vdpbf16ps (float
 // types; BF16 by vdpbf16ps or widened, Bf16Kernel), for Q8_0 / Q4_0 the AMX tile kernel (prompt
-// processing and batched decode); at the AVX2 level every int8 type but Q5_K, and F32 / F16. A
-// scalar reference defines every result.
+// processing and batched decode); at the AVX2 level every int8 type but Q5_K, and F32 / F16 /
+// BF16 (widened). A scalar reference defines every result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
 // per (row, token) and per 32-element block the integer dot product is exact, and the row's
