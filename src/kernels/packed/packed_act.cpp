@@ -43,19 +43,6 @@ void write_sums(const uint8_t* act, size_t act_stride, int64_t /*n_act*/, int64_
   write_packed_act_sums(kType, act, act_stride, n_cols, t_begin, t_end, static_cast<int32_t*>(out));
 }
 
-size_t widened_bf16_bytes(int64_t n_act, int64_t n_cols) {
-  return size_t(n_act * n_cols) * sizeof(float);
-}
-
-void write_widened_bf16(const uint8_t* act, size_t act_stride, int64_t /*n_act*/, int64_t n_cols,
-                        int64_t t_begin, int64_t t_end, void* out) {
-  for (int64_t t = t_begin; t < t_end; ++t) {
-    const auto* a = reinterpret_cast<const uint16_t*>(act + size_t(t) * act_stride);
-    float* o = static_cast<float*>(out) + t * n_cols;
-    for (int64_t k = 0; k < n_cols; ++k) o[k] = bf16_to_fp32(a[k]);
-  }
-}
-
 float f32_value(float v) {
   return v;
 }
@@ -64,18 +51,20 @@ uint16_t bf16_bits(uint16_t v) {
 }
 
 template <class Out>
-size_t interleaved_bytes(int64_t n_act, int64_t n_cols) {
+size_t copy_bytes(int64_t n_act, int64_t n_cols) {
   return size_t(n_act * n_cols) * sizeof(Out);
 }
 
-// Rows [t_begin, t_end) of In values into the interleaved view of Out values (packed_act.h).
-template <class In, class Out, int64_t P, Out (*kConvert)(In)>
-void write_interleaved(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
-                       int64_t t_begin, int64_t t_end, void* out) {
+// Rows [t_begin, t_end) of In values as Out values, tokens in tiles of kTile and steps of P
+// columns (packed_act.h): element k of token t0 + j of the tile at t0 goes to
+// t0 n_cols + ((k / P) n + j) P + k % P, n the tile's tokens. kTile = 1: plain rows.
+template <class In, class Out, int64_t kTile, int64_t P, Out (*kConvert)(In)>
+void write_tiles(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
+                 int64_t t_begin, int64_t t_end, void* out) {
   for (int64_t t = t_begin; t < t_end; ++t) {
     const auto* a = reinterpret_cast<const In*>(act + size_t(t) * act_stride);
-    const int64_t t0 = t / kFloatActTile * kFloatActTile;
-    const int64_t n = std::min(kFloatActTile, n_act - t0);
+    const int64_t t0 = t / kTile * kTile;
+    const int64_t n = std::min(kTile, n_act - t0);
     Out* o = static_cast<Out*>(out) + t0 * n_cols + (t - t0) * P;
     for (int64_t k = 0; k < n_cols; k += P)
       for (int64_t i = 0; i < P; ++i) o[k * n + i] = kConvert(a[k + i]);
@@ -163,27 +152,28 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
   }
 }
 
-const float* widened_bf16_act(const PackedGemmArgs& p) {
-  if (p.act_prepared != nullptr) return static_cast<const float*>(p.act_prepared);
-  thread_local std::vector<float> widened;
-  if (widened.size() < size_t(p.n_act * p.n_cols)) widened.resize(size_t(p.n_act * p.n_cols));
-  write_widened_bf16(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, widened.data());
-  return widened.data();
+const void* packed_act_view(const PackedActPrep& prep, const PackedGemmArgs& p) {
+  if (p.act_prepared != nullptr) return p.act_prepared;
+  thread_local std::vector<uint8_t> copy;
+  const size_t bytes = prep.bytes(p.n_act, p.n_cols);
+  if (copy.size() < bytes) copy.resize(bytes);
+  prep.write(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, copy.data());
+  return copy.data();
 }
 
 PackedActPrep widened_bf16_act_prep() {
-  return {widened_bf16_bytes, write_widened_bf16};
+  return {copy_bytes<float>, write_tiles<uint16_t, float, 1, 1, bf16_to_fp32>};
 }
 
 PackedActPrep interleaved_float_act_prep(GgmlType w_type, Bf16Kernel bf16) {
   switch (w_type) {
     case GgmlType::F32:
     case GgmlType::F16:
-      return {interleaved_bytes<float>, write_interleaved<float, float, 1, f32_value>};
+      return {copy_bytes<float>, write_tiles<float, float, kFloatActTile, 1, f32_value>};
     case GgmlType::BF16:
       if (bf16 == Bf16Kernel::kWidenedFma)
-        return {interleaved_bytes<float>, write_interleaved<uint16_t, float, 2, bf16_to_fp32>};
-      return {interleaved_bytes<uint16_t>, write_interleaved<uint16_t, uint16_t, 2, bf16_bits>};
+        return {copy_bytes<float>, write_tiles<uint16_t, float, kFloatActTile, 2, bf16_to_fp32>};
+      return {copy_bytes<uint16_t>, write_tiles<uint16_t, uint16_t, kFloatActTile, 2, bf16_bits>};
     default:
       return {};
   }

@@ -34,12 +34,12 @@ const int32_t* packed_act_sums(GgmlType w_type, const PackedGemmArgs& p);
 // The PackedActPrep of these values for w_type (empty for types without any).
 PackedActPrep packed_act_sums_prep(GgmlType w_type);
 
-// The BF16 activation rows widened to f32, [n_act][n_cols] (exact), for the kernels that multiply
-// BF16 weights widened (Bf16Kernel::kWidenedFma): the prepared copy when the kernel was given one,
-// else the calling thread's buffer (valid until its next call).
-const float* widened_bf16_act(const PackedGemmArgs& p);
+// A kernel's copy of the activations in prep's layout: the prepared one when the kernel was given
+// it, else written into the calling thread's buffer (valid until its next call).
+const void* packed_act_view(const PackedActPrep& prep, const PackedGemmArgs& p);
 
-// The PackedActPrep of that copy.
+// The BF16 activation rows widened to f32, [n_act][n_cols] (exact), for the AVX2 kernel that
+// multiplies BF16 weights widened (Bf16Kernel::kWidenedFma).
 PackedActPrep widened_bf16_act_prep();
 
 // The AVX-512 float kernels' view of the activation rows: tokens in tiles of kFloatActTile and,

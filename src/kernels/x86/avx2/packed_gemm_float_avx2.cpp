@@ -109,7 +109,7 @@ void gemm(const PackedGemmArgs& p) {
 }
 
 void gemm_bf16(const PackedGemmArgs& p) {
-  const auto* act = reinterpret_cast<const uint8_t*>(widened_bf16_act(p));
+  const auto* act = static_cast<const uint8_t*>(packed_act_view(widened_bf16_act_prep(), p));
   const FlushSubnormals flush;
   gemm_f32_act<Bf16WidenedPairs>(p, act, size_t(p.n_cols) * sizeof(float));
 }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cpu_features.h"
 #include "kernels/packed/packed_act.h"
@@ -192,24 +193,36 @@ template <class Elem>
 constexpr int64_t kBlockCols = kBlockWeightBytes /
                                (kGroupsForFew * kPackedRows * int64_t(sizeof(Elem)));
 
-// All outputs, the activations in their interleaved view at act.
+// All outputs, the activations in their interleaved view at act, the columns in blocks of
+// block_cols. block_weights(cols, g, n_groups) returns the weights of groups [g, g + n_groups) at
+// column cols.begin as C::Elem and the elements from one group to the next.
+template <class C, class BlockWeights>
+void gemm_tiles(const PackedGemmArgs& p, const uint8_t* act, int64_t block_cols,
+                BlockWeights&& block_weights) {
+  const int64_t act_column_bytes = C::kActStepBytes / C::kCols;
+  for (int64_t k = 0; k < p.n_cols; k += block_cols) {
+    const ColumnBlock cols{k, std::min(p.n_cols, k + block_cols)};
+    for (int64_t g = 0; g < p.n_groups; g += kGroupsForFew) {
+      const int n_groups = int(std::min<int64_t>(kGroupsForFew, p.n_groups - g));
+      const auto [w, group_elems] = block_weights(cols, g, n_groups);
+      for (int64_t t = 0; t < p.n_act; t += kFloatActTile)
+        group_block_tiles<C>(w, group_elems, p, cols, g, n_groups, t,
+                             act + t * p.n_cols * act_column_bytes,
+                             std::min(kFloatActTile, p.n_act - t));
+    }
+  }
+}
+
+// The weights in place.
 template <class C>
 void gemm_tiles(const PackedGemmArgs& p, const uint8_t* act) {
   using Elem = typename C::Elem;
   static_assert(kBlockCols<Elem> % C::kCols == 0);
   const auto* w = static_cast<const Elem*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
-  const int64_t act_column_bytes = C::kActStepBytes / C::kCols;
-  for (int64_t k = 0; k < p.n_cols; k += kBlockCols<Elem>) {
-    const ColumnBlock cols{k, std::min(p.n_cols, k + kBlockCols<Elem>)};
-    for (int64_t g = 0; g < p.n_groups; g += kGroupsForFew) {
-      const int n_groups = int(std::min<int64_t>(kGroupsForFew, p.n_groups - g));
-      for (int64_t t = 0; t < p.n_act; t += kFloatActTile)
-        group_block_tiles<C>(w + g * group_elems + k * kPackedRows, group_elems, p, cols, g,
-                             n_groups, t, act + t * p.n_cols * act_column_bytes,
-                             std::min(kFloatActTile, p.n_act - t));
-    }
-  }
+  gemm_tiles<C>(p, act, kBlockCols<Elem>, [&](ColumnBlock cols, int64_t g, int /*n_groups*/) {
+    return std::pair(w + g * group_elems + cols.begin * kPackedRows, group_elems);
+  });
 }
 
 // F16 weights against at least kWidenOnceMinTokens tokens: each block of a group block is widened
@@ -220,40 +233,29 @@ void gemm_tiles(const PackedGemmArgs& p, const uint8_t* act) {
 constexpr int64_t kWidenOnceMinTokens = 128;
 
 void gemm_tiles_f16_widened_once(const PackedGemmArgs& p, const uint8_t* act) {
-  using F32 = FloatColumns<float>;
   constexpr int64_t kCols = kBlockCols<float>;
   float* block = thread_buffer<float>(size_t(kGroupsForFew * kPackedRows * kCols));
   const auto* w = static_cast<const uint16_t*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
-  for (int64_t k = 0; k < p.n_cols; k += kCols) {
-    const ColumnBlock cols{k, std::min(p.n_cols, k + kCols)};
+  gemm_tiles<FloatColumns<float>>(p, act, kCols, [&](ColumnBlock cols, int64_t g, int n_groups) {
     const int64_t block_group_elems = kPackedRows * (cols.end - cols.begin);
-    for (int64_t g = 0; g < p.n_groups; g += kGroupsForFew) {
-      const int n_groups = int(std::min<int64_t>(kGroupsForFew, p.n_groups - g));
-      for (int i = 0; i < n_groups; ++i) {
-        const uint16_t* src = w + (g + i) * group_elems + k * kPackedRows;
-        float* dst = block + i * block_group_elems;
-        for (int64_t e = 0; e < block_group_elems; e += kPackedRows)
-          _mm512_storeu_ps(
-              dst + e,
-              _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + e))));
-      }
-      for (int64_t t = 0; t < p.n_act; t += kFloatActTile)
-        group_block_tiles<F32>(block, block_group_elems, p, cols, g, n_groups, t,
-                               act + t * p.n_cols * int64_t(sizeof(float)),
-                               std::min(kFloatActTile, p.n_act - t));
+    for (int i = 0; i < n_groups; ++i) {
+      const uint16_t* src = w + (g + i) * group_elems + cols.begin * kPackedRows;
+      float* dst = block + i * block_group_elems;
+      for (int64_t e = 0; e < block_group_elems; e += kPackedRows)
+        _mm512_storeu_ps(
+            dst + e,
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + e))));
     }
-  }
+    return std::pair<const float*, int64_t>(block, block_group_elems);
+  });
 }
 
 // The activations' interleaved view: the prepared one, or this thread's copy.
 template <class C>
 const uint8_t* interleaved_act(const PackedGemmArgs& p, Bf16Kernel bf16) {
-  if (p.act_prepared != nullptr) return static_cast<const uint8_t*>(p.act_prepared);
-  const PackedActPrep prep = interleaved_float_act_prep(C::kType, bf16);
-  auto* buf = thread_buffer<uint8_t>(prep.bytes(p.n_act, p.n_cols));
-  prep.write(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, buf);
-  return buf;
+  return static_cast<const uint8_t*>(
+      packed_act_view(interleaved_float_act_prep(C::kType, bf16), p));
 }
 
 template <class C>
