@@ -197,7 +197,7 @@ Status ModelBench::pass(int32_t first, int32_t n) {
 }
 
 Status ModelBench::warmup() {
-  return pass(0, 1);
+  return pass(0, n_batch_);
 }
 
 Result<double> ModelBench::run_prompt(int32_t n_prompt) {

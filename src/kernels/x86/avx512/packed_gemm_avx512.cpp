@@ -64,12 +64,12 @@ using Q5_1x16Format = NibbleFormat<BlockQ5_1x16>;
 // the R rows; the 8 weight vectors and R <= 16 accumulators fit the 32 registers.
 template <class F, int R>
 void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, int64_t first,
-                float* y, int64_t y_stride) {
+                float* y, int64_t y_stride, bool streams) {
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const typename F::Packed& blk = wg[b];
-    prefetch_ahead(&blk);
+    prefetch_ahead(&blk, streams);
     __m512i w[8];
     F::load(blk, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.d)));
@@ -123,7 +123,7 @@ void gemm(const PackedGemmArgs& p) {
       constexpr int R = decltype(rows)::value;
       const int64_t base = t / kActTileRows * nb * kActTileRows;
       group_tile<F, R>(w + g * nb, nb, act.from_slot(base), t % kActTileRows,
-                       p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+                       p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
     });
 }
 

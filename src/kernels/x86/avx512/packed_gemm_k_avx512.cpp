@@ -23,13 +23,13 @@ namespace {
 // reference's float operations.
 template <class Packed, int R>
 void group_tile_q4_k(const Packed* wg, int64_t nb, const uint8_t* act, size_t act_stride,
-                     const int32_t* bsum_pairs, float* y, int64_t y_stride) {
+                     const int32_t* bsum_pairs, float* y, int64_t y_stride, bool streams) {
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = k_scales(wg[b]);
-    prefetch_ahead(wg + b);
+    prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i dots[R], mins[R];
     for (int r = 0; r < R; ++r) {
@@ -95,13 +95,13 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const uint8_t* act, size_t ac
 // from -32 * the activations' sub-block sum, times the sub-block scales with vpmulld.
 template <int R>
 void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
-                     const int32_t* starts, float* y, int64_t y_stride) {
+                     const int32_t* starts, float* y, int64_t y_stride, bool streams) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30);
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx16& wb = wg[b];
-    prefetch_ahead(wg + b);
+    prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i sum[R];
     for (int r = 0; r < R; ++r) {
@@ -159,7 +159,8 @@ void gemm_q6_k(const PackedGemmArgs& p) {
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
       group_tile_q6_k<decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
                                              p.act_stride, starts + t * nb * 16,
-                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride,
+                                             t == 0);
     });
 }
 
@@ -173,7 +174,7 @@ void gemm_q4_k(const PackedGemmArgs& p) {
     const auto run = [&](auto tile, int64_t t) {
       group_tile_q4_k<Packed, decltype(tile)::value>(
           w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, pairs + t * nb * 4,
-          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+          p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
     };
     int64_t t = 0;
     for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
