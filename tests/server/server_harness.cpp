@@ -20,6 +20,8 @@
 #include <sstream>
 #include <thread>
 
+#include "support/shared_data.h"
+
 extern char** environ;
 
 namespace vela::test {
@@ -116,7 +118,7 @@ bool HttpResult::has_header(const std::string& text) const {
 }
 
 std::filesystem::path temp_file(const std::string& stem) {
-  std::string templ = testing::TempDir() + "vela_server_" + stem + "_XXXXXX";
+  std::string templ = test::process_temp_dir() + "/server_" + stem + "_XXXXXX";
   const int fd = mkstemp(templ.data());
   if (fd >= 0) close(fd);
   return templ;

@@ -25,7 +25,7 @@ struct HttpResult {
 // A loopback TCP port that was free a moment ago (for a program that cannot take port 0).
 uint16_t free_loopback_port();
 
-// A fresh empty file in the test's temp dir.
+// A fresh empty file in the test process's temporary folder (process_temp_dir()).
 std::filesystem::path temp_file(const std::string& stem);
 void write_file(const std::filesystem::path& path, const std::string& text);
 std::string read_file(const std::filesystem::path& path);

@@ -14,8 +14,12 @@ std::filesystem::path shared_dir();
 // Path of a file under the shared folder (may not exist).
 std::filesystem::path shared_path(const std::string& relative);
 
-// A temporary file path unique to the running test and process, so tests that CTest runs in
-// parallel never share a file.
+// The folder of this test process's temporary files: created on first use, removed with all it
+// holds when the process exits, so that test runs leave nothing behind in the temporary folder.
+const std::string& process_temp_dir();
+
+// A temporary file path unique to the running test and process (in process_temp_dir()), so tests
+// that CTest runs in parallel never share a file.
 std::string unique_temp_path(const std::string& name);
 
 }  // namespace vela::test
