@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "quant/dequantize.h"
+#include "util/huge_pages.h"
 
 namespace vela {
 namespace {
@@ -63,19 +64,6 @@ void release_mapped_pages(const void* data, int64_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-// Transparent huge pages for the repacked weights, where the kernel leaves them to madvise: the
-// forward pass streams every weight once per token, and with 4 KiB pages each 4 KiB of the
-// stream costs a TLB miss (measured on an Intel Xeon, 2 threads: decode 1.1-1.3x faster with
-// 2 MiB pages). Asked before the first write, so that the pages start huge.
-constexpr size_t kHugePageBytes = size_t(2) << 20;
-
-void ask_for_huge_pages(void* data, int64_t bytes) {
-  const uintptr_t begin = uintptr_t(data);
-  const uintptr_t end = (begin + uintptr_t(bytes)) / kHugePageBytes * kHugePageBytes;
-  // A hint: a kernel without transparent huge pages refuses it, and 4 KiB pages then serve.
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
 // Repacks every matrix of `matrices` the kernels prefer interleaved into one owned buffer,
 // spreading the matrices over the machine's threads.
 // release_pages: only for a file mapping (an in-memory image would be zeroed, not re-read).
@@ -99,7 +87,7 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
       static_cast<uint8_t*>(::operator new[](size_t(total), std::align_val_t(kAlign))),
       [](uint8_t* p) { ::operator delete[](p, std::align_val_t(kAlign)); });
   w.repacked_bytes = total;
-  ask_for_huge_pages(w.repacked.get(), total);
+  advise_huge_pages(w.repacked.get(), size_t(total));  // the stream that decode reads
   std::vector<uint8_t*> dst(chosen.size());
   int64_t offset = 0;
   for (size_t i = 0; i < chosen.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tools_support/bench/peak_kernels.h"
+#include "util/huge_pages.h"
 
 namespace vela::bench {
 namespace {
@@ -114,9 +115,12 @@ double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int pa
   // Each thread's slice is a multiple of 256 bytes (the widest kernel's step).
   const size_t slice = std::max<size_t>(256, bytes / size_t(n_threads) / 256 * 256);
   const size_t total = slice * size_t(n_threads);
+  // On huge pages, as the repacked weights are, so that the ceiling is the one they can reach.
+  const size_t rounded = (total + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   std::unique_ptr<uint8_t, decltype(&std::free)> buf(
-      static_cast<uint8_t*>(std::aligned_alloc(64, total)), &std::free);
+      static_cast<uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)), &std::free);
   if (!buf) return 0;
+  advise_huge_pages(buf.get(), rounded);
   // First touch by the thread that will read the slice (places pages near it on NUMA systems).
   run_parallel(n_threads, [&](int t) { std::memset(buf.get() + size_t(t) * slice, t + 1, slice); });
   uint64_t (*read)(const uint8_t*, size_t) = read_sum_scalar;
