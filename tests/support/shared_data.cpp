@@ -28,7 +28,8 @@ namespace {
 class ProcessTempDir {
  public:
   ProcessTempDir() {
-    std::string templ = ::testing::TempDir() + "vela_test_" + std::to_string(::getpid()) + "_XXXXXX";
+    std::string templ =
+        ::testing::TempDir() + "vela_test_" + std::to_string(::getpid()) + "_XXXXXX";
     if (::mkdtemp(templ.data()) == nullptr) {
       std::perror("mkdtemp");
       std::abort();

@@ -157,10 +157,9 @@ void gemm_q6_k(const PackedGemmArgs& p) {
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g)
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      group_tile_q6_k<decltype(tile)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
-                                             p.act_stride, starts + t * nb * 16,
-                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride,
-                                             t == 0);
+      group_tile_q6_k<decltype(tile)::value>(
+          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, starts + t * nb * 16,
+          p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
     });
 }
 
