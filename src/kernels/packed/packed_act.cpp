@@ -1,10 +1,10 @@
 #include "kernels/packed/packed_act.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_layout.h"
+#include "kernels/thread_buffer.h"
 #include "quant/blocks.h"
 #include "util/half.h"
 
@@ -127,12 +127,10 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
 
 const int32_t* packed_act_sums(GgmlType w_type, const PackedGemmArgs& p) {
   if (p.act_prepared != nullptr) return static_cast<const int32_t*>(p.act_prepared);
-  thread_local std::vector<int32_t> sums;
-  const size_t n = size_t(p.n_act * (p.n_cols / interleaved16_block_cols(w_type)) *
-                          packed_act_sums_per_block(w_type));
-  if (sums.size() < n) sums.resize(n);
-  write_packed_act_sums(w_type, p.act, p.act_stride, p.n_cols, 0, p.n_act, sums.data());
-  return sums.data();
+  int32_t* sums = kernels::thread_buffer<int32_t>(size_t(
+      p.n_act * (p.n_cols / interleaved16_block_cols(w_type)) * packed_act_sums_per_block(w_type)));
+  write_packed_act_sums(w_type, p.act, p.act_stride, p.n_cols, 0, p.n_act, sums);
+  return sums;
 }
 
 PackedActPrep packed_act_sums_prep(GgmlType w_type) {
@@ -154,11 +152,9 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
 
 const void* packed_act_view(const PackedActPrep& prep, const PackedGemmArgs& p) {
   if (p.act_prepared != nullptr) return p.act_prepared;
-  thread_local std::vector<uint8_t> copy;
-  const size_t bytes = prep.bytes(p.n_act, p.n_cols);
-  if (copy.size() < bytes) copy.resize(bytes);
-  prep.write(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, copy.data());
-  return copy.data();
+  uint8_t* copy = kernels::thread_buffer<uint8_t>(prep.bytes(p.n_act, p.n_cols));
+  prep.write(p.act, p.act_stride, p.n_act, p.n_cols, 0, p.n_act, copy);
+  return copy;
 }
 
 PackedActPrep widened_bf16_act_prep() {

@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <new>
 #include <type_traits>
+
+#include "kernels/thread_buffer.h"
 
 // GCC 12's AVX-512 headers initialize their "undefined" operands from themselves, which
 // -W(maybe-)uninitialized reports wherever such an intrinsic is inlined (GCC bug 105593, fixed
@@ -134,30 +134,6 @@ inline __m512 hsum16(const __m512 v[16]) {
 // The input slot of hsum16 whose sum lands in lane i: lane 4k + m holds slot k + 4m.
 constexpr int hsum16_slot(int i) {
   return i / 4 + 4 * (i % 4);
-}
-
-// A per-thread scratch array of at least n elements (grown, never shrunk; contents not kept),
-// 64-byte aligned: the kernels load whole vectors from it, and a vector that straddles two cache
-// lines costs two loads (malloc alone aligns large blocks to 16 bytes; F16 widened once against
-// 512 tokens ran about 2% faster on the aligned buffer).
-template <class T>
-T* thread_buffer(size_t n) {
-  static_assert(std::is_trivially_default_constructible_v<T> &&
-                std::is_trivially_destructible_v<T>);
-  constexpr std::align_val_t kAlign{64};
-  struct Free {
-    void operator()(T* p) const { ::operator delete[](p, kAlign); }
-  };
-  struct Buffer {
-    std::unique_ptr<T[], Free> data;
-    size_t size = 0;
-  };
-  thread_local Buffer buf;
-  if (buf.size < n) {
-    buf.data.reset(static_cast<T*>(::operator new[](n * sizeof(T), kAlign)));
-    buf.size = n;
-  }
-  return buf.data.get();
 }
 
 // Runs tile(std::integral_constant<int, R>, first_row) over n_rows rows in tiles of R = 8, then

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/packed/nibble_format.h"
+#include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx512/avx512_util.h"
@@ -106,16 +107,27 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, 
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
+size_t act_tiles_bytes_for_cols(int64_t n_act, int64_t n_cols) {
+  return act_tiles_bytes(n_act, n_cols / kPackedBlockK);
+}
+
+template <class F>
+void write_act_tiles_for(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
+                         int64_t t_begin, int64_t t_end, void* out) {
+  write_act_tiles<typename F::Act>(act, act_stride, n_act, n_cols / kPackedBlockK, F::kBias,
+                                   t_begin, t_end, out);
+}
+
+// The activation tiles format F's kernel reads.
+template <class F>
+PackedActPrep act_tiles_prep() {
+  return {act_tiles_bytes_for_cols, write_act_tiles_for<F>};
+}
+
 template <class F>
 void gemm(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const void* prepared = p.act_prepared;
-  if (prepared == nullptr) {  // no copy from the activation conversion: make one for this call
-    void* buf = thread_buffer<uint8_t>(act_tiles_bytes(p.n_act, nb));
-    write_act_tiles<typename F::Act>(p.act, p.act_stride, p.n_act, nb, F::kBias, 0, p.n_act, buf);
-    prepared = buf;
-  }
-  const ActTiles act = act_tiles_at(prepared, p.n_act, nb);
+  const ActTiles act = act_tiles_at(packed_act_view(act_tiles_prep<F>(), p), p.n_act, nb);
   const auto* w = static_cast<const typename F::Packed*>(p.w);
   // Groups outside, tokens inside: a group's blocks stay in cache across the token tiles.
   for (int64_t g = 0; g < p.n_groups; ++g)
@@ -130,33 +142,18 @@ void gemm(const PackedGemmArgs& p) {
 }  // namespace
 }  // namespace avx512
 
-namespace {
-
-size_t act_tiles_bytes_for_cols(int64_t n_act, int64_t n_cols) {
-  return avx512::act_tiles_bytes(n_act, n_cols / kPackedBlockK);
-}
-
-template <class F>
-void write_act_tiles_for(const uint8_t* act, size_t act_stride, int64_t n_act, int64_t n_cols,
-                         int64_t t_begin, int64_t t_end, void* out) {
-  avx512::write_act_tiles<typename F::Act>(act, act_stride, n_act, n_cols / kPackedBlockK, F::kBias,
-                                           t_begin, t_end, out);
-}
-
-}  // namespace
-
 PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type) {
   switch (w_type) {
     case GgmlType::Q8_0:
-      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q8_0x16Format>};
+      return avx512::act_tiles_prep<avx512::Q8_0x16Format>();
     case GgmlType::Q4_0:
-      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q4_0x16Format>};
+      return avx512::act_tiles_prep<avx512::Q4_0x16Format>();
     case GgmlType::Q5_0:
-      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q5_0x16Format>};
+      return avx512::act_tiles_prep<avx512::Q5_0x16Format>();
     case GgmlType::Q4_1:
-      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q4_1x16Format>};
+      return avx512::act_tiles_prep<avx512::Q4_1x16Format>();
     case GgmlType::Q5_1:
-      return {act_tiles_bytes_for_cols, write_act_tiles_for<avx512::Q5_1x16Format>};
+      return avx512::act_tiles_prep<avx512::Q5_1x16Format>();
     default:
       return {};
   }
