@@ -121,8 +121,8 @@ TEST_P(PackedGemm, ReferenceWithinFloatBoundOfExactDot) {
 }
 
 // Each SIMD kernel equals the reference bit for bit, for every token count around the tile
-// sizes (16-row tiles), odd block counts and column chunks (for the float types, rows longer
-// than their column blocks), padded activation rows and a wider y.
+// sizes (16-row tiles), odd and even group counts, odd block counts and column chunks (for the
+// float types, rows longer than their column blocks), padded activation rows and a wider y.
 void expect_bit_identical(PackedGemmFn kernel, GgmlType type) {
   const PackedGemmFn ref = packed_gemm_kernel(PackedKernelKind::kReference, type);
   std::vector<int64_t> widths = {1, 7, 37, 64};
@@ -130,7 +130,8 @@ void expect_bit_identical(PackedGemmFn kernel, GgmlType type) {
   if (unit(type) <= 2) widths.push_back(2600);
   for (int64_t blocks : widths) {
     const int64_t n = blocks * unit(type);
-    const int64_t rows = 48;
+    // Odd and even group counts: a lone token's kernel walks the groups' halves in pairs.
+    const int64_t rows = blocks % 2 != 0 ? 48 : 64;
     const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);
     std::vector<int64_t> n_acts = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
     // The float kernels widen F16 blocks once from 128 tokens on.

@@ -62,7 +62,7 @@ using Q5_1x16Format = NibbleFormat<BlockQ5_1x16>;
 
 // Block b's per-row values (rows decoded by F::load into w, the block's d and, for the affine
 // formats, m as f32) against activation slot `slot`, added to acc: the exact integer sum, in
-// `chains` chains of vpdpbusd, then the reference's float operations. A lone row splits its
+// kChains chains of vpdpbusd, then the reference's float operations. A lone row splits its
 // eight products over two chains, so that vpdpbusd latency does not bound it.
 template <class F, int kChains>
 inline __m512 block_row(const __m512i w[8], __m512 dw, __m512 mw, const ActTiles& tile,
