@@ -60,8 +60,8 @@ using Q5_0x16Format = NibbleFormat<BlockQ5_0x16>;
 using Q4_1x16Format = NibbleFormat<BlockQ4_1x16>;
 using Q5_1x16Format = NibbleFormat<BlockQ5_1x16>;
 
-// Block b's per-row values (rows decoded by F::load into w, the block's d and, for the affine
-// formats, m as f32) against activation slot `slot`, added to acc: the exact integer sum, in
+// One block's 16 rows (decoded by F::load into w; its d and, for the affine formats, m as f32)
+// against activation slot `slot`, added to acc: the exact integer sum, in
 // kChains chains of vpdpbusd, then the reference's float operations. A lone row splits its
 // eight products over two chains, so that vpdpbusd latency does not bound it.
 template <class F, int kChains>
@@ -121,18 +121,18 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, 
 }
 
 // One activation row (slot `first` of each block's tile) against S groups, group i's nb blocks
-// at wg[i] and its 16 outputs at y[i], walked in lockstep: S weight streams in flight at once.
-// Measured on the Xeon (bench matmul --tokens 1 -t 2): two streams half a thread's chunk apart
-// read 1.07-1.19x faster than one stream.
+// at wg + i * apart (in blocks) and its 16 outputs at y + i * y_apart, walked in lockstep: S weight
+// streams in flight at once. Measured on the Xeon (bench matmul --tokens 1 -t 2): two streams half
+// a thread's chunk apart read 1.07-1.19x faster than one stream.
 template <class F, int S>
-void lone_row_groups(const typename F::Packed* const wg[S], int64_t nb, const ActTiles& tile,
-                     int64_t first, float* const y[S], bool streams) {
+void lone_row_groups(const typename F::Packed* wg, int64_t apart, int64_t nb, const ActTiles& tile,
+                     int64_t first, float* y, int64_t y_apart, bool streams) {
   __m512 acc[S];
   for (int i = 0; i < S; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 2
     for (int i = 0; i < S; ++i) {
-      const typename F::Packed& blk = wg[i][b];
+      const typename F::Packed& blk = wg[i * apart + b];
       prefetch_ahead(&blk, streams);
       __m512i w[8];
       F::load(blk, w);
@@ -141,7 +141,7 @@ void lone_row_groups(const typename F::Packed* const wg[S], int64_t nb, const Ac
       acc[i] = block_row<F, 2>(w, dw, mw, tile, b * kActTileRows + first, acc[i]);
     }
   }
-  for (int i = 0; i < S; ++i) _mm512_storeu_ps(y[i], acc[i]);
+  for (int i = 0; i < S; ++i) _mm512_storeu_ps(y + i * y_apart, acc[i]);
 }
 
 size_t act_tiles_bytes_for_cols(int64_t n_act, int64_t n_cols) {
@@ -169,17 +169,11 @@ void gemm(const PackedGemmArgs& p) {
   if (p.n_act == 1) {
     // Decode: the groups' two halves in lockstep, then the odd one out.
     const int64_t half = p.n_groups / 2;
-    for (int64_t g = 0; g < half; ++g) {
-      const typename F::Packed* const wg[2] = {w + g * nb, w + (g + half) * nb};
-      float* const y[2] = {p.y + g * kPackedRows, p.y + (g + half) * kPackedRows};
-      lone_row_groups<F, 2>(wg, nb, act, 0, y, true);
-    }
-    if (p.n_groups % 2 != 0) {
-      const int64_t g = p.n_groups - 1;
-      const typename F::Packed* const wg[1] = {w + g * nb};
-      float* const y[1] = {p.y + g * kPackedRows};
-      lone_row_groups<F, 1>(wg, nb, act, 0, y, true);
-    }
+    for (int64_t g = 0; g < half; ++g)
+      lone_row_groups<F, 2>(w + g * nb, half * nb, nb, act, 0, p.y + g * kPackedRows,
+                            half * kPackedRows, true);
+    if (const int64_t g = p.n_groups - 1; p.n_groups % 2 != 0)
+      lone_row_groups<F, 1>(w + g * nb, 0, nb, act, 0, p.y + g * kPackedRows, 0, true);
     return;
   }
   // Groups outside, tokens inside: a group's blocks stay in cache across the token tiles.
@@ -191,9 +185,7 @@ void gemm(const PackedGemmArgs& p) {
       const int64_t first = t % kActTileRows;
       float* const y = p.y + t * p.y_stride + g * kPackedRows;
       if constexpr (R == 1) {
-        const typename F::Packed* const wg[1] = {w + g * nb};
-        float* const ys[1] = {y};
-        lone_row_groups<F, 1>(wg, nb, tile, first, ys, t == 0);
+        lone_row_groups<F, 1>(w + g * nb, 0, nb, tile, first, y, 0, t == 0);
       } else {
         group_tile<F, R>(w + g * nb, nb, tile, first, y, p.y_stride, t == 0);
       }
