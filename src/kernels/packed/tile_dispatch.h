@@ -1,8 +1,8 @@
 #pragma once
 // Internal to the packed kernels (x86/*/packed_gemm_*.cpp): run-time tile sizes turned into
-// compile-time ones, and the loop that covers n_groups x n_act outputs with tiles of at most G
-// groups x T tokens. The tile functions are the callers' (one per instruction set); this header
-// holds no instruction-set code.
+// compile-time ones, the loop that covers n_groups x n_act outputs with tiles of at most G
+// groups x T tokens, and a lone token's walk over the groups. The tile functions are the callers'
+// (one per instruction set); this header holds no instruction-set code.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -39,6 +39,18 @@ inline void for_float_tiles(int64_t n_groups, int64_t n_act, Tile&& tile) {
         },
         std::make_integer_sequence<int, G>{});
   }
+}
+
+// A lone token's groups [0, n_groups) walked in lockstep pairs, so that two weight streams are in
+// flight at once: group g with g + n_groups / 2 (the halves of a thread's chunk), then the last
+// group of an odd count alone. walk(std::integral_constant<int, S>, g, apart): S groups from g,
+// `apart` groups from one to the next. Measured on the Xeon (bench matmul --tokens 1 -t 2): two
+// streams half a chunk apart read 1.07-1.19x faster than adjacent groups or one stream.
+template <class Walk>
+inline void for_lone_group_pairs(int64_t n_groups, Walk&& walk) {
+  const int64_t half = n_groups / 2;
+  for (int64_t g = 0; g < half; ++g) walk(std::integral_constant<int, 2>{}, g, half);
+  if (n_groups % 2 != 0) walk(std::integral_constant<int, 1>{}, n_groups - 1, int64_t(0));
 }
 
 }  // namespace vela::kernels

@@ -13,6 +13,7 @@
 #include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
+#include "kernels/packed/tile_dispatch.h"
 #include "kernels/x86/avx2/avx2_common.h"
 #include "quant/blocks.h"
 
@@ -48,16 +49,77 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
 template <class Packed>
 using NibbleFormat = NibbleTraits<Packed>;  // the formats on Q4_0's nibble layout
 
+// Rows 8h .. 8h + 7 of a nibble block, decoded: vectors 0-3 the low nibbles, 4-7 the high ones,
+// the 5th bits joined where the format has them.
+template <class Packed>
+inline void decode_half_nibbles(const Packed& blk, int h, __m256i w[8]) {
+  using F = NibbleFormat<Packed>;
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  VELA_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const __m256i raw = loadu256(blk.qs[j][kHalfRows * h]);
+    w[j] = _mm256_and_si256(raw, low);
+    w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+  }
+  if constexpr (F::kHighBit) {
+    // Vector v's 5th bits are bit v of each plane byte: shifted to bit 4 (bits that cross
+    // into a neighbouring byte of the 16-bit lane land outside bit 4 and are masked off).
+    const __m256i plane = loadu256(blk.qh[kHalfRows * h]), bit4 = _mm256_set1_epi8(0x10);
+    VELA_UNROLL
+    for (int v = 0; v < 8; ++v) {
+      const __m256i at4 =
+          v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
+      w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
+    }
+  }
+}
+
+// The block scales of rows 8h .. 8h + 7.
+template <class Packed>
+inline __m256 half_scales(const Packed& blk, int h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+}
+
+// acc plus one activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows
+// 8h .. 8h + 7 of blk, decoded in w, dw their scales. 4-bit levels: eight pair-sum vectors add up
+// exactly in int16 (at most 8 * 2 * 15 * 127); 5-bit ones (at most 2 * 31 * 127 each) four at a
+// time, then vpmaddwd.
+template <class Packed>
+inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m256 dw,
+                             const typename NibbleFormat<Packed>::Act& a, int32_t start,
+                             __m256 acc) {
+  using F = NibbleFormat<Packed>;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i s16[2];
+  VELA_UNROLL
+  for (int part = 0; part < 2; ++part) {
+    s16[part] = _mm256_maddubs_epi16(w[4 * part], _mm256_set1_epi32(load_i32(a.qs + 16 * part)));
+    VELA_UNROLL
+    for (int j = 1; j < 4; ++j)
+      s16[part] = _mm256_add_epi16(
+          s16[part], _mm256_maddubs_epi16(w[4 * part + j],
+                                          _mm256_set1_epi32(load_i32(a.qs + 16 * part + 4 * j))));
+  }
+  __m256i isum = F::kHighBit ? _mm256_add_epi32(_mm256_madd_epi16(s16[0], ones),
+                                                _mm256_madd_epi16(s16[1], ones))
+                             : _mm256_madd_epi16(_mm256_add_epi16(s16[0], s16[1]), ones);
+  if constexpr (!F::kAffine) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(start));
+  const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
+  if constexpr (F::kAffine) {
+    const __m256 mw =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.m + kHalfRows * h)));
+    acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(half_to_float(a.s)), acc);
+  }
+  return acc;
+}
+
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
-// (starts: the activations' start sums, Q4_0 / Q5_0 only). 4-bit levels: eight pair-sum vectors
-// add up exactly in int16 (at most 8 * 2 * 15 * 127); 5-bit ones (at most 2 * 31 * 127 each) four
-// at a time, then vpmaddwd.
+// (starts: the activations' start sums, Q4_0 / Q5_0 only).
 template <class Packed, int R>
 void half_tile_nibbles(const Packed* wg, int64_t nb, int h, const uint8_t* act, size_t act_stride,
                        const int32_t* starts, float* y, int64_t y_stride) {
-  using F = NibbleFormat<Packed>;
-  using Act = typename F::Act;
-  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  using Act = typename NibbleFormat<Packed>::Act;
   __m256 acc[R];
   VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -65,57 +127,46 @@ void half_tile_nibbles(const Packed* wg, int64_t nb, int h, const uint8_t* act, 
     const Packed& blk = wg[b];
     prefetch_ahead(&blk);
     __m256i w[8];
+    decode_half_nibbles(blk, h, w);
+    const __m256 dw = half_scales(blk, h);
     VELA_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const __m256i raw = loadu256(blk.qs[j][kHalfRows * h]);
-      w[j] = _mm256_and_si256(raw, low);
-      w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-    }
-    if constexpr (F::kHighBit) {
-      // Vector v's 5th bits are bit v of each plane byte: shifted to bit 4 (bits that cross
-      // into a neighbouring byte of the 16-bit lane land outside bit 4 and are masked off).
-      const __m256i plane = loadu256(blk.qh[kHalfRows * h]), bit4 = _mm256_set1_epi8(0x10);
-      VELA_UNROLL
-      for (int v = 0; v < 8; ++v) {
-        const __m256i at4 =
-            v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
-        w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
-      }
-    }
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+    for (int r = 0; r < R; ++r)
+      acc[r] = half_block_row(w, blk, h, dw, reinterpret_cast<const Act*>(act + r * act_stride)[b],
+                              starts ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0, acc[r]);
+  }
+  VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+}
+
+// One activation row against S groups, group i's nb blocks at wg + i * apart and its 16 outputs
+// at y + i * y_apart, walked in lockstep (for_lone_group_pairs), both halves of each block at
+// once: each block is read from memory once, its halves' arithmetic overlapping the reads (a
+// half per pass would read the group in the first and compute the second from cache alone).
+template <class Packed, int S>
+void lone_row_nibbles(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
+                      const int32_t* starts, float* y, int64_t y_apart) {
+  using Act = typename NibbleFormat<Packed>::Act;
+  const Act* a = reinterpret_cast<const Act*>(act);
+  __m256 acc[S][2];
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
     VELA_UNROLL
-    for (int r = 0; r < R; ++r) {
-      const Act& a = reinterpret_cast<const Act*>(act + size_t(r) * act_stride)[b];
-      __m256i s16[2];
+    for (int i = 0; i < S; ++i) {
+      const Packed& blk = wg[i * apart + b];
+      prefetch_ahead(&blk);
       VELA_UNROLL
-      for (int part = 0; part < 2; ++part) {
-        s16[part] =
-            _mm256_maddubs_epi16(w[4 * part], _mm256_set1_epi32(load_i32(a.qs + 16 * part)));
-        VELA_UNROLL
-        for (int j = 1; j < 4; ++j)
-          s16[part] = _mm256_add_epi16(
-              s16[part],
-              _mm256_maddubs_epi16(w[4 * part + j],
-                                   _mm256_set1_epi32(load_i32(a.qs + 16 * part + 4 * j))));
-      }
-      __m256i isum = F::kHighBit ? _mm256_add_epi32(_mm256_madd_epi16(s16[0], ones),
-                                                    _mm256_madd_epi16(s16[1], ones))
-                                 : _mm256_madd_epi16(_mm256_add_epi16(s16[0], s16[1]), ones);
-      if constexpr (!F::kAffine)
-        isum =
-            _mm256_add_epi32(isum, _mm256_set1_epi32(starts[size_t(r) * size_t(nb) + size_t(b)]));
-      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[r]);
-      if constexpr (F::kAffine) {
-        const __m256 mw = _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.m + kHalfRows * h)));
-        acc[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(half_to_float(a.s)), acc[r]);
+      for (int h = 0; h < 2; ++h) {
+        __m256i w[8];
+        decode_half_nibbles(blk, h, w);
+        acc[i][h] =
+            half_block_row(w, blk, h, half_scales(blk, h), a[b], starts ? starts[b] : 0, acc[i][h]);
       }
     }
   }
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+  for (int i = 0; i < S; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
 }
 
 // Q8_0: the packed weights are level + 128; as signed bytes again, vpmaddubsw takes |w| (at
@@ -123,10 +174,28 @@ void half_tile_nibbles(const Packed* wg, int64_t nb, int h, const uint8_t* act, 
 // Two of those could overflow int16, so every group goes through vpmaddwd on its own. (The
 // activation quants are within +-127, as the Q8_0 quantizer makes them, so vpsignb never has
 // to negate -128.)
+inline void decode_half_q8_0(const BlockQ8_0x16& blk, int h, __m256i w[8]) {
+  const __m256i flip = _mm256_set1_epi8(char(0x80));
+  VELA_UNROLL
+  for (int j = 0; j < 8; ++j) w[j] = _mm256_xor_si256(loadu256(blk.qs[j][kHalfRows * h]), flip);
+}
+
+inline __m256 half_block_row_q8_0(const __m256i w[8], __m256 dw, const BlockQ8_0& a, __m256 acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i isum = _mm256_setzero_si256();
+  VELA_UNROLL
+  for (int j = 0; j < 8; ++j) {
+    const __m256i x = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(a.qs + 4 * j)), w[j]);
+    isum = _mm256_add_epi32(
+        isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w[j]), x), ones));
+  }
+  const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
+}
+
 template <int R>
 void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const uint8_t* act,
                     size_t act_stride, float* y, int64_t y_stride) {
-  const __m256i flip = _mm256_set1_epi8(char(0x80)), ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -134,31 +203,53 @@ void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const uint8_t* ac
     const BlockQ8_0x16& blk = wg[b];
     prefetch_ahead(&blk);
     __m256i w[8];  // signed levels
+    decode_half_q8_0(blk, h, w);
+    const __m256 dw = half_scales(blk, h);
     VELA_UNROLL
-    for (int j = 0; j < 8; ++j) w[j] = _mm256_xor_si256(loadu256(blk.qs[j][kHalfRows * h]), flip);
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
-    VELA_UNROLL
-    for (int r = 0; r < R; ++r) {
-      const BlockQ8_0& a = reinterpret_cast<const BlockQ8_0*>(act + size_t(r) * act_stride)[b];
-      __m256i isum = _mm256_setzero_si256();
-      VELA_UNROLL
-      for (int j = 0; j < 8; ++j) {
-        const __m256i x = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(a.qs + 4 * j)), w[j]);
-        isum = _mm256_add_epi32(
-            isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w[j]), x), ones));
-      }
-      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[r]);
-    }
+    for (int r = 0; r < R; ++r)
+      acc[r] = half_block_row_q8_0(
+          w, dw, reinterpret_cast<const BlockQ8_0*>(act + size_t(r) * act_stride)[b], acc[r]);
   }
   VELA_UNROLL
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
 }
 
+// lone_row_nibbles for Q8_0.
+template <int S>
+void lone_row_q8_0(const BlockQ8_0x16* wg, int64_t apart, int64_t nb, const uint8_t* act, float* y,
+                   int64_t y_apart) {
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act);
+  __m256 acc[S][2];
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) {
+      const BlockQ8_0x16& blk = wg[i * apart + b];
+      prefetch_ahead(&blk);
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        __m256i w[8];
+        decode_half_q8_0(blk, h, w);
+        acc[i][h] = half_block_row_q8_0(w, half_scales(blk, h), a[b], acc[i][h]);
+      }
+    }
+  }
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
+}
+
 void gemm_q8_0(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
   const auto* w = static_cast<const BlockQ8_0x16*>(p.w);
+  if (p.n_act == 1) {
+    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
+      lone_row_q8_0<decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act,
+                                              p.y + g * kPackedRows, apart * kPackedRows);
+    });
+    return;
+  }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
                                           p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
@@ -171,6 +262,13 @@ void gemm_nibbles(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
   const int32_t* starts = NibbleFormat<Packed>::kAffine ? nullptr : packed_act_sums(kType, p);
   const auto* w = static_cast<const Packed*>(p.w);
+  if (p.n_act == 1) {
+    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
+      lone_row_nibbles<Packed, decltype(streams)::value>(
+          w + g * nb, apart * nb, nb, p.act, starts, p.y + g * kPackedRows, apart * kPackedRows);
+    });
+    return;
+  }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_nibbles<Packed, decltype(rows)::value>(
         w + g * nb, nb, h, p.act + size_t(t) * p.act_stride, p.act_stride,
@@ -178,77 +276,93 @@ void gemm_nibbles(const PackedGemmArgs& p) {
   });
 }
 
-// Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group. Per sub-block (a
-// pair's low or high nibbles), 8 decoded vectors serve the R rows: pair sums by vpmaddubsw added
-// exactly in int16 (at most 8 * 2 * 15 * 127), vpmaddwd by ones, times the sub-block scales by
-// vpmulld; then the mins by vpmaddwd with the activation sums and the reference's float steps.
-template <int R>
-void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h, const uint8_t* act,
+// Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
+// (H = 2, both halves of each block at once, for a lone row: each block is read from memory once
+// and its halves' arithmetic overlaps the reads). Per sub-block (a pair's low or high nibbles), 8
+// decoded vectors serve the R rows: pair sums by vpmaddubsw added exactly in int16 (at most
+// 8 * 2 * 15 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld; then the mins by
+// vpmaddwd with the activation sums and the reference's float steps.
+template <int R, int H = 1>
+void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const uint8_t* act,
                     size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
+  static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
   const __m256i low = _mm256_set1_epi8(0x0F);
-  __m256 acc[R];
+  __m256 acc[H][R];
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = wg[b];
     prefetch_ahead(&wb);
     const BlockQ8_K* a[R];
-    __m256i dots[R];
     VELA_UNROLL
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r)
       a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
-      dots[r] = _mm256_setzero_si256();
-    }
-#pragma GCC unroll 1
-    for (int sub = 0; sub < 8; ++sub) {
-      const int p = sub / 2, high = sub % 2;
-      __m256i w[8];
+    VELA_UNROLL
+    for (int hh = 0; hh < H; ++hh) {
+      const int h = h0 + hh;
+      __m256i dots[R];
       VELA_UNROLL
-      for (int g = 0; g < 8; ++g) {
-        const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
-        w[g] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, low);
+      for (int r = 0; r < R; ++r) dots[r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+      for (int sub = 0; sub < 8; ++sub) {
+        const int p = sub / 2, high = sub % 2;
+        __m256i w[8];
+        VELA_UNROLL
+        for (int g = 0; g < 8; ++g) {
+          const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
+          w[g] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, low);
+        }
+        const __m256i sc = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const int8_t* q = a[r]->qs + 32 * sub;
+          __m256i s16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(load_i32(q)));
+          VELA_UNROLL
+          for (int g = 1; g < 8; ++g)
+            s16 = _mm256_add_epi16(
+                s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
+          const __m256i d = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+          dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
+        }
       }
-      const __m256i sc = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+      const __m256 dmw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.dmin + kHalfRows * h)));
       VELA_UNROLL
       for (int r = 0; r < R; ++r) {
-        const int8_t* q = a[r]->qs + 32 * sub;
-        __m256i s16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(load_i32(q)));
-        VELA_UNROLL
-        for (int g = 1; g < 8; ++g)
-          s16 = _mm256_add_epi16(
-              s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
-        const __m256i d = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
-        dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
+        __m256i mins = _mm256_setzero_si256();
+        for (int k = 0; k < 4; ++k) {
+          const __m256i mp = _mm256_cvtepu8_epi16(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.min_pairs[k][kHalfRows * h])));
+          mins = _mm256_add_epi32(
+              mins, _mm256_madd_epi16(mp, _mm256_set1_epi32(pairs[size_t((r * nb + b) * 4 + k)])));
+        }
+        const __m256 ad = _mm256_set1_ps(a[r]->d);
+        const __m256 d = _mm256_mul_ps(dw, ad);
+        const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
+        acc[hh][r] = _mm256_add_ps(acc[hh][r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[r]), m));
       }
-    }
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
-    const __m256 dmw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.dmin + kHalfRows * h)));
-    VELA_UNROLL
-    for (int r = 0; r < R; ++r) {
-      __m256i mins = _mm256_setzero_si256();
-      for (int k = 0; k < 4; ++k) {
-        const __m256i mp = _mm256_cvtepu8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.min_pairs[k][kHalfRows * h])));
-        mins = _mm256_add_epi32(
-            mins, _mm256_madd_epi16(mp, _mm256_set1_epi32(pairs[size_t((r * nb + b) * 4 + k)])));
-      }
-      const __m256 ad = _mm256_set1_ps(a[r]->d);
-      const __m256 d = _mm256_mul_ps(dw, ad);
-      const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
-      acc[r] = _mm256_add_ps(acc[r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[r]), m));
     }
   }
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
+  for (int r = 0; r < R; ++r)
+    _mm256_storeu_ps(y + r * y_stride + kHalfRows * (h0 + hh), acc[hh][r]);
 }
 
 void gemm_q4_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const int32_t* pairs = packed_act_sums(GgmlType::Q4_K, p);
   const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
+  if (p.n_act == 1) {
+    for (int64_t g = 0; g < p.n_groups; ++g)
+      half_tile_q4_k<1, 2>(w + g * nb, nb, 0, p.act, p.act_stride, pairs, p.y + g * kPackedRows,
+                           p.y_stride);
+    return;
+  }
   for_half_tiles<2>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q4_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
                                           p.act_stride, pairs + t * nb * 4,
@@ -256,73 +370,88 @@ void gemm_q4_k(const PackedGemmArgs& p) {
   });
 }
 
-// Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group. Per 16-element
-// sub-block, the 4 vectors of levels (0..63) are decoded once for the R rows; two vpmaddubsw pair
-// sums add up exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from
-// -32 * the activations' sub-block sum and is scaled by the sub-block scales with vpmulld.
-template <int R>
-void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h, const uint8_t* act,
+// Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
+// (H = 2 for a lone row, as half_tile_q4_k). Per 16-element sub-block, the 4 vectors of levels
+// (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up exactly in int16 (at
+// most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block
+// sum and is scaled by the sub-block scales with vpmulld.
+template <int R, int H = 1>
+void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const uint8_t* act,
                     size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+  static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
   const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[R];
+  __m256 acc[H][R];
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx16& wb = wg[b];
     prefetch_ahead(&wb);
     const BlockQ8_K* a[R];
-    __m256i sum[R];
-    VELA_UNROLL
-    for (int r = 0; r < R; ++r) {
-      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
-      sum[r] = _mm256_setzero_si256();
-    }
-#pragma GCC unroll 1
-    for (int sub = 0; sub < 16; ++sub) {
-      const __m256i l01 = loadu256(wb.ql[sub][0][kHalfRows * h]);
-      const __m256i l23 = loadu256(wb.ql[sub][1][kHalfRows * h]);
-      const __m256i hb = loadu256(wb.qh[sub][kHalfRows * h]);
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(l01, low4),
-                             _mm256_and_si256(_mm256_slli_epi16(hb, 4), high2));
-      q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l01, 4), low4),
-                             _mm256_and_si256(_mm256_slli_epi16(hb, 2), high2));
-      q[2] = _mm256_or_si256(_mm256_and_si256(l23, low4), _mm256_and_si256(hb, high2));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l23, 4), low4),
-                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
-      const __m256i sc = _mm256_cvtepi8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r) {
-        const int8_t* qa = a[r]->qs + 16 * sub;
-        const __m256i s01 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
-                             _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
-        const __m256i s23 =
-            _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
-                             _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
-        const __m256i dot = _mm256_add_epi32(
-            _mm256_set1_epi32(starts[size_t((r * nb + b) * 16 + sub)]),
-            _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
-        sum[r] = _mm256_add_epi32(sum[r], _mm256_mullo_epi32(dot, sc));
-      }
-    }
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
-                               _mm256_cvtepi32_ps(sum[r]), acc[r]);
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+    VELA_UNROLL
+    for (int hh = 0; hh < H; ++hh) {
+      const int h = h0 + hh;
+      __m256i sum[R];
+      VELA_UNROLL
+      for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+      for (int sub = 0; sub < 16; ++sub) {
+        const __m256i l01 = loadu256(wb.ql[sub][0][kHalfRows * h]);
+        const __m256i l23 = loadu256(wb.ql[sub][1][kHalfRows * h]);
+        const __m256i hb = loadu256(wb.qh[sub][kHalfRows * h]);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l01, low4),
+                               _mm256_and_si256(_mm256_slli_epi16(hb, 4), high2));
+        q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l01, 4), low4),
+                               _mm256_and_si256(_mm256_slli_epi16(hb, 2), high2));
+        q[2] = _mm256_or_si256(_mm256_and_si256(l23, low4), _mm256_and_si256(hb, high2));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l23, 4), low4),
+                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
+        const __m256i sc = _mm256_cvtepi8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const int8_t* qa = a[r]->qs + 16 * sub;
+          const __m256i s01 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
+                               _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
+          const __m256i s23 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
+                               _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
+          const __m256i dot = _mm256_add_epi32(
+              _mm256_set1_epi32(starts[size_t((r * nb + b) * 16 + sub)]),
+              _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
+          sum[r] = _mm256_add_epi32(sum[r], _mm256_mullo_epi32(dot, sc));
+        }
+      }
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+      VELA_UNROLL
+      for (int r = 0; r < R; ++r)
+        acc[hh][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
+                                     _mm256_cvtepi32_ps(sum[r]), acc[hh][r]);
+    }
   }
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
+  for (int r = 0; r < R; ++r)
+    _mm256_storeu_ps(y + r * y_stride + kHalfRows * (h0 + hh), acc[hh][r]);
 }
 
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
+  if (p.n_act == 1) {
+    for (int64_t g = 0; g < p.n_groups; ++g)
+      half_tile_q6_k<1, 2>(w + g * nb, nb, 0, p.act, p.act_stride, starts, p.y + g * kPackedRows,
+                           p.y_stride);
+    return;
+  }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile_q6_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
                                           p.act_stride, starts + t * nb * 16,

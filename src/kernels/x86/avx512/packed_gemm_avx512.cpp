@@ -122,8 +122,7 @@ void group_tile(const typename F::Packed* wg, int64_t nb, const ActTiles& tile, 
 
 // One activation row (slot `first` of each block's tile) against S groups, group i's nb blocks
 // at wg + i * apart (in blocks) and its 16 outputs at y + i * y_apart, walked in lockstep: S weight
-// streams in flight at once. Measured on the Xeon (bench matmul --tokens 1 -t 2): two streams half
-// a thread's chunk apart read 1.07-1.19x faster than one stream.
+// streams in flight at once (for_lone_group_pairs).
 template <class F, int S>
 void lone_row_groups(const typename F::Packed* wg, int64_t apart, int64_t nb, const ActTiles& tile,
                      int64_t first, float* y, int64_t y_apart, bool streams) {
@@ -167,13 +166,10 @@ void gemm(const PackedGemmArgs& p) {
   const ActTiles act = act_tiles_at(packed_act_view(act_tiles_prep<F>(), p), p.n_act, nb);
   const auto* w = static_cast<const typename F::Packed*>(p.w);
   if (p.n_act == 1) {
-    // Decode: the groups' two halves in lockstep, then the odd one out.
-    const int64_t half = p.n_groups / 2;
-    for (int64_t g = 0; g < half; ++g)
-      lone_row_groups<F, 2>(w + g * nb, half * nb, nb, act, 0, p.y + g * kPackedRows,
-                            half * kPackedRows, true);
-    if (const int64_t g = p.n_groups - 1; p.n_groups % 2 != 0)
-      lone_row_groups<F, 1>(w + g * nb, 0, nb, act, 0, p.y + g * kPackedRows, 0, true);
+    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
+      lone_row_groups<F, decltype(streams)::value>(
+          w + g * nb, apart * nb, nb, act, 0, p.y + g * kPackedRows, apart * kPackedRows, true);
+    });
     return;
   }
   // Groups outside, tokens inside: a group's blocks stay in cache across the token tiles.
