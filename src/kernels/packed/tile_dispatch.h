@@ -44,8 +44,9 @@ inline void for_float_tiles(int64_t n_groups, int64_t n_act, Tile&& tile) {
 // A lone token's groups [0, n_groups) walked in lockstep pairs, so that two weight streams are in
 // flight at once: group g with g + n_groups / 2 (the halves of a thread's chunk), then the last
 // group of an odd count alone. walk(std::integral_constant<int, S>, g, apart): S groups from g,
-// `apart` groups from one to the next. Measured on the Xeon (bench matmul --tokens 1 -t 2): two
-// streams half a chunk apart read 1.07-1.19x faster than adjacent groups or one stream.
+// `apart` groups from one to the next. Measured on the Xeon with the AVX-512 kernels (bench
+// matmul --tokens 1 -t 2): two streams half a chunk apart read 1.07-1.19x faster than adjacent
+// groups or one stream.
 template <class Walk>
 inline void for_lone_group_pairs(int64_t n_groups, Walk&& walk) {
   const int64_t half = n_groups / 2;
