@@ -21,15 +21,12 @@ namespace vela::kernels {
 namespace avx2 {
 namespace {
 
-constexpr int kHalfRows = 8;             // rows per 256-bit half of a packed vector
-constexpr size_t kPrefetchBytes = 8192;  // as the AVX-512 kernels: the weight stream
+constexpr int kHalfRows = 8;  // rows per 256-bit half of a packed vector
 
-// The weight stream's lines kPrefetchBytes ahead of a packed block (as the AVX-512 kernels do:
-// the hardware prefetcher alone falls behind once a block takes a few dozen cycles).
+// The weight stream's lines kPrefetchBytes ahead of a packed block.
 template <class Packed>
 inline void prefetch_ahead(const Packed* block) {
-  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  for (size_t line = 0; line < sizeof(Packed); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+  prefetch_weights<sizeof(Packed)>(block);
 }
 
 // Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)

@@ -54,7 +54,10 @@ struct Bf16WidenedPairs {
 };
 
 // Groups g < G (group_elems apart from w) x tokens j < T of f32 activations, all columns.
-template <class C, int G, int T>
+// kPrefetch: the first token tile of a group, which brings the weights from memory, fetches each
+// stream's lines kPrefetchBytes ahead (a lone token's two streams leave the hardware prefetcher
+// behind); the token tiles after it find them in cache.
+template <class C, int G, int T, bool kPrefetch>
 void tile(const typename C::Elem* w, int64_t group_elems, int64_t n_cols, const uint8_t* act,
           size_t act_stride, float* y, int64_t y_stride) {
   __m256 acc[G][2][T];
@@ -63,6 +66,13 @@ void tile(const typename C::Elem* w, int64_t group_elems, int64_t n_cols, const 
   for (int h = 0; h < 2; ++h) VELA_UNROLL
   for (int j = 0; j < T; ++j) acc[g][h][j] = _mm256_setzero_ps();
   for (int64_t k = 0; k < n_cols; k += C::kCols) {
+    if constexpr (kPrefetch) {
+      constexpr int64_t kStepBytes = int64_t(sizeof(typename C::Elem)) * kPackedRows * C::kCols;
+      if (k / C::kCols % (64 / kStepBytes) == 0) {
+        VELA_UNROLL
+        for (int g = 0; g < G; ++g) prefetch_weights<64>(w + g * group_elems + k * kPackedRows);
+      }
+    }
     VELA_UNROLL
     for (int part = 0; part < C::kParts; ++part) {
       __m256 wv[G][2];
@@ -93,9 +103,10 @@ void gemm_f32_act(const PackedGemmArgs& p, const uint8_t* act, size_t act_stride
   const auto* w = static_cast<const typename C::Elem*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
   const auto run = [&](auto groups, auto tokens, int64_t g, int64_t t) {
-    tile<C, decltype(groups)::value, decltype(tokens)::value>(
-        w + g * group_elems, group_elems, p.n_cols, act + size_t(t) * act_stride, act_stride,
-        p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+    constexpr int G = decltype(groups)::value, T = decltype(tokens)::value;
+    const auto fn = t == 0 ? tile<C, G, T, true> : tile<C, G, T, false>;
+    fn(w + g * group_elems, group_elems, p.n_cols, act + size_t(t) * act_stride, act_stride,
+       p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
   };
   if (p.n_act <= 2)
     for_float_tiles<2, 2>(p.n_groups, p.n_act, run);
