@@ -49,7 +49,7 @@ using NibbleFormat = NibbleTraits<Packed>;  // the formats on Q4_0's nibble layo
 // Rows 8h .. 8h + 7 of a nibble block, decoded: vectors 0-3 the low nibbles, 4-7 the high ones,
 // the 5th bits joined where the format has them.
 template <class Packed>
-inline void decode_half_nibbles(const Packed& blk, int h, __m256i w[8]) {
+inline void decode_half(const Packed& blk, int h, __m256i w[8]) {
   using F = NibbleFormat<Packed>;
   const __m256i low = _mm256_set1_epi8(0x0F);
   VELA_UNROLL
@@ -69,12 +69,6 @@ inline void decode_half_nibbles(const Packed& blk, int h, __m256i w[8]) {
       w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
     }
   }
-}
-
-// The block scales of rows 8h .. 8h + 7.
-template <class Packed>
-inline __m256 half_scales(const Packed& blk, int h) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
 }
 
 // acc plus one activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows
@@ -111,73 +105,19 @@ inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m25
   return acc;
 }
 
-// Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
-// (starts: the activations' start sums, Q4_0 / Q5_0 only).
-template <class Packed, int R>
-void half_tile_nibbles(const Packed* wg, int64_t nb, int h, const uint8_t* act, size_t act_stride,
-                       const int32_t* starts, float* y, int64_t y_stride) {
-  using Act = typename NibbleFormat<Packed>::Act;
-  __m256 acc[R];
-  VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const Packed& blk = wg[b];
-    prefetch_ahead(&blk);
-    __m256i w[8];
-    decode_half_nibbles(blk, h, w);
-    const __m256 dw = half_scales(blk, h);
-    VELA_UNROLL
-    for (int r = 0; r < R; ++r)
-      acc[r] = half_block_row(w, blk, h, dw, reinterpret_cast<const Act*>(act + r * act_stride)[b],
-                              starts ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0, acc[r]);
-  }
-  VELA_UNROLL
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
-}
-
-// One activation row against S groups, group i's nb blocks at wg + i * apart and its 16 outputs
-// at y + i * y_apart, walked in lockstep (for_lone_group_pairs), both halves of each block at
-// once: each block is read from memory once, its halves' arithmetic overlapping the reads (a
-// half per pass would read the group in the first and compute the second from cache alone).
-template <class Packed, int S>
-void lone_row_nibbles(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
-                      const int32_t* starts, float* y, int64_t y_apart) {
-  using Act = typename NibbleFormat<Packed>::Act;
-  const Act* a = reinterpret_cast<const Act*>(act);
-  __m256 acc[S][2];
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) {
-      const Packed& blk = wg[i * apart + b];
-      prefetch_ahead(&blk);
-      VELA_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        __m256i w[8];
-        decode_half_nibbles(blk, h, w);
-        acc[i][h] =
-            half_block_row(w, blk, h, half_scales(blk, h), a[b], starts ? starts[b] : 0, acc[i][h]);
-      }
-    }
-  }
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i)
-    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
-}
-
 // Q8_0: the packed weights are level + 128; as signed bytes again, vpmaddubsw takes |w| (at
 // most 128) against the activations with w's sign, so each pair sum stays below 2 * 128 * 127.
 // Two of those could overflow int16, so every group goes through vpmaddwd on its own. (The
 // activation quants are within +-127, as the Q8_0 quantizer makes them, so vpsignb never has
 // to negate -128.)
-inline void decode_half_q8_0(const BlockQ8_0x16& blk, int h, __m256i w[8]) {
+inline void decode_half(const BlockQ8_0x16& blk, int h, __m256i w[8]) {
   const __m256i flip = _mm256_set1_epi8(char(0x80));
   VELA_UNROLL
   for (int j = 0; j < 8; ++j) w[j] = _mm256_xor_si256(loadu256(blk.qs[j][kHalfRows * h]), flip);
 }
 
-inline __m256 half_block_row_q8_0(const __m256i w[8], __m256 dw, const BlockQ8_0& a, __m256 acc) {
+inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& /*blk*/, int /*h*/, __m256 dw,
+                             const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i isum = _mm256_setzero_si256();
   VELA_UNROLL
@@ -190,45 +130,66 @@ inline __m256 half_block_row_q8_0(const __m256i w[8], __m256 dw, const BlockQ8_0
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
 }
 
-template <int R>
-void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const uint8_t* act,
-                    size_t act_stride, float* y, int64_t y_stride) {
+// The block scales of rows 8h .. 8h + 7.
+template <class Packed>
+inline __m256 half_scales(const Packed& blk, int h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+}
+
+// The activation blocks Packed meets (Q8_0 and Q4_0 / Q5_0: Q8_0; Q4_1 / Q5_1: Q8_1), and
+// whether its kernel takes the activations' start sums (Q4_0 / Q5_0, whose levels carry a bias).
+template <class Packed>
+using ActOf = typename NibbleFormat<Packed>::Act;
+template <class Packed>
+constexpr bool kTakesStarts =
+    !std::is_same_v<Packed, BlockQ8_0x16> && !NibbleFormat<Packed>::kAffine;
+
+// Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
+// (starts: the activations' start sums where kTakesStarts, else nullptr).
+template <class Packed, int R>
+void half_tile(const Packed* wg, int64_t nb, int h, const uint8_t* act, size_t act_stride,
+               const int32_t* starts, float* y, int64_t y_stride) {
   __m256 acc[R];
   VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ8_0x16& blk = wg[b];
+    const Packed& blk = wg[b];
     prefetch_ahead(&blk);
-    __m256i w[8];  // signed levels
-    decode_half_q8_0(blk, h, w);
+    __m256i w[8];
+    decode_half(blk, h, w);
     const __m256 dw = half_scales(blk, h);
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
-      acc[r] = half_block_row_q8_0(
-          w, dw, reinterpret_cast<const BlockQ8_0*>(act + size_t(r) * act_stride)[b], acc[r]);
+      acc[r] = half_block_row(w, blk, h, dw,
+                              reinterpret_cast<const ActOf<Packed>*>(act + r * act_stride)[b],
+                              starts ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0, acc[r]);
   }
   VELA_UNROLL
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
 }
 
-// lone_row_nibbles for Q8_0.
-template <int S>
-void lone_row_q8_0(const BlockQ8_0x16* wg, int64_t apart, int64_t nb, const uint8_t* act, float* y,
-                   int64_t y_apart) {
-  const auto* a = reinterpret_cast<const BlockQ8_0*>(act);
+// One activation row against S groups, group i's nb blocks at wg + i * apart and its 16 outputs
+// at y + i * y_apart, walked in lockstep (for_lone_group_pairs), both halves of each block at
+// once: each block is read from memory once, its halves' arithmetic overlapping the reads (a
+// half per pass would read the group in the first and compute the second from cache alone).
+template <class Packed, int S>
+void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
+              const int32_t* starts, float* y, int64_t y_apart) {
+  const auto* a = reinterpret_cast<const ActOf<Packed>*>(act);
   __m256 acc[S][2];
   VELA_UNROLL
   for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     VELA_UNROLL
     for (int i = 0; i < S; ++i) {
-      const BlockQ8_0x16& blk = wg[i * apart + b];
+      const Packed& blk = wg[i * apart + b];
       prefetch_ahead(&blk);
       VELA_UNROLL
       for (int h = 0; h < 2; ++h) {
         __m256i w[8];
-        decode_half_q8_0(blk, h, w);
-        acc[i][h] = half_block_row_q8_0(w, half_scales(blk, h), a[b], acc[i][h]);
+        decode_half(blk, h, w);
+        acc[i][h] =
+            half_block_row(w, blk, h, half_scales(blk, h), a[b], starts ? starts[b] : 0, acc[i][h]);
       }
     }
   }
@@ -237,39 +198,23 @@ void lone_row_q8_0(const BlockQ8_0x16* wg, int64_t apart, int64_t nb, const uint
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
 }
 
-void gemm_q8_0(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedBlockK;
-  const auto* w = static_cast<const BlockQ8_0x16*>(p.w);
-  if (p.n_act == 1) {
-    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
-      lone_row_q8_0<decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act,
-                                              p.y + g * kPackedRows, apart * kPackedRows);
-    });
-    return;
-  }
-  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    half_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                          p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
-                                          p.y_stride);
-  });
-}
-
+// Q8_0 and the nibble formats (Packed: BlockQ8_0x16, BlockQ4_0x16, ...; kType its GGML type).
 template <class Packed, GgmlType kType>
-void gemm_nibbles(const PackedGemmArgs& p) {
+void gemm_blocks(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
-  const int32_t* starts = NibbleFormat<Packed>::kAffine ? nullptr : packed_act_sums(kType, p);
+  const int32_t* starts = kTakesStarts<Packed> ? packed_act_sums(kType, p) : nullptr;
   const auto* w = static_cast<const Packed*>(p.w);
   if (p.n_act == 1) {
     for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
-      lone_row_nibbles<Packed, decltype(streams)::value>(
-          w + g * nb, apart * nb, nb, p.act, starts, p.y + g * kPackedRows, apart * kPackedRows);
+      lone_row<Packed, decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act, starts,
+                                                 p.y + g * kPackedRows, apart * kPackedRows);
     });
     return;
   }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    half_tile_nibbles<Packed, decltype(rows)::value>(
-        w + g * nb, nb, h, p.act + size_t(t) * p.act_stride, p.act_stride,
-        starts ? starts + t * nb : nullptr, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+    half_tile<Packed, decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
+                                             p.act_stride, starts ? starts + t * nb : nullptr,
+                                             p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
   });
 }
 
@@ -462,15 +407,15 @@ void gemm_q6_k(const PackedGemmArgs& p) {
 PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
   switch (w_type) {
     case GgmlType::Q8_0:
-      return avx2::gemm_q8_0;
+      return avx2::gemm_blocks<BlockQ8_0x16, GgmlType::Q8_0>;
     case GgmlType::Q4_0:
-      return avx2::gemm_nibbles<BlockQ4_0x16, GgmlType::Q4_0>;
+      return avx2::gemm_blocks<BlockQ4_0x16, GgmlType::Q4_0>;
     case GgmlType::Q5_0:
-      return avx2::gemm_nibbles<BlockQ5_0x16, GgmlType::Q5_0>;
+      return avx2::gemm_blocks<BlockQ5_0x16, GgmlType::Q5_0>;
     case GgmlType::Q4_1:
-      return avx2::gemm_nibbles<BlockQ4_1x16, GgmlType::Q4_1>;
+      return avx2::gemm_blocks<BlockQ4_1x16, GgmlType::Q4_1>;
     case GgmlType::Q5_1:
-      return avx2::gemm_nibbles<BlockQ5_1x16, GgmlType::Q5_1>;
+      return avx2::gemm_blocks<BlockQ5_1x16, GgmlType::Q5_1>;
     case GgmlType::Q4_K:
       return avx2::gemm_q4_k;
     case GgmlType::Q6_K:
