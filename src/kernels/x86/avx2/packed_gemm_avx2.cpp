@@ -160,9 +160,9 @@ void half_tile(const Packed* wg, int64_t nb, int h, const uint8_t* act, size_t a
     const __m256 dw = half_scales(blk, h);
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
-      acc[r] = half_block_row(w, blk, h, dw,
-                              reinterpret_cast<const ActOf<Packed>*>(act + r * act_stride)[b],
-                              starts ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0, acc[r]);
+      acc[r] = half_block_row(
+          w, blk, h, dw, reinterpret_cast<const ActOf<Packed>*>(act + r * act_stride)[b],
+          kTakesStarts<Packed> ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0, acc[r]);
   }
   VELA_UNROLL
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
@@ -188,8 +188,8 @@ void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
       for (int h = 0; h < 2; ++h) {
         __m256i w[8];
         decode_half(blk, h, w);
-        acc[i][h] =
-            half_block_row(w, blk, h, half_scales(blk, h), a[b], starts ? starts[b] : 0, acc[i][h]);
+        acc[i][h] = half_block_row(w, blk, h, half_scales(blk, h), a[b],
+                                   kTakesStarts<Packed> ? starts[b] : 0, acc[i][h]);
       }
     }
   }
@@ -213,7 +213,8 @@ void gemm_blocks(const PackedGemmArgs& p) {
   }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
     half_tile<Packed, decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                             p.act_stride, starts ? starts + t * nb : nullptr,
+                                             p.act_stride,
+                                             kTakesStarts<Packed> ? starts + t * nb : nullptr,
                                              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
   });
 }
