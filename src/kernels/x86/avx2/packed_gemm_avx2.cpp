@@ -58,6 +58,32 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
       for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) { fn(g, h, rows, t); });
 }
 
+// Every group of a call decoded once, then its token tiles: decode(block, h, out) writes
+// kVectors vectors of a block's rows 8h .. 8h + 7; fn(g, h, std::integral_constant<int, R>, t,
+// decoded) then meets token tile t with half h, decoded holding that half's vectors for every
+// block (block b's at decoded + kVectors b).
+template <int kVectors, int kMaxR, class Packed, class Decode, class Fn>
+void for_decoded_half_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& fn) {
+  __m256i* decoded = thread_buffer<__m256i>(size_t(nb) * 2 * kVectors);
+  const auto* w = static_cast<const Packed*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      prefetch_ahead(w + g * nb + b);
+      for (int h = 0; h < 2; ++h) decode(w[g * nb + b], h, decoded + kVectors * (h * nb + b));
+    }
+    for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) {
+      for (int h = 0; h < 2; ++h) fn(g, h, rows, t, decoded + kVectors * h * nb);
+    });
+  }
+}
+
+// kVectors vectors from a decoded buffer.
+template <int kVectors>
+inline void load_decoded(const __m256i* decoded, __m256i w[kVectors]) {
+  VELA_UNROLL
+  for (int j = 0; j < kVectors; ++j) w[j] = _mm256_load_si256(decoded + j);
+}
+
 template <class Packed>
 using NibbleFormat = NibbleTraits<Packed>;  // the formats on Q4_0's nibble layout
 
@@ -161,8 +187,8 @@ constexpr bool kTakesStarts =
 
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
 // (starts: the activations' start sums where kTakesStarts, else nullptr). decoded: the group's
-// rows 8h .. 8h + 7 already decoded, 8 vectors per block (decode_group), or nullptr to decode
-// each block here.
+// rows 8h .. 8h + 7 already decoded, 8 vectors per block (for_decoded_half_tiles), or nullptr to
+// decode each block here.
 template <class Packed, int R, bool kDecoded>
 void half_tile(const Packed* wg, int64_t nb, int h, const __m256i* decoded, const uint8_t* act,
                size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
@@ -173,8 +199,7 @@ void half_tile(const Packed* wg, int64_t nb, int h, const __m256i* decoded, cons
     const Packed& blk = wg[b];
     __m256i w[8];
     if constexpr (kDecoded) {
-      VELA_UNROLL
-      for (int j = 0; j < 8; ++j) w[j] = _mm256_load_si256(decoded + 8 * b + j);
+      load_decoded<8>(decoded + 8 * b, w);
     } else {
       prefetch_ahead(&blk);
       decode_half(blk, h, w);
@@ -188,21 +213,6 @@ void half_tile(const Packed* wg, int64_t nb, int h, const __m256i* decoded, cons
   }
   VELA_UNROLL
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
-}
-
-// A group of nb blocks decoded into out: half h of block b at out + 8 (h nb + b).
-template <class Packed>
-void decode_group(const Packed* wg, int64_t nb, __m256i* out) {
-  for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(wg + b);
-    VELA_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      __m256i w[8];
-      decode_half(wg[b], h, w);
-      VELA_UNROLL
-      for (int j = 0; j < 8; ++j) _mm256_store_si256(out + 8 * (h * nb + b) + j, w[j]);
-    }
-  }
 }
 
 // One activation row against S groups, group i's nb blocks at wg + i * apart and its 16 outputs
@@ -256,13 +266,11 @@ void gemm_blocks(const PackedGemmArgs& p) {
         p.y_stride);
   };
   if (p.n_act >= kDecodeOnceMinTokens) {
-    __m256i* decoded = thread_buffer<__m256i>(size_t(nb) * 16);
-    for (int64_t g = 0; g < p.n_groups; ++g) {
-      decode_group(w + g * nb, nb, decoded);
-      for_token_tiles<4>(p.n_act, [&](auto rows, int64_t t) {
-        for (int h = 0; h < 2; ++h) run(std::true_type{}, g, h, rows, t, decoded + 8 * h * nb);
-      });
-    }
+    for_decoded_half_tiles<8, 4, Packed>(
+        p, nb, [](const Packed& blk, int h, __m256i* out) { decode_half(blk, h, out); },
+        [&](int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
+          run(std::true_type{}, g, h, rows, t, decoded);
+        });
     return;
   }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
@@ -276,18 +284,33 @@ void gemm_blocks(const PackedGemmArgs& p) {
 // decoded vectors serve the R rows: pair sums by vpmaddubsw added exactly in int16 (at most
 // 8 * 2 * 15 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld; then the mins by
 // vpmaddwd with the activation sums and the reference's float steps.
-template <int R, int H = 1>
-void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const uint8_t* act,
-                    size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
-  static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
+// Sub-block sub (a pair's low or high nibbles) of rows 8h .. 8h + 7 of a Q4_K block, decoded.
+inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]) {
   const __m256i low = _mm256_set1_epi8(0x0F);
+  const int p = sub / 2, high = sub % 2;
+  VELA_UNROLL
+  for (int g = 0; g < 8; ++g) {
+    const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
+    w[g] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, low);
+  }
+}
+
+// decoded: when kDecoded, half h0 of every block decoded (block b's sub-block sub at
+// decoded + kQ4_KHalfVectors b + 8 sub).
+constexpr int kQ4_KHalfVectors = 64;
+template <int R, int H = 1, bool kDecoded = false>
+void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
+                    const uint8_t* act, size_t act_stride, const int32_t* pairs, float* y,
+                    int64_t y_stride) {
+  static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
+  static_assert(H == 1 || !kDecoded, "a lone row reads the weights once anyway");
   __m256 acc[H][R];
   VELA_UNROLL
   for (int hh = 0; hh < H; ++hh) VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = wg[b];
-    prefetch_ahead(&wb);
+    if constexpr (!kDecoded) prefetch_ahead(&wb);
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
@@ -300,13 +323,11 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const uint8_t* a
       for (int r = 0; r < R; ++r) dots[r] = _mm256_setzero_si256();
 #pragma GCC unroll 1
       for (int sub = 0; sub < 8; ++sub) {
-        const int p = sub / 2, high = sub % 2;
         __m256i w[8];
-        VELA_UNROLL
-        for (int g = 0; g < 8; ++g) {
-          const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
-          w[g] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, low);
-        }
+        if constexpr (kDecoded)
+          load_decoded<8>(decoded + kQ4_KHalfVectors * b + 8 * sub, w);
+        else
+          decode_q4_k_sub(wb, sub, h, w);
         const __m256i sc = _mm256_cvtepu8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
         VELA_UNROLL
@@ -353,27 +374,60 @@ void gemm_q4_k(const PackedGemmArgs& p) {
   const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
   if (p.n_act == 1) {
     for (int64_t g = 0; g < p.n_groups; ++g)
-      half_tile_q4_k<1, 2>(w + g * nb, nb, 0, p.act, p.act_stride, pairs, p.y + g * kPackedRows,
-                           p.y_stride);
+      half_tile_q4_k<1, 2>(w + g * nb, nb, 0, nullptr, p.act, p.act_stride, pairs,
+                           p.y + g * kPackedRows, p.y_stride);
+    return;
+  }
+  const auto run = [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t,
+                       const __m256i* decoded) {
+    half_tile_q4_k<decltype(rows)::value, 1, decltype(decoded_t)::value>(
+        w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+        pairs + t * nb * 4, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+  };
+  if (p.n_act >= kDecodeOnceMinTokens) {
+    for_decoded_half_tiles<kQ4_KHalfVectors, 2, BlockQ4_Kx16>(
+        p, nb,
+        [](const BlockQ4_Kx16& wb, int h, __m256i* out) {
+          for (int sub = 0; sub < 8; ++sub) decode_q4_k_sub(wb, sub, h, out + 8 * sub);
+        },
+        [&](int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
+          run(std::true_type{}, g, h, rows, t, decoded);
+        });
     return;
   }
   for_half_tiles<2>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    half_tile_q4_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                          p.act_stride, pairs + t * nb * 4,
-                                          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+    run(std::false_type{}, g, h, rows, t, nullptr);
   });
 }
+
+// Sub-block sub of rows 8h .. 8h + 7 of a Q6_K block, decoded: its 4 vectors of levels (0..63).
+inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
+  const __m256i l01 = loadu256(wb.ql[sub][0][kHalfRows * h]);
+  const __m256i l23 = loadu256(wb.ql[sub][1][kHalfRows * h]);
+  const __m256i hb = loadu256(wb.qh[sub][kHalfRows * h]);
+  q[0] = _mm256_or_si256(_mm256_and_si256(l01, low4),
+                         _mm256_and_si256(_mm256_slli_epi16(hb, 4), high2));
+  q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l01, 4), low4),
+                         _mm256_and_si256(_mm256_slli_epi16(hb, 2), high2));
+  q[2] = _mm256_or_si256(_mm256_and_si256(l23, low4), _mm256_and_si256(hb, high2));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l23, 4), low4),
+                         _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
+}
+
+constexpr int kQ6_KHalfVectors = 64;  // 16 sub-blocks x 4
 
 // Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
 // (H = 2 for a lone row, as half_tile_q4_k). Per 16-element sub-block, the 4 vectors of levels
 // (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up exactly in int16 (at
 // most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block
 // sum and is scaled by the sub-block scales with vpmulld.
-template <int R, int H = 1>
-void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const uint8_t* act,
-                    size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+template <int R, int H = 1, bool kDecoded = false>
+void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
+                    const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
+                    int64_t y_stride) {
   static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
-  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
+  static_assert(H == 1 || !kDecoded, "a lone row reads the weights once anyway");
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[H][R];
   VELA_UNROLL
@@ -381,7 +435,7 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const uint8_t* a
   for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx16& wb = wg[b];
-    prefetch_ahead(&wb);
+    if constexpr (!kDecoded) prefetch_ahead(&wb);
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
@@ -394,17 +448,11 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const uint8_t* a
       for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 1
       for (int sub = 0; sub < 16; ++sub) {
-        const __m256i l01 = loadu256(wb.ql[sub][0][kHalfRows * h]);
-        const __m256i l23 = loadu256(wb.ql[sub][1][kHalfRows * h]);
-        const __m256i hb = loadu256(wb.qh[sub][kHalfRows * h]);
         __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(l01, low4),
-                               _mm256_and_si256(_mm256_slli_epi16(hb, 4), high2));
-        q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l01, 4), low4),
-                               _mm256_and_si256(_mm256_slli_epi16(hb, 2), high2));
-        q[2] = _mm256_or_si256(_mm256_and_si256(l23, low4), _mm256_and_si256(hb, high2));
-        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l23, 4), low4),
-                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
+        if constexpr (kDecoded)
+          load_decoded<4>(decoded + kQ6_KHalfVectors * b + 4 * sub, q);
+        else
+          decode_q6_k_sub(wb, sub, h, q);
         const __m256i sc = _mm256_cvtepi8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
         VELA_UNROLL
@@ -442,14 +490,29 @@ void gemm_q6_k(const PackedGemmArgs& p) {
   const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
   if (p.n_act == 1) {
     for (int64_t g = 0; g < p.n_groups; ++g)
-      half_tile_q6_k<1, 2>(w + g * nb, nb, 0, p.act, p.act_stride, starts, p.y + g * kPackedRows,
-                           p.y_stride);
+      half_tile_q6_k<1, 2>(w + g * nb, nb, 0, nullptr, p.act, p.act_stride, starts,
+                           p.y + g * kPackedRows, p.y_stride);
+    return;
+  }
+  const auto run = [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t,
+                       const __m256i* decoded) {
+    half_tile_q6_k<decltype(rows)::value, 1, decltype(decoded_t)::value>(
+        w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+        starts + t * nb * 16, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+  };
+  if (p.n_act >= kDecodeOnceMinTokens) {
+    for_decoded_half_tiles<kQ6_KHalfVectors, 4, BlockQ6_Kx16>(
+        p, nb,
+        [](const BlockQ6_Kx16& wb, int h, __m256i* out) {
+          for (int sub = 0; sub < 16; ++sub) decode_q6_k_sub(wb, sub, h, out + 4 * sub);
+        },
+        [&](int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
+          run(std::true_type{}, g, h, rows, t, decoded);
+        });
     return;
   }
   for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    half_tile_q6_k<decltype(rows)::value>(w + g * nb, nb, h, p.act + size_t(t) * p.act_stride,
-                                          p.act_stride, starts + t * nb * 16,
-                                          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+    run(std::false_type{}, g, h, rows, t, nullptr);
   });
 }
 
