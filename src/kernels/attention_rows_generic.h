@@ -6,10 +6,22 @@
 
 namespace vela::kernels {
 
+// A multi-row kernel of one stored row: out[r * out_stride] = dot(q row r, k_row) * scale.
+using AttnDotRowsOneFn = void (*)(const float* q, int64_t q_stride, int n_rows, const void* k_row,
+                                  int n, float scale, float* out, int64_t out_stride);
+
 template <AttnDotFn kDot>
 void dot_rows_loop(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n,
                    float scale, float* out, int64_t out_stride) {
   for (int r = 0; r < n_rows; ++r) out[r * out_stride] = kDot(q + r * q_stride, k_row, n) * scale;
+}
+
+// AttnDotRowsFn as one call of a one-row kernel per position.
+template <AttnDotRowsOneFn kDotRows>
+void dot_rows_each_position(const float* q, int64_t q_stride, int n_rows, const void* const* k_rows,
+                            int n_pos, int n, float scale, float* out, int64_t out_stride) {
+  for (int p = 0; p < n_pos; ++p)
+    kDotRows(q, q_stride, n_rows, k_rows[p], n, scale, out + p, out_stride);
 }
 
 template <AttnAxpyFn kAxpy>

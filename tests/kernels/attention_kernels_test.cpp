@@ -186,8 +186,9 @@ TEST(AttentionKernels, ExactWhereNothingRounds) {
 }
 
 // The multi-row kernels give every row exactly what the single-row kernel of the same table
-// gives it (a row's attention never depends on how many rows share the call), for row counts on
-// both sides of the 8- and 16-row groupings, at strides that leave gaps between rows.
+// gives it (a row's attention never depends on how many rows or positions share the call), for
+// row counts on both sides of the 4-, 8- and 16-row groupings, position counts on both sides of
+// the 16-position vectors, at strides that leave gaps between rows.
 TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
   for (KernelIsa isa : supported_kernel_isas()) {
     const AttentionRowKernels& kern = attention_row_kernels(isa);
@@ -195,21 +196,34 @@ TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
     for (AttnRowType type : kTypes)
       for (int n : {1, 15, 16, 32, 33, 64, 80, 96, 128, 300})
         for (int kRows : {1, 2, 5, 8, 9, 16, 27, 32})
-          for (int64_t out_stride : {1, 7}) {
+          for (int n_pos : {1, 3, 16, 17, 40, kAttnScorePositions}) {
+            const int64_t out_stride = n_pos + (kRows % 2 == 0 ? 0 : 7);
             SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " " + type_name(type) +
                          " n=" + std::to_string(n) + " rows=" + std::to_string(kRows) +
-                         " out_stride=" + std::to_string(out_stride));
+                         " positions=" + std::to_string(n_pos));
             const int64_t q_stride = n + 3;
             const std::vector<float> q = random_vector(rng, int(q_stride * kRows), 1.0f);
             std::vector<float> k;
-            const std::vector<uint8_t> row = encode(type, random_vector(rng, n, 2.0f), k);
+            std::vector<std::vector<uint8_t>> k_rows;
+            std::vector<const void*> k_ptrs;
+            for (int p = 0; p < n_pos; ++p)
+              k_rows.push_back(encode(type, random_vector(rng, n, 2.0f), k));
+            for (const auto& row : k_rows) k_ptrs.push_back(row.data());
             std::vector<float> out(size_t(out_stride * kRows), -1.0f);
-            kern.dot_rows_for(type)(q.data(), q_stride, kRows, row.data(), n, 0.125f, out.data(),
-                                    out_stride);
-            for (int r = 0; r < kRows; ++r) {
-              const float one = kern.dot_for(type)(q.data() + r * q_stride, row.data(), n) * 0.125f;
-              ASSERT_EQ(std::memcmp(&one, &out[size_t(r * out_stride)], 4), 0) << "row " << r;
-            }
+            kern.dot_rows_for(type)(q.data(), q_stride, kRows, k_ptrs.data(), n_pos, n, 0.125f,
+                                    out.data(), out_stride);
+            for (int r = 0; r < kRows; ++r)
+              for (int64_t p = 0; p < out_stride; ++p) {
+                const float got = out[size_t(r * out_stride + p)];
+                if (p >= n_pos) {
+                  ASSERT_EQ(got, -1.0f) << "wrote past the positions: row " << r << " " << p;
+                  continue;
+                }
+                const float one =
+                    kern.dot_for(type)(q.data() + r * q_stride, k_ptrs[size_t(p)], n) * 0.125f;
+                ASSERT_EQ(std::memcmp(&one, &got, 4), 0) << "row " << r << " position " << p;
+              }
+            if (n_pos != 1) continue;  // the V side below once per row count
             // Positions 0..n_pos-1 each have their own stored row; row r's weights sit
             // w_stride apart with the positions' weights next to each other.
             std::vector<std::vector<uint8_t>> v_rows;
@@ -219,17 +233,17 @@ TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
             for (size_t p = 0; p < v_rows.size(); ++p) v_ptrs[p] = v_rows[p].data();
             constexpr int64_t kWStride = kAttnMaxPositions + 2;
             const std::vector<float> w = random_vector(rng, int(kRows * kWStride), 1.0f);
-            for (int n_pos = 1; n_pos <= kAttnMaxPositions; ++n_pos) {
+            for (int n_v = 1; n_v <= kAttnMaxPositions; ++n_v) {
               std::vector<float> acc = random_vector(rng, int(q_stride * kRows), 0.5f);
               std::vector<float> acc_one = acc;
-              kern.axpy_rows_for(type)(w.data(), kWStride, kRows, v_ptrs, n_pos, acc.data(),
-                                       q_stride, n);
-              for (int p = 0; p < n_pos; ++p)
+              kern.axpy_rows_for(type)(w.data(), kWStride, kRows, v_ptrs, n_v, acc.data(), q_stride,
+                                       n);
+              for (int p = 0; p < n_v; ++p)
                 for (int r = 0; r < kRows; ++r)
                   kern.axpy_for(type)(w[size_t(r * kWStride + p)], v_ptrs[p],
                                       acc_one.data() + r * q_stride, n);
               ASSERT_EQ(std::memcmp(acc.data(), acc_one.data(), acc.size() * 4), 0)
-                  << n_pos << " positions";
+                  << n_v << " positions";
             }
           }
   }

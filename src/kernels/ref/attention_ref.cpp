@@ -102,15 +102,16 @@ void round_f16_ref(const float* x, float* out, int n) {
 }  // namespace
 
 const AttentionRowKernels& attention_row_kernels_ref() {
-  static const AttentionRowKernels table = {
-      {dot_f32, dot_f16, dot_bf16, dot_q8_0},
-      {axpy_f32, axpy_f16, axpy_bf16, axpy_q8_0},
-      {dot_rows_loop<dot_f32>, dot_rows_loop<dot_f16>, dot_rows_loop<dot_bf16>,
-       dot_rows_loop<dot_q8_0>},
-      {axpy_rows_loop<axpy_f32>, axpy_rows_loop<axpy_f16>, axpy_rows_loop<axpy_bf16>,
-       axpy_rows_loop<axpy_q8_0>},
-      softmax_ref,
-      round_f16_ref};
+  static const AttentionRowKernels table = {{dot_f32, dot_f16, dot_bf16, dot_q8_0},
+                                            {axpy_f32, axpy_f16, axpy_bf16, axpy_q8_0},
+                                            {dot_rows_each_position<dot_rows_loop<dot_f32>>,
+                                             dot_rows_each_position<dot_rows_loop<dot_f16>>,
+                                             dot_rows_each_position<dot_rows_loop<dot_bf16>>,
+                                             dot_rows_each_position<dot_rows_loop<dot_q8_0>>},
+                                            {axpy_rows_loop<axpy_f32>, axpy_rows_loop<axpy_f16>,
+                                             axpy_rows_loop<axpy_bf16>, axpy_rows_loop<axpy_q8_0>},
+                                            softmax_ref,
+                                            round_f16_ref};
   return table;
 }
 

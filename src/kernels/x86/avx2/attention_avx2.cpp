@@ -257,7 +257,8 @@ const AttentionRowKernels& attention_row_kernels_avx2() {
   static const AttentionRowKernels table = {
       {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
-      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_loop<dot_q8_0>},
+      {dot_rows_each_position<dot_rows<F32Row>>, dot_rows_each_position<dot_rows<F16Row>>,
+       dot_rows_each_position<dot_rows<BF16Row>>, dot_rows_each_position<dot_rows_loop<dot_q8_0>>},
       {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
       softmax,
       round_f16};

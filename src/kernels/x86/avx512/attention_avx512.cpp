@@ -8,6 +8,7 @@
 
 #include "kernels/attention_kernels.h"
 #include "kernels/attention_rows_generic.h"
+#include "kernels/packed/tile_dispatch.h"
 #include "kernels/x86/avx512/avx512_util.h"
 
 namespace vela::kernels {
@@ -56,26 +57,6 @@ struct BF16Row {
   }
 };
 
-// Two accumulators over 32-value steps hide the FMA latency of short rows (head_dim 64-128).
-template <class Row>
-float dot(const float* q, const void* k_row, int n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), Row::load(k_row, i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), Row::load(k_row, i + 16), acc1);
-  }
-  if (i + 16 <= n) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), Row::load(k_row, i), acc0);
-    i += 16;
-  }
-  if (i < n) {
-    const __m512 qv = _mm512_maskz_loadu_ps(tail_mask(n - i), q + i);
-    acc1 = _mm512_fmadd_ps(qv, Row::load_tail(k_row, i, n - i), acc1);
-  }
-  return hsum(_mm512_add_ps(acc0, acc1));
-}
-
 template <class Row>
 void axpy(float w, const void* v_row, float* acc, int n) {
   const __m512 wv = _mm512_set1_ps(w);
@@ -121,76 +102,6 @@ bool with_held_vectors(int n, Fn&& fn) {
       return true;
     default:
       return false;
-  }
-}
-
-// dot_rows for rows of 32 * kPairs values (head sizes 32-128), the stored row held in
-// registers: 16 rows' lane sums at a time go through one transposed reduction (hsum16) instead of
-// 16 horizontal sums. Same two chains, same order, same tree as dot.
-template <class Row, int kPairs>
-void dot_rows_held(const float* q, int64_t q_stride, int n_rows, const void* k_row, float scale,
-                   float* out, int64_t out_stride) {
-  __m512 k[2 * kPairs];
-  for (int i = 0; i < 2 * kPairs; ++i) k[i] = Row::load(k_row, 16 * i);
-  const auto lanes = [&](int r) {
-    const float* qr = q + r * q_stride;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    for (int p = 0; p < kPairs; ++p) {
-      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + 32 * p), k[2 * p], acc0);
-      acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + 32 * p + 16), k[2 * p + 1], acc1);
-    }
-    return _mm512_add_ps(acc0, acc1);
-  };
-  const __m512 vscale = _mm512_set1_ps(scale);
-  int r = 0;
-  for (; r + 8 <= n_rows; r += 16) {  // the last group may be partial, from 8 rows
-    const int m = n_rows - r < 16 ? n_rows - r : 16;
-    __m512 v[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) v[hsum16_slot(i)] = i < m ? lanes(r + i) : _mm512_setzero_ps();
-    const __m512 sums = _mm512_mul_ps(hsum16(v), vscale);
-    if (out_stride == 1) {
-      _mm512_mask_storeu_ps(out + r, tail_mask(m), sums);
-    } else {
-      alignas(64) float tmp[16];
-      _mm512_store_ps(tmp, sums);
-      for (int i = 0; i < m; ++i) out[(r + i) * out_stride] = tmp[i];
-    }
-  }
-  for (; r < n_rows; ++r) out[r * out_stride] = hsum(lanes(r)) * scale;
-}
-
-// dot<Row> for every row against a row converted once: the same two chains, same order.
-template <class Row>
-void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n, float scale,
-              float* out, int64_t out_stride) {
-  if (with_held_vectors(n, [&](auto vecs) {
-        dot_rows_held<Row, decltype(vecs)::value / 2>(q, q_stride, n_rows, k_row, scale, out,
-                                                      out_stride);
-      }))
-    return;
-  if (n > 16 * kMaxHeldVectors) {
-    for (int r = 0; r < n_rows; ++r)
-      out[r * out_stride] = dot<Row>(q + r * q_stride, k_row, n) * scale;
-    return;
-  }
-  __m512 k[kMaxHeldVectors];
-  hold_row<Row>(k_row, n, k);
-  for (int r = 0; r < n_rows; ++r) {
-    const float* qr = q + r * q_stride;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + i), k[i / 16], acc0);
-      acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + i + 16), k[i / 16 + 1], acc1);
-    }
-    if (i + 16 <= n) {
-      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + i), k[i / 16], acc0);
-      i += 16;
-    }
-    if (i < n)
-      acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail_mask(n - i), qr + i), k[i / 16], acc1);
-    out[r * out_stride] = hsum(_mm512_add_ps(acc0, acc1)) * scale;
   }
 }
 
@@ -310,26 +221,6 @@ inline Q8Block load_q8_block(const uint8_t* p, int len) {
   return {_mm512_mul_ps(lo, d), _mm512_mul_ps(hi, d)};
 }
 
-float dot_q8_0(const float* q, const void* k_row, int n) {
-  const auto* p = static_cast<const uint8_t*>(k_row);
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int i = 0;
-  for (; i + kQ8Block <= n; i += kQ8Block, p += kQ8BlockBytes) {
-    const Q8Block k = load_q8_block(p, kQ8Block);
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), k.lo, acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), k.hi, acc1);
-  }
-  if (i < n) {
-    const int len = n - i;
-    const Q8Block k = load_q8_block(p, len);
-    const __m512 q0 = _mm512_maskz_loadu_ps(tail_mask((len < 16 ? len : 16)), q + i);
-    acc0 = _mm512_fmadd_ps(q0, k.lo, acc0);
-    if (len > 16)
-      acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail_mask(len - 16), q + i + 16), k.hi, acc1);
-  }
-  return hsum(_mm512_add_ps(acc0, acc1));
-}
-
 void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   const auto* p = static_cast<const uint8_t*>(v_row);
   const __m512 wv = _mm512_set1_ps(w);
@@ -363,20 +254,140 @@ struct Q8Row {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + i % kQ8Block));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
   }
+  // The first len (< 16) of values i .. i + 15, the rest zero: never reads past a short last block.
+  static __m512 load_tail(const void* row, int i, int len) {
+    const auto* p = static_cast<const uint8_t*>(row) + (i / kQ8Block) * kQ8BlockBytes;
+    const __m512 d = _mm512_set1_ps(half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8))));
+    const __m128i q = _mm_maskz_loadu_epi8(tail_mask(len), p + 2 + i % kQ8Block);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
+  }
 };
 
-// q8_0 K and V rows: the stored row dequantized once for all rows where the head size has a
-// register-held form, else the single-row kernels row by row.
-void dot_rows_q8_0(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n,
-                   float scale, float* out, int64_t out_stride) {
-  if (with_held_vectors(n, [&](auto vecs) {
-        dot_rows_held<Q8Row, decltype(vecs)::value / 2>(q, q_stride, n_rows, k_row, scale, out,
-                                                        out_stride);
-      }))
-    return;
-  dot_rows_loop<dot_q8_0>(q, q_stride, n_rows, k_row, n, scale, out, out_stride);
+// Values i .. i + 15 of a stored row as f32, zero past n.
+template <class Row>
+inline __m512 load_chunk(const void* row, int i, int n) {
+  return n - i >= 16 ? Row::load(row, i) : Row::load_tail(row, i, n - i);
 }
 
+// One FMA chain over the elements in order: sum = fma(q[i], k[i], sum) for i = 0 .. n - 1. The
+// multi-row kernel (dot_rows) runs the same chain in each vector lane, one lane per position.
+template <class Row>
+float dot(const float* q, const void* k_row, int n) {
+  __m128 sum = _mm_setzero_ps();
+  alignas(64) float k[16];
+  for (int i0 = 0; i0 < n; i0 += 16) {
+    _mm512_store_ps(k, load_chunk<Row>(k_row, i0, n));
+    for (int i = 0; i < 16 && i0 + i < n; ++i)
+      sum = _mm_fmadd_ss(_mm_set_ss(q[i0 + i]), _mm_set_ss(k[i]), sum);
+  }
+  return _mm_cvtss_f32(sum);
+}
+
+// v[0..15] (16 rows of 16 floats) transposed in place: lane j of v[i] := lane i of v[j].
+inline void transpose16(__m512 v[16]) {
+  __m512 t[16];
+  // Rows 2i, 2i + 1 interleaved within each 128-bit lane: [a0 b0 a1 b1], [a2 b2 a3 b3].
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  // Rows 4i .. 4i + 3: v[4i + j]'s 128-bit lane L holds their element 4L + j.
+  const auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+  for (int i = 0; i < 4; ++i) {
+    v[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
+    v[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
+    v[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
+    v[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
+  }
+  // The 4 x 4 transpose of 128-bit lanes across the row quads.
+  for (int j = 0; j < 4; ++j) {
+    const __m512 ab_lo = _mm512_shuffle_f32x4(v[j], v[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 ab_hi = _mm512_shuffle_f32x4(v[j], v[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 cd_lo = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 cd_hi = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    t[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, _MM_SHUFFLE(2, 0, 2, 0));
+    t[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, _MM_SHUFFLE(3, 1, 3, 1));
+    t[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, _MM_SHUFFLE(2, 0, 2, 0));
+    t[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  for (int i = 0; i < 16; ++i) v[i] = t[i];
+}
+
+// Scores of R rows (q, q_stride apart) x the positions of V vectors of kt (the stored rows
+// transposed: element i of position p at kt[i * kAttnScorePositions + p]), n elements each: per
+// element, one broadcast query value meets each vector of 16 positions in an FMA, so every lane
+// runs dot's chain for one score. out[r * out_stride + p] for p < n_pos.
+template <int R, int V>
+void score_tile(const float* q, int64_t q_stride, const float* kt, int n, int n_pos, float scale,
+                float* out, int64_t out_stride) {
+  __m512 acc[R][V];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int i = 0; i < n; ++i) {
+    __m512 k[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) k[v] = _mm512_load_ps(kt + i * kAttnScorePositions + 16 * v);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 qv = _mm512_set1_ps(q[r * q_stride + i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(qv, k[v], acc[r][v]);
+    }
+  }
+  const __m512 vscale = _mm512_set1_ps(scale);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const int left = n_pos - 16 * v;
+      _mm512_mask_storeu_ps(out + r * out_stride + 16 * v, tail_mask(left < 16 ? left : 16),
+                            _mm512_mul_ps(acc[r][v], vscale));
+    }
+}
+
+// Rows up to this length go through dot_rows' transposed copy (on the stack, 64 KiB at most);
+// longer ones take the single-row kernel per score (the same chain).
+constexpr int kMaxTransposedRow = 256;
+
+// Scores of n_rows rows against n_pos stored rows (AttnDotRowsFn): the stored rows converted and
+// transposed once into kt, then tiles of up to 4 rows x 4 vectors of 16 positions (16
+// independent chains keep both FMA ports busy; no horizontal sums, and each row's scores are
+// stored together).
+template <class Row>
+void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* const* k_rows, int n_pos,
+              int n, float scale, float* out, int64_t out_stride) {
+  if (n > kMaxTransposedRow)
+    return dot_rows_each_position<dot_rows_loop<dot<Row>>>(q, q_stride, n_rows, k_rows, n_pos, n,
+                                                           scale, out, out_stride);
+  const int n_chunks = (n + 15) / 16;
+  alignas(64) float kt[kMaxTransposedRow * kAttnScorePositions];
+  for (int p0 = 0; p0 < n_pos; p0 += 16)
+    for (int c = 0; c < n_chunks; ++c) {
+      __m512 v[16];
+      for (int p = 0; p < 16; ++p)
+        v[p] = p0 + p < n_pos ? load_chunk<Row>(k_rows[p0 + p], 16 * c, n) : _mm512_setzero_ps();
+      transpose16(v);
+      for (int i = 0; i < 16; ++i)
+        _mm512_store_ps(kt + (16 * c + i) * kAttnScorePositions + p0, v[i]);
+    }
+  with_tile_count<kAttnScorePositions / 16>((n_pos + 15) / 16, [&](auto vecs) {
+    constexpr int V = decltype(vecs)::value;
+    int r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+      score_tile<4, V>(q + r * q_stride, q_stride, kt, n, n_pos, scale, out + r * out_stride,
+                       out_stride);
+    if (r < n_rows)
+      with_tile_count<3>(n_rows - r, [&](auto rows) {
+        score_tile<decltype(rows)::value, V>(q + r * q_stride, q_stride, kt, n, n_pos, scale,
+                                             out + r * out_stride, out_stride);
+      });
+  });
+}
+
+// q8_0 V rows: the stored row dequantized once for all rows where the head size has a
+// register-held form, else the single-row kernel row by row.
 void axpy_rows_q8_0(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
                     int n_pos, float* acc, int64_t acc_stride, int n) {
   if (with_held_vectors(n, [&](auto vecs) {
@@ -393,9 +404,9 @@ void axpy_rows_q8_0(const float* w, int64_t w_stride, int n_rows, const void* co
 const AttentionRowKernels& attention_row_kernels_avx512() {
   using namespace avx512;  // NOLINT(build/namespaces): the kernels of this file
   static const AttentionRowKernels table = {
-      {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
+      {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot<Q8Row>},
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
-      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows_q8_0},
+      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows<Q8Row>},
       {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_q8_0},
       softmax,
       round_f16};
