@@ -26,10 +26,10 @@ using AttnDotFn = float (*)(const float* q, const void* k_row, int n);
 using AttnAxpyFn = void (*)(float w, const void* v_row, float* acc, int n);
 
 // The same for n_rows query rows against the stored rows k_rows[p] of n_pos positions
-// (1 <= n_pos <= kAttnScorePositions; each converted once for all rows), each result
+// (1 <= n_pos <= kAttnMaxPositions; each converted once for all rows), each result
 // bit-identical to the single-row kernel's, so a score never depends on which rows or positions
 // share the call: out[r * out_stride + p] = dot(q + r * q_stride, k_rows[p], n) * scale.
-constexpr int kAttnScorePositions = 64;
+constexpr int kAttnMaxPositions = 64;
 using AttnDotRowsFn = void (*)(const float* q, int64_t q_stride, int n_rows,
                                const void* const* k_rows, int n_pos, int n, float scale, float* out,
                                int64_t out_stride);
@@ -37,7 +37,6 @@ using AttnDotRowsFn = void (*)(const float* q, int64_t q_stride, int n_rows,
 // and r < n_rows: axpy(w[r * w_stride + p], v_rows[p], acc + r * acc_stride, n) for p = 0, 1, ...
 // in that order, bit-identical to those single-row calls (each accumulator takes its positions in
 // order), so grouping positions changes nothing but the memory traffic.
-constexpr int kAttnMaxPositions = 4;
 using AttnAxpyRowsFn = void (*)(const float* w, int64_t w_stride, int n_rows,
                                 const void* const* v_rows, int n_pos, float* acc,
                                 int64_t acc_stride, int n);

@@ -89,16 +89,16 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
         std::copy(qh, qh + hd, qr);
     }
 
-  // Pass 1: scores, kAttnScorePositions positions at a time for the rows of every token that
+  // Pass 1: scores, kAttnMaxPositions positions at a time for the rows of every token that
   // sees one of them (a row's scores of positions it does not see are computed but never read).
   // Each K row is read once per call; a score does not depend on what else shares the call.
-  for (int32_t j0 = lo; j0 <= last_position; j0 += kernels::kAttnScorePositions) {
-    const int32_t n_pos = std::min(kernels::kAttnScorePositions, last_position - j0 + 1);
+  for (int32_t j0 = lo; j0 <= last_position; j0 += kernels::kAttnMaxPositions) {
+    const int32_t n_pos = std::min(kernels::kAttnMaxPositions, last_position - j0 + 1);
     int32_t t_lo, t_hi, unused;
     tokens_seeing(j0, t_lo, unused);
     tokens_seeing(j0 + n_pos - 1, unused, t_hi);
     if (t_lo > t_hi) continue;
-    const void* k[kernels::kAttnScorePositions];
+    const void* k[kernels::kAttnMaxPositions];
     for (int32_t i = 0; i < n_pos; ++i) k[i] = cache.k_head(layer, slot_of(j0 + i), kv_head);
     const int32_t r0 = t_lo * n_heads;
     dot_rows(s.query.data() + size_t(r0) * size_t(hd), hd, (t_hi + 1) * n_heads - r0, k, n_pos, hd,

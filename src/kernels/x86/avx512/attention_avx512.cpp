@@ -70,99 +70,6 @@ void axpy(float w, const void* v_row, float* acc, int n) {
   }
 }
 
-// Rows up to this length keep the converted stored row in registers for the multi-row kernels;
-// longer ones loop over the single-row kernel (same results either way).
-constexpr int kMaxHeldVectors = 16;
-
-// The stored row as kMaxHeldVectors f32 vectors (zero past n): the values Row::load /
-// Row::load_tail give the single-row kernels.
-template <class Row>
-inline void hold_row(const void* row, int n, __m512* v) {
-  int c = 0, i = 0;
-  for (; i + 16 <= n; i += 16) v[c++] = Row::load(row, i);
-  if (i < n) v[c] = Row::load_tail(row, i, n - i);
-}
-
-// For the row lengths with a register-held multi-row form (head sizes 32, 64, 96, 128): calls
-// fn(std::integral_constant<int, n / 16>) and returns true; false for any other n.
-template <class Fn>
-bool with_held_vectors(int n, Fn&& fn) {
-  switch (n) {
-    case 32:
-      fn(std::integral_constant<int, 2>{});
-      return true;
-    case 64:
-      fn(std::integral_constant<int, 4>{});
-      return true;
-    case 96:
-      fn(std::integral_constant<int, 6>{});
-      return true;
-    case 128:
-      fn(std::integral_constant<int, 8>{});
-      return true;
-    default:
-      return false;
-  }
-}
-
-// axpy_rows for rows of 16 * kVecs values (head sizes 32-128): up to 16 / kVecs positions'
-// stored rows held in registers, so each row's accumulator is loaded and stored once for all of
-// them.
-template <class Row, int kVecs>
-void axpy_rows_held(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
-                    int n_pos, float* acc, int64_t acc_stride) {
-  constexpr int kMaxPos = 16 / kVecs < kAttnMaxPositions ? 16 / kVecs : kAttnMaxPositions;
-  for (int p0 = 0; p0 < n_pos; p0 += kMaxPos) {
-    const int np = n_pos - p0 < kMaxPos ? n_pos - p0 : kMaxPos;
-    __m512 v[kMaxPos][kVecs];
-    for (int p = 0; p < np; ++p)
-      for (int i = 0; i < kVecs; ++i) v[p][i] = Row::load(v_rows[p0 + p], 16 * i);
-    for (int r = 0; r < n_rows; ++r) {
-      float* a = acc + r * acc_stride;
-      const float* wr = w + r * w_stride + p0;
-      __m512 sum[kVecs];
-      for (int i = 0; i < kVecs; ++i) sum[i] = _mm512_loadu_ps(a + 16 * i);
-      for (int p = 0; p < np; ++p) {
-        const __m512 wv = _mm512_set1_ps(wr[p]);
-        for (int i = 0; i < kVecs; ++i) sum[i] = _mm512_fmadd_ps(wv, v[p][i], sum[i]);
-      }
-      for (int i = 0; i < kVecs; ++i) _mm512_storeu_ps(a + 16 * i, sum[i]);
-    }
-  }
-}
-
-// axpy<Row> for every row and position, each stored row converted once.
-template <class Row>
-void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows, int n_pos,
-               float* acc, int64_t acc_stride, int n) {
-  if (with_held_vectors(n, [&](auto vecs) {
-        axpy_rows_held<Row, decltype(vecs)::value>(w, w_stride, n_rows, v_rows, n_pos, acc,
-                                                   acc_stride);
-      }))
-    return;
-  for (int p = 0; p < n_pos; ++p) {
-    if (n > 16 * kMaxHeldVectors) {
-      for (int r = 0; r < n_rows; ++r)
-        axpy<Row>(w[r * w_stride + p], v_rows[p], acc + r * acc_stride, n);
-      continue;
-    }
-    __m512 v[kMaxHeldVectors];
-    hold_row<Row>(v_rows[p], n, v);
-    for (int r = 0; r < n_rows; ++r) {
-      const __m512 wv = _mm512_set1_ps(w[r * w_stride + p]);
-      float* a = acc + r * acc_stride;
-      int i = 0;
-      for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(a + i, _mm512_fmadd_ps(wv, v[i / 16], _mm512_loadu_ps(a + i)));
-      if (i < n) {
-        const __mmask16 m = tail_mask(n - i);
-        _mm512_mask_storeu_ps(a + i, m,
-                              _mm512_fmadd_ps(wv, v[i / 16], _mm512_maskz_loadu_ps(m, a + i)));
-      }
-    }
-  }
-}
-
 void softmax(float* x, int n, bool round_f16) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   __m512 m = neg_inf;
@@ -314,7 +221,7 @@ inline void transpose16(__m512 v[16]) {
 }
 
 // Scores of R rows (q, q_stride apart) x the positions of V vectors of kt (the stored rows
-// transposed: element i of position p at kt[i * kAttnScorePositions + p]), n elements each: per
+// transposed: element i of position p at kt[i * kAttnMaxPositions + p]), n elements each: per
 // element, one broadcast query value meets each vector of 16 positions in an FMA, so every lane
 // runs dot's chain for one score. out[r * out_stride + p] for p < n_pos.
 template <int R, int V>
@@ -328,7 +235,7 @@ void score_tile(const float* q, int64_t q_stride, const float* kt, int n, int n_
   for (int i = 0; i < n; ++i) {
     __m512 k[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) k[v] = _mm512_load_ps(kt + i * kAttnScorePositions + 16 * v);
+    for (int v = 0; v < V; ++v) k[v] = _mm512_load_ps(kt + i * kAttnMaxPositions + 16 * v);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 qv = _mm512_set1_ps(q[r * q_stride + i]);
@@ -362,7 +269,7 @@ void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* const* k
     return dot_rows_each_position<dot_rows_loop<dot<Row>>>(q, q_stride, n_rows, k_rows, n_pos, n,
                                                            scale, out, out_stride);
   const int n_chunks = (n + 15) / 16;
-  alignas(64) float kt[kMaxTransposedRow * kAttnScorePositions];
+  alignas(64) float kt[kMaxTransposedRow * kAttnMaxPositions];
   for (int p0 = 0; p0 < n_pos; p0 += 16)
     for (int c = 0; c < n_chunks; ++c) {
       __m512 v[16];
@@ -370,9 +277,9 @@ void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* const* k
         v[p] = p0 + p < n_pos ? load_chunk<Row>(k_rows[p0 + p], 16 * c, n) : _mm512_setzero_ps();
       transpose16(v);
       for (int i = 0; i < 16; ++i)
-        _mm512_store_ps(kt + (16 * c + i) * kAttnScorePositions + p0, v[i]);
+        _mm512_store_ps(kt + (16 * c + i) * kAttnMaxPositions + p0, v[i]);
     }
-  with_tile_count<kAttnScorePositions / 16>((n_pos + 15) / 16, [&](auto vecs) {
+  with_tile_count<kAttnMaxPositions / 16>((n_pos + 15) / 16, [&](auto vecs) {
     constexpr int V = decltype(vecs)::value;
     int r = 0;
     for (; r + 4 <= n_rows; r += 4)
@@ -386,16 +293,66 @@ void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* const* k
   });
 }
 
-// q8_0 V rows: the stored row dequantized once for all rows where the head size has a
-// register-held form, else the single-row kernel row by row.
-void axpy_rows_q8_0(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
-                    int n_pos, float* acc, int64_t acc_stride, int n) {
-  if (with_held_vectors(n, [&](auto vecs) {
-        axpy_rows_held<Q8Row, decltype(vecs)::value>(w, w_stride, n_rows, v_rows, n_pos, acc,
-                                                     acc_stride);
-      }))
-    return;
-  axpy_rows_loop<axpy_q8_0>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride, n);
+// Weighted V rows (AttnAxpyRowsFn): the n_pos stored rows converted once into vf, then tiles of
+// up to 4 rows x 4 vectors of 16 elements whose accumulators stay in registers over all the
+// positions (axpy's FMA per element and position, positions in order), each vector of vf read
+// once per tile for its 4 rows.
+template <int R, int C>
+void axpy_tile(const float* w, int64_t w_stride, const float* vf, int row_floats, int n_pos,
+               float* acc, int64_t acc_stride, int i0, int n) {
+  __m512 a[R][C];
+  __mmask16 m[C];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) {
+    const int left = n - (i0 + 16 * c);
+    m[c] = tail_mask(left < 16 ? left : 16);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      a[r][c] = _mm512_maskz_loadu_ps(m[c], acc + r * acc_stride + i0 + 16 * c);
+  for (int p = 0; p < n_pos; ++p) {
+    __m512 v[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) v[c] = _mm512_load_ps(vf + p * row_floats + i0 + 16 * c);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = _mm512_set1_ps(w[r * w_stride + p]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) a[r][c] = _mm512_fmadd_ps(wv, v[c], a[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      _mm512_mask_storeu_ps(acc + r * acc_stride + i0 + 16 * c, m[c], a[r][c]);
+}
+
+template <class Row, AttnAxpyFn kAxpy>
+void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows, int n_pos,
+               float* acc, int64_t acc_stride, int n) {
+  if (n > kMaxTransposedRow)
+    return axpy_rows_loop<kAxpy>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride, n);
+  const int row_floats = (n + 15) / 16 * 16;
+  alignas(64) float vf[kMaxTransposedRow * kAttnMaxPositions];
+  for (int p = 0; p < n_pos; ++p)
+    for (int i = 0; i < n; i += 16)
+      _mm512_store_ps(vf + p * row_floats + i, load_chunk<Row>(v_rows[p], i, n));
+  for (int i0 = 0; i0 < n; i0 += 64)
+    with_tile_count<4>(((n - i0 < 64 ? n - i0 : 64) + 15) / 16, [&](auto chunks) {
+      constexpr int C = decltype(chunks)::value;
+      int r = 0;
+      for (; r + 4 <= n_rows; r += 4)
+        axpy_tile<4, C>(w + r * w_stride, w_stride, vf, row_floats, n_pos, acc + r * acc_stride,
+                        acc_stride, i0, n);
+      if (r < n_rows)
+        with_tile_count<3>(n_rows - r, [&](auto rows) {
+          axpy_tile<decltype(rows)::value, C>(w + r * w_stride, w_stride, vf, row_floats, n_pos,
+                                              acc + r * acc_stride, acc_stride, i0, n);
+        });
+    });
 }
 
 }  // namespace
@@ -407,7 +364,8 @@ const AttentionRowKernels& attention_row_kernels_avx512() {
       {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot<Q8Row>},
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
       {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>, dot_rows<Q8Row>},
-      {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_q8_0},
+      {axpy_rows<F32Row, axpy<F32Row>>, axpy_rows<F16Row, axpy<F16Row>>,
+       axpy_rows<BF16Row, axpy<BF16Row>>, axpy_rows<Q8Row, axpy_q8_0>},
       softmax,
       round_f16};
   return table;
