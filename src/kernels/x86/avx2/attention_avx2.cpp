@@ -4,6 +4,8 @@
 // with AVX2 flags could be the one the linker keeps for every other file. Stored values convert
 // exactly to f32 (f16 by vcvtph2ps, bf16 by a 16-bit shift, q8_0 as int8 * scale), so only the
 // summation order differs from the scalar reference.
+#include <type_traits>
+
 #include "kernels/attention_kernels.h"
 #include "kernels/attention_rows_generic.h"
 #include "kernels/x86/avx2/avx2_common.h"
@@ -45,22 +47,14 @@ struct BF16Row {
   }
 };
 
-// Two accumulators over 16-value steps hide the FMA latency.
+// One FMA chain over the elements in order: sum = fma(q[i], k[i], sum) for i = 0 .. n - 1. The
+// multi-row kernel (dot_rows) runs the same chain in each vector lane, one lane per position.
 template <class Row>
 float dot(const float* q, const void* k_row, int n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), Row::load(k_row, i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), Row::load(k_row, i + 8), acc1);
-  }
-  if (i + 8 <= n) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), Row::load(k_row, i), acc0);
-    i += 8;
-  }
-  float sum = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) sum += q[i] * Row::at(k_row, i);
-  return sum;
+  __m128 sum = _mm_setzero_ps();
+  for (int i = 0; i < n; ++i)
+    sum = _mm_fmadd_ss(_mm_set_ss(q[i]), _mm_set_ss(Row::at(k_row, i)), sum);
+  return _mm_cvtss_f32(sum);
 }
 
 template <class Row>
@@ -72,54 +66,138 @@ void axpy(float w, const void* v_row, float* acc, int n) {
   for (; i < n; ++i) acc[i] += w * Row::at(v_row, i);
 }
 
-// Multi-row forms for rows of 16 * kPairs values (head sizes 32 and 64): the stored row is
-// converted once into registers for every query row; each row's result is the single-row
-// kernel's (the same chains in the same order). Other lengths loop over the single-row kernels.
-template <class Row, int kPairs>
-void dot_rows_held(const float* q, int64_t q_stride, int n_rows, const void* k_row, float scale,
-                   float* out, int64_t out_stride) {
-  __m256 k[2 * kPairs];
-  for (int i = 0; i < 2 * kPairs; ++i) k[i] = Row::load(k_row, 8 * i);
-  for (int r = 0; r < n_rows; ++r) {
-    const float* qr = q + r * q_stride;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int p = 0; p < kPairs; ++p) {
-      acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + 16 * p), k[2 * p], acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + 16 * p + 8), k[2 * p + 1], acc1);
-    }
-    out[r * out_stride] = hsum(_mm256_add_ps(acc0, acc1)) * scale;
-  }
+// Rows of a multiple of 8 values, up to this length, go through the multi-row kernels'
+// converted copies (on the stack, 64 KiB at most); other lengths loop over the single-row
+// kernels (the same results).
+constexpr int kMaxCopiedRow = 256;
+
+inline bool copies_rows(int n) {
+  return n % 8 == 0 && n <= kMaxCopiedRow;
 }
 
+// v[0..7] (8 rows of 8 floats) transposed in place: lane j of v[i] := lane i of v[j].
+inline void transpose8(__m256 v[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {  // rows 2i, 2i + 1 interleaved within each 128-bit half
+    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {  // rows 4i .. 4i + 3: v[4i + j]'s half H holds element 4H + j
+    v[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    v[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    v[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    v[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {  // the halves across the two row quads
+    t[j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x20);
+    t[4 + j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) v[i] = t[i];
+}
+
+// Scores of R rows x the positions of V vectors of kt (element i of position p at
+// kt[i * kAttnMaxPositions + p]), the first p0 of them in out already: each lane runs dot's chain
+// for one score. out[r * out_stride + p] for p0 <= p < n_pos.
+template <int R, int V>
+void score_tile(const float* q, int64_t q_stride, const float* kt, int n, int p0, int n_pos,
+                float scale, float* out, int64_t out_stride) {
+  __m256 acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int i = 0; i < n; ++i) {
+    __m256 k[V];
+    for (int v = 0; v < V; ++v) k[v] = _mm256_load_ps(kt + i * kAttnMaxPositions + p0 + 8 * v);
+    for (int r = 0; r < R; ++r) {
+      const __m256 qv = _mm256_set1_ps(q[r * q_stride + i]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(qv, k[v], acc[r][v]);
+    }
+  }
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) {
+      const int first = p0 + 8 * v, left = n_pos - first;
+      const __m256 s = _mm256_mul_ps(acc[r][v], vscale);
+      if (left >= 8) {
+        _mm256_storeu_ps(out + r * out_stride + first, s);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, s);
+        for (int j = 0; j < left; ++j) out[r * out_stride + first + j] = tmp[j];
+      }
+    }
+}
+
+// Scores of n_rows rows against n_pos stored rows (AttnDotRowsFn): the stored rows converted and
+// transposed once into kt, then tiles of up to 4 rows x 2 vectors of 8 positions.
 template <class Row>
-void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* k_row, int n, float scale,
-              float* out, int64_t out_stride) {
-  if (n == 32) return dot_rows_held<Row, 2>(q, q_stride, n_rows, k_row, scale, out, out_stride);
-  if (n == 64) return dot_rows_held<Row, 4>(q, q_stride, n_rows, k_row, scale, out, out_stride);
-  dot_rows_loop<dot<Row>>(q, q_stride, n_rows, k_row, n, scale, out, out_stride);
+void dot_rows(const float* q, int64_t q_stride, int n_rows, const void* const* k_rows, int n_pos,
+              int n, float scale, float* out, int64_t out_stride) {
+  if (!copies_rows(n))
+    return dot_rows_each_position<dot_rows_loop<dot<Row>>>(q, q_stride, n_rows, k_rows, n_pos, n,
+                                                           scale, out, out_stride);
+  alignas(32) float kt[kMaxCopiedRow * kAttnMaxPositions];
+  for (int p0 = 0; p0 < n_pos; p0 += 8)
+    for (int c = 0; c < n; c += 8) {
+      __m256 v[8];
+      for (int p = 0; p < 8; ++p)
+        v[p] = p0 + p < n_pos ? Row::load(k_rows[p0 + p], c) : _mm256_setzero_ps();
+      transpose8(v);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(kt + (c + i) * kAttnMaxPositions + p0, v[i]);
+    }
+  for (int p0 = 0; p0 < n_pos; p0 += 16) {
+    const auto tiles = [&](auto vecs) {
+      constexpr int V = decltype(vecs)::value;
+      int r = 0;
+      for (; r + 4 <= n_rows; r += 4)
+        score_tile<4, V>(q + r * q_stride, q_stride, kt, n, p0, n_pos, scale, out + r * out_stride,
+                         out_stride);
+      for (; r < n_rows; ++r)
+        score_tile<1, V>(q + r * q_stride, q_stride, kt, n, p0, n_pos, scale, out + r * out_stride,
+                         out_stride);
+    };
+    if (n_pos - p0 > 8)
+      tiles(std::integral_constant<int, 2>{});
+    else
+      tiles(std::integral_constant<int, 1>{});
+  }
 }
 
-template <class Row, int kVecs>
-void axpy_rows_held(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows,
-                    int n_pos, float* acc, int64_t acc_stride) {
+// Weighted V rows of R rows x 16 elements from i0 (AttnAxpyRowsFn; vf: the n_pos stored rows as
+// f32, n floats apart): the accumulators stay in registers over all the positions, axpy's FMA
+// per element and position, positions in order.
+template <int R>
+void axpy_tile(const float* w, int64_t w_stride, const float* vf, int n, int n_pos, float* acc,
+               int64_t acc_stride, int i0) {
+  __m256 a[R][2];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < 2; ++c) a[r][c] = _mm256_loadu_ps(acc + r * acc_stride + i0 + 8 * c);
   for (int p = 0; p < n_pos; ++p) {
-    __m256 v[kVecs];
-    for (int i = 0; i < kVecs; ++i) v[i] = Row::load(v_rows[p], 8 * i);
-    for (int r = 0; r < n_rows; ++r) {
+    const __m256 v0 = _mm256_load_ps(vf + p * n + i0), v1 = _mm256_load_ps(vf + p * n + i0 + 8);
+    for (int r = 0; r < R; ++r) {
       const __m256 wv = _mm256_set1_ps(w[r * w_stride + p]);
-      float* a = acc + r * acc_stride;
-      for (int i = 0; i < kVecs; ++i)
-        _mm256_storeu_ps(a + 8 * i, _mm256_fmadd_ps(wv, v[i], _mm256_loadu_ps(a + 8 * i)));
+      a[r][0] = _mm256_fmadd_ps(wv, v0, a[r][0]);
+      a[r][1] = _mm256_fmadd_ps(wv, v1, a[r][1]);
     }
   }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < 2; ++c) _mm256_storeu_ps(acc + r * acc_stride + i0 + 8 * c, a[r][c]);
 }
 
 template <class Row>
 void axpy_rows(const float* w, int64_t w_stride, int n_rows, const void* const* v_rows, int n_pos,
                float* acc, int64_t acc_stride, int n) {
-  if (n == 32) return axpy_rows_held<Row, 4>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
-  if (n == 64) return axpy_rows_held<Row, 8>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride);
-  axpy_rows_loop<axpy<Row>>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride, n);
+  if (!copies_rows(n) || n % 16 != 0)
+    return axpy_rows_loop<axpy<Row>>(w, w_stride, n_rows, v_rows, n_pos, acc, acc_stride, n);
+  alignas(32) float vf[kMaxCopiedRow * kAttnMaxPositions];
+  for (int p = 0; p < n_pos; ++p)
+    for (int i = 0; i < n; i += 8) _mm256_store_ps(vf + p * n + i, Row::load(v_rows[p], i));
+  for (int i0 = 0; i0 < n; i0 += 16) {
+    int r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+      axpy_tile<4>(w + r * w_stride, w_stride, vf, n, n_pos, acc + r * acc_stride, acc_stride, i0);
+    for (; r < n_rows; ++r)
+      axpy_tile<1>(w + r * w_stride, w_stride, vf, n, n_pos, acc + r * acc_stride, acc_stride, i0);
+  }
 }
 
 // q8_0 values j..j+7 of the block at p (j + 8 <= the block's length) times its scale (exact).
@@ -257,8 +335,8 @@ const AttentionRowKernels& attention_row_kernels_avx2() {
   static const AttentionRowKernels table = {
       {dot<F32Row>, dot<F16Row>, dot<BF16Row>, dot_q8_0},
       {axpy<F32Row>, axpy<F16Row>, axpy<BF16Row>, axpy_q8_0},
-      {dot_rows_each_position<dot_rows<F32Row>>, dot_rows_each_position<dot_rows<F16Row>>,
-       dot_rows_each_position<dot_rows<BF16Row>>, dot_rows_each_position<dot_rows_loop<dot_q8_0>>},
+      {dot_rows<F32Row>, dot_rows<F16Row>, dot_rows<BF16Row>,
+       dot_rows_each_position<dot_rows_loop<dot_q8_0>>},
       {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
       softmax,
       round_f16};
