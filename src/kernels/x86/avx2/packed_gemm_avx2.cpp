@@ -58,12 +58,20 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
       for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) { fn(g, h, rows, t); });
 }
 
-// Every group of a call decoded once, then its token tiles: decode(block, h, out) writes
-// kVectors vectors of a block's rows 8h .. 8h + 7; fn(g, h, std::integral_constant<int, R>, t,
-// decoded) then meets token tile t with half h, decoded holding that half's vectors for every
-// block (block b's at decoded + kVectors b).
+// The token tiles of a call (kMaxR rows at most) against every (group, 8-row half):
+// fn(std::bool_constant<D>, g, h, std::integral_constant<int, R>, t, decoded). From
+// kDecodeOnceMinTokens tokens on (D true), each group is decoded once first: decode(block, h, out)
+// writes kVectors vectors of a block's rows 8h .. 8h + 7, and decoded holds half h's vectors of
+// every block (block b's at decoded + kVectors b). Below it (D false, decoded null), each tile
+// decodes its blocks itself.
 template <int kVectors, int kMaxR, class Packed, class Decode, class Fn>
-void for_decoded_half_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& fn) {
+void for_group_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& fn) {
+  if (p.n_act < kDecodeOnceMinTokens) {
+    for_half_tiles<kMaxR>(p, [&](int64_t g, int h, auto rows, int64_t t) {
+      fn(std::false_type{}, g, h, rows, t, nullptr);
+    });
+    return;
+  }
   __m256i* decoded = thread_buffer<__m256i>(size_t(nb) * 2 * kVectors);
   const auto* w = static_cast<const Packed*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g) {
@@ -72,7 +80,9 @@ void for_decoded_half_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode
       for (int h = 0; h < 2; ++h) decode(w[g * nb + b], h, decoded + kVectors * (h * nb + b));
     }
     for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) {
-      for (int h = 0; h < 2; ++h) fn(g, h, rows, t, decoded + kVectors * h * nb);
+      for (int h = 0; h < 2; ++h)
+        fn(std::true_type{}, g, h, rows, t,
+           static_cast<const __m256i*>(decoded + kVectors * h * nb));
     });
   }
 }
@@ -187,7 +197,7 @@ constexpr bool kTakesStarts =
 
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
 // (starts: the activations' start sums where kTakesStarts, else nullptr). decoded: the group's
-// rows 8h .. 8h + 7 already decoded, 8 vectors per block (for_decoded_half_tiles), or nullptr to
+// rows 8h .. 8h + 7 already decoded, 8 vectors per block (for_group_tiles), or nullptr to
 // decode each block here.
 template <class Packed, int R, bool kDecoded>
 void half_tile(const Packed* wg, int64_t nb, int h, const __m256i* decoded, const uint8_t* act,
@@ -258,24 +268,14 @@ void gemm_blocks(const PackedGemmArgs& p) {
     });
     return;
   }
-  const auto run = [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t,
-                       const __m256i* decoded) {
-    half_tile<Packed, decltype(rows)::value, decltype(decoded_t)::value>(
-        w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-        kTakesStarts<Packed> ? starts + t * nb : nullptr, p.y + t * p.y_stride + g * kPackedRows,
-        p.y_stride);
-  };
-  if (p.n_act >= kDecodeOnceMinTokens) {
-    for_decoded_half_tiles<8, 4, Packed>(
-        p, nb, [](const Packed& blk, int h, __m256i* out) { decode_half(blk, h, out); },
-        [&](int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
-          run(std::true_type{}, g, h, rows, t, decoded);
-        });
-    return;
-  }
-  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    run(std::false_type{}, g, h, rows, t, nullptr);
-  });
+  for_group_tiles<8, 4, Packed>(
+      p, nb, [](const Packed& blk, int h, __m256i* out) { decode_half(blk, h, out); },
+      [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
+        half_tile<Packed, decltype(rows)::value, decltype(decoded_t)::value>(
+            w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+            kTakesStarts<Packed> ? starts + t * nb : nullptr,
+            p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+      });
 }
 
 // Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
@@ -296,8 +296,7 @@ inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]
 }
 
 // decoded: when kDecoded, half h0 of every block decoded (block b's sub-block sub at
-// decoded + kQ4_KHalfVectors b + 8 sub).
-constexpr int kQ4_KHalfVectors = 64;
+// decoded + 64 b + 8 sub).
 template <int R, int H = 1, bool kDecoded = false>
 void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
                     const uint8_t* act, size_t act_stride, const int32_t* pairs, float* y,
@@ -325,7 +324,7 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* d
       for (int sub = 0; sub < 8; ++sub) {
         __m256i w[8];
         if constexpr (kDecoded)
-          load_decoded<8>(decoded + kQ4_KHalfVectors * b + 8 * sub, w);
+          load_decoded<8>(decoded + 64 * b + 8 * sub, w);
         else
           decode_q4_k_sub(wb, sub, h, w);
         const __m256i sc = _mm256_cvtepu8_epi32(
@@ -368,38 +367,6 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* d
     _mm256_storeu_ps(y + r * y_stride + kHalfRows * (h0 + hh), acc[hh][r]);
 }
 
-void gemm_q4_k(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* pairs = packed_act_sums(GgmlType::Q4_K, p);
-  const auto* w = static_cast<const BlockQ4_Kx16*>(p.w);
-  if (p.n_act == 1) {
-    for (int64_t g = 0; g < p.n_groups; ++g)
-      half_tile_q4_k<1, 2>(w + g * nb, nb, 0, nullptr, p.act, p.act_stride, pairs,
-                           p.y + g * kPackedRows, p.y_stride);
-    return;
-  }
-  const auto run = [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t,
-                       const __m256i* decoded) {
-    half_tile_q4_k<decltype(rows)::value, 1, decltype(decoded_t)::value>(
-        w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-        pairs + t * nb * 4, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
-  };
-  if (p.n_act >= kDecodeOnceMinTokens) {
-    for_decoded_half_tiles<kQ4_KHalfVectors, 2, BlockQ4_Kx16>(
-        p, nb,
-        [](const BlockQ4_Kx16& wb, int h, __m256i* out) {
-          for (int sub = 0; sub < 8; ++sub) decode_q4_k_sub(wb, sub, h, out + 8 * sub);
-        },
-        [&](int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
-          run(std::true_type{}, g, h, rows, t, decoded);
-        });
-    return;
-  }
-  for_half_tiles<2>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    run(std::false_type{}, g, h, rows, t, nullptr);
-  });
-}
-
 // Sub-block sub of rows 8h .. 8h + 7 of a Q6_K block, decoded: its 4 vectors of levels (0..63).
 inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
@@ -415,13 +382,12 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]
                          _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
 }
 
-constexpr int kQ6_KHalfVectors = 64;  // 16 sub-blocks x 4
-
 // Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
 // (H = 2 for a lone row, as half_tile_q4_k). Per 16-element sub-block, the 4 vectors of levels
 // (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up exactly in int16 (at
 // most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block
-// sum and is scaled by the sub-block scales with vpmulld.
+// sum and is scaled by the sub-block scales with vpmulld. decoded: when kDecoded, half h0 of every
+// block decoded (block b's sub-block sub at decoded + 64 b + 4 sub).
 template <int R, int H = 1, bool kDecoded = false>
 void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
                     const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
@@ -450,7 +416,7 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
       for (int sub = 0; sub < 16; ++sub) {
         __m256i q[4];
         if constexpr (kDecoded)
-          load_decoded<4>(decoded + kQ6_KHalfVectors * b + 4 * sub, q);
+          load_decoded<4>(decoded + 64 * b + 4 * sub, q);
         else
           decode_q6_k_sub(wb, sub, h, q);
         const __m256i sc = _mm256_cvtepi8_epi32(
@@ -484,36 +450,59 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
     _mm256_storeu_ps(y + r * y_stride + kHalfRows * (h0 + hh), acc[hh][r]);
 }
 
-void gemm_q6_k(const PackedGemmArgs& p) {
+// The K formats' kernels: their block type and GGML type, sub-blocks per block and decoded
+// vectors per sub-block, largest token tile, activation sums per block, decoder and tile.
+struct Q4KKernel {
+  using Packed = BlockQ4_Kx16;
+  static constexpr GgmlType kType = GgmlType::Q4_K;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 2, kSumsPerBlock = 4;
+  static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
+    decode_q4_k_sub(wb, sub, h, out);
+  }
+  template <int R, int H, bool kDecoded, class... Args>
+  static void tile(Args... args) {
+    half_tile_q4_k<R, H, kDecoded>(args...);
+  }
+};
+
+struct Q6KKernel {
+  using Packed = BlockQ6_Kx16;
+  static constexpr GgmlType kType = GgmlType::Q6_K;
+  static constexpr int kSubs = 16, kSubVectors = 4, kMaxR = 4, kSumsPerBlock = 16;
+  static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
+    decode_q6_k_sub(wb, sub, h, out);
+  }
+  template <int R, int H, bool kDecoded, class... Args>
+  static void tile(Args... args) {
+    half_tile_q6_k<R, H, kDecoded>(args...);
+  }
+};
+
+// Q4_K and Q6_K (K: Q4KKernel, Q6KKernel): a lone token takes both halves of each block at once,
+// more tokens go through for_group_tiles.
+template <class K>
+void gemm_k(const PackedGemmArgs& p) {
+  using Packed = typename K::Packed;
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
-  const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
+  const int32_t* sums = packed_act_sums(K::kType, p);
+  const auto* w = static_cast<const Packed*>(p.w);
   if (p.n_act == 1) {
     for (int64_t g = 0; g < p.n_groups; ++g)
-      half_tile_q6_k<1, 2>(w + g * nb, nb, 0, nullptr, p.act, p.act_stride, starts,
-                           p.y + g * kPackedRows, p.y_stride);
+      K::template tile<1, 2, false>(w + g * nb, nb, 0, static_cast<const __m256i*>(nullptr), p.act,
+                                    p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
     return;
   }
-  const auto run = [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t,
-                       const __m256i* decoded) {
-    half_tile_q6_k<decltype(rows)::value, 1, decltype(decoded_t)::value>(
-        w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-        starts + t * nb * 16, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
-  };
-  if (p.n_act >= kDecodeOnceMinTokens) {
-    for_decoded_half_tiles<kQ6_KHalfVectors, 4, BlockQ6_Kx16>(
-        p, nb,
-        [](const BlockQ6_Kx16& wb, int h, __m256i* out) {
-          for (int sub = 0; sub < 16; ++sub) decode_q6_k_sub(wb, sub, h, out + 4 * sub);
-        },
-        [&](int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
-          run(std::true_type{}, g, h, rows, t, decoded);
-        });
-    return;
-  }
-  for_half_tiles<4>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-    run(std::false_type{}, g, h, rows, t, nullptr);
-  });
+  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed>(
+      p, nb,
+      [](const Packed& wb, int h, __m256i* out) {
+        for (int sub = 0; sub < K::kSubs; ++sub)
+          K::decode_sub(wb, sub, h, out + K::kSubVectors * sub);
+      },
+      [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
+        K::template tile<decltype(rows)::value, 1, decltype(decoded_t)::value>(
+            w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+            sums + t * nb * K::kSumsPerBlock, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+      });
 }
 
 }  // namespace
@@ -532,9 +521,9 @@ PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
     case GgmlType::Q5_1:
       return avx2::gemm_blocks<BlockQ5_1x16, GgmlType::Q5_1>;
     case GgmlType::Q4_K:
-      return avx2::gemm_q4_k;
+      return avx2::gemm_k<avx2::Q4KKernel>;
     case GgmlType::Q6_K:
-      return avx2::gemm_q6_k;
+      return avx2::gemm_k<avx2::Q6KKernel>;
     default:
       return nullptr;
   }
