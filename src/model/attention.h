@@ -3,9 +3,9 @@
 // sliding window and an optional soft-cap of the scores (gemma2). One call handles the query heads
 // that share one KV head, for one to kAttentionMaxTokens tokens of one sequence (a decode token or
 // a piece of a prefill chunk), so each K and V row is read from memory once for all of them (the
-// SIMD row kernels of kernels/attention_kernels.h then take it from L1 for each query row). Two
-// passes per call: scores of every visible position and a softmax per (token, head), then the
-// probability-weighted sum of V.
+// SIMD row kernels of kernels/attention_kernels.h convert up to kAttnMaxPositions rows at a time
+// once for every query row). Two passes per call: scores of every visible position and a softmax
+// per (token, head), then the probability-weighted sum of V.
 //
 // Precision follows the cache type:
 // - f16: the query is rounded to f16 for the Q·K dot products and the normalised probabilities
