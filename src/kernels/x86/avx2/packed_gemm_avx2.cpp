@@ -41,12 +41,12 @@ void for_token_tiles(int64_t n_act, Fn&& fn) {
   if (t < n_act) fn(std::integral_constant<int, 1>{}, t);
 }
 
-// Q8_0 and nibble weights against this many tokens or more are decoded a group at a time, into a
-// per-thread buffer that the group's token tiles then load: each tile would otherwise decode
-// every block again (the 5th bits alone take 24 operations per block half, more than the
-// multiplies of one token row). Measured with `VELA_ISA=avx2 vela bench matmul -t 1` at 64
-// tokens: Q4_0 1.28x, Q4_1 1.11x, Q5_0 1.40x, Q5_1 1.45x, Q8_0 1.12x; at 8 tokens it was up to
-// 10% slower.
+// Weights against this many tokens or more are decoded a group at a time, into a per-thread
+// buffer that the group's token tiles then load (for_group_tiles): each tile would otherwise
+// decode every block again (Q5's 5th bits alone take 24 operations per block half, more than the
+// multiplies of one token row). Measured with `VELA_ISA=avx2 vela bench matmul -t 1`: at 64
+// tokens Q4_0 1.28x, Q4_1 1.11x, Q5_0 1.40x, Q5_1 1.45x, Q8_0 1.12x; at 512 tokens Q4_K 1.43x,
+// Q6_K 1.31x; at 8 tokens up to 10% slower.
 constexpr int64_t kDecodeOnceMinTokens = 16;
 
 // Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)

@@ -16,11 +16,6 @@ namespace vela::kernels {
 namespace avx512 {
 namespace {
 
-// Q4_K / Q5_K: rows r < R (R <= 4: a super-block pair's 16 decoded vectors stay in registers) of
-// the token tile against one group; Q5_K's 5th bits join the decoded nibbles by a masked add. Per
-// super-block: each sub-block's exact dot for all 16 rows by vpdpbusd, scaled by the sub-block
-// scales with vpmulld; the mins meet the activation block sums (int16 pairs) in vpdpwssd; then the
-// reference's float operations.
 // Pair p of a Q4_K / Q5_K block decoded: lo the low nibbles' 8 vectors, hi the high ones'.
 template <class Packed>
 inline void decode_q4_k_pair(const Packed& blk, int p, __m512i lo[8], __m512i hi[8]) {
@@ -68,6 +63,11 @@ const __m512i* decode_group(const Packed* wg, int64_t nb, Decode&& decode) {
   return out;
 }
 
+// Q4_K / Q5_K: rows r < R (R <= 4: a super-block pair's 16 decoded vectors stay in registers) of
+// the token tile against one group; Q5_K's 5th bits join the decoded nibbles by a masked add. Per
+// super-block: each sub-block's exact dot for all 16 rows by vpdpbusd, scaled by the sub-block
+// scales with vpmulld; the mins meet the activation block sums (int16 pairs) in vpdpwssd; then the
+// reference's float operations.
 // decoded: when kDecoded, every block of the group decoded (decode_group; pair p's low and high
 // vectors at kDecodedBlockVectors b + 16 p).
 template <class Packed, int R, bool kDecoded = false>
@@ -134,9 +134,6 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const __m512i* decoded, const
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
-// Q6_K: rows r < R of the token tile against one group. Per sub-block: the 4 groups' levels
-// (4 low bits | 2 high bits) decoded once for the tile, each row's exact dot by vpdpbusd starting
-// from -32 * the activations' sub-block sum, times the sub-block scales with vpmulld.
 // Sub-block s of a Q6_K block decoded: its 4 vectors of levels (0..63).
 inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int s, __m512i q[4]) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30);
@@ -151,6 +148,9 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int s, __m512i q[4]) {
                          _mm512_and_si512(_mm512_srli_epi16(h, 2), high2));
 }
 
+// Q6_K: rows r < R of the token tile against one group. Per sub-block: the 4 groups' levels
+// (4 low bits | 2 high bits) decoded once for the tile, each row's exact dot by vpdpbusd starting
+// from -32 * the activations' sub-block sum, times the sub-block scales with vpmulld.
 // decoded: when kDecoded, every block of the group decoded (decode_group; sub-block s at
 // kDecodedBlockVectors b + 4 s).
 template <int R, bool kDecoded = false>
