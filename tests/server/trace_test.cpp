@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -168,31 +169,41 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
   std::filesystem::remove(trace_path);
 }
 
-// Enough passes (about 650 of the tiny model) that one descheduling of the process, under a
-// parallel test run and a sanitizer, cannot move the shares by the 5% the checks allow.
+// The parts of a pass add up to it, and the operations of a layer to the layer. A pass of the tiny
+// model takes about 64 us, so on a loaded machine the gaps between the timed parts (where a
+// descheduled thread's wait lands outside every part) moved the sum to 92-94% in some runs: each
+// of up to three runs of about 650 passes gets its chance, and the accounting is wrong only if
+// none adds up.
 TEST(Trace, BenchProfileTableAddsUp) {
   VELA_REQUIRE_SHARED();
   const std::string cmd = "timeout 120 " + std::string(VELA_BINARY) + " bench -m " +
                           shell_quote(shared_path("models/aidreams260K.gguf").string()) +
                           " -p 64 -n 64 -r 10 -t 1 --no-roofline --profile 2>/dev/null";
   std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    pclose(p);
+  double parts = 0, operations = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    out.clear();
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+      pclose(p);
+    }
+    ASSERT_NE(out.find("### Profile:"), std::string::npos) << out;
+    for (const char* row : {"| layer 0 |", "| output head |", "| attention |", "| qkv_matmul |"})
+      ASSERT_NE(out.find(row), std::string::npos) << row << "\n" << out;
+    auto share_after = [&](const std::string& label) {
+      const size_t at = out.find(label);
+      if (at == std::string::npos) return -1.0;
+      const size_t bold = out.find("**", at + label.size());
+      return std::atof(out.c_str() + bold + 2);
+    };
+    parts = share_after("**sum of parts** | |");
+    operations = share_after("**sum of operations / layers** | |");
+    if (std::abs(parts - 100.0) <= 5.0 && std::abs(operations - 100.0) <= 5.0) break;
   }
-  ASSERT_NE(out.find("### Profile:"), std::string::npos) << out;
-  for (const char* row : {"| layer 0 |", "| output head |", "| attention |", "| qkv_matmul |"})
-    EXPECT_NE(out.find(row), std::string::npos) << row << "\n" << out;
-  auto share_after = [&](const std::string& label) {
-    const size_t at = out.find(label);
-    if (at == std::string::npos) return -1.0;
-    const size_t bold = out.find("**", at + label.size());
-    return std::atof(out.c_str() + bold + 2);
-  };
-  EXPECT_NEAR(share_after("**sum of parts** | |"), 100.0, 5.0) << out;
-  EXPECT_NEAR(share_after("**sum of operations / layers** | |"), 100.0, 5.0) << out;
+  EXPECT_NEAR(parts, 100.0, 5.0) << out;
+  EXPECT_NEAR(operations, 100.0, 5.0) << out;
 }
 
 }  // namespace
