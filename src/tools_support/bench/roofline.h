@@ -28,7 +28,7 @@ struct Roofline {
 size_t default_bandwidth_buffer_bytes();
 
 // Best of `passes` reads of a `bytes`-byte buffer split between n_threads threads (bytes/s).
-double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int passes = 3);
+double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int passes = 5);
 
 // Peak rates with n_threads threads each running the loop for about `seconds`.
 double measure_peak_fp32(int n_threads, KernelIsa isa, double seconds = 0.1);
