@@ -181,15 +181,22 @@ inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& /*blk*/, in
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
 }
 
-// Q8_0 decoded once for many tokens (for_group_tiles): |w| in vectors 0-7 and w in 8-15, so that
-// each token's row takes no vpabsb (`vela bench matmul -t 1` on an AVX2-only Zen 3, medians of 5
-// alternated runs: 1.10x at 16 tokens, 1.13x at 64, 1.15x at 512).
-constexpr int kQ8_0DecodedVectors = 16;
+// A block half decoded once for many tokens (for_group_tiles): kDecodedVectors<Packed> vectors,
+// written by decode_once. Q8_0 keeps |w| in vectors 0-7 beside w in 8-15, so that each token's
+// row takes no vpabsb (`vela bench matmul -t 1` on an AVX2-only Zen 3, medians of 5 alternated
+// runs: 1.10x at 16 tokens, 1.13x at 64, 1.15x at 512).
+template <class Packed>
+constexpr int kDecodedVectors = std::is_same_v<Packed, BlockQ8_0x16> ? 16 : 8;
 
-inline void decode_half_split(const BlockQ8_0x16& blk, int h, __m256i out[kQ8_0DecodedVectors]) {
-  decode_half(blk, h, out + 8);
-  VELA_UNROLL
-  for (int j = 0; j < 8; ++j) out[j] = _mm256_abs_epi8(out[8 + j]);
+template <class Packed>
+inline void decode_once(const Packed& blk, int h, __m256i* out) {
+  if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
+    decode_half(blk, h, out + 8);
+    VELA_UNROLL
+    for (int j = 0; j < 8; ++j) out[j] = _mm256_abs_epi8(out[8 + j]);
+  } else {
+    decode_half(blk, h, out);
+  }
 }
 
 inline __m256 half_block_row_split(const __m256i* decoded, __m256 dw, const BlockQ8_0& a,
@@ -223,8 +230,8 @@ constexpr bool kTakesStarts =
 
 // Rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks
 // (starts: the activations' start sums where kTakesStarts, else nullptr). decoded: the group's
-// rows 8h .. 8h + 7 already decoded, 8 vectors per block (Q8_0: kQ8_0DecodedVectors)
-// (for_group_tiles), or nullptr to decode each block here.
+// rows 8h .. 8h + 7 already decoded, kDecodedVectors<Packed> per block (for_group_tiles), or
+// nullptr to decode each block here.
 template <class Packed, int R, bool kDecoded>
 void half_tile(const Packed* wg, int64_t nb, int h, const __m256i* decoded, const uint8_t* act,
                size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
@@ -237,14 +244,14 @@ void half_tile(const Packed* wg, int64_t nb, int h, const __m256i* decoded, cons
     if constexpr (kDecoded && std::is_same_v<Packed, BlockQ8_0x16>) {
       VELA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r] = half_block_row_split(decoded + kQ8_0DecodedVectors * b, dw,
+        acc[r] = half_block_row_split(decoded + kDecodedVectors<Packed> * b, dw,
                                       reinterpret_cast<const BlockQ8_0*>(act + r * act_stride)[b],
                                       acc[r]);
       continue;
     }
     __m256i w[8];
     if constexpr (kDecoded) {
-      load_decoded<8>(decoded + 8 * b, w);
+      load_decoded<8>(decoded + kDecodedVectors<Packed> * b, w);
     } else {
       prefetch_ahead(&blk);
       decode_half(blk, h, w);
@@ -302,20 +309,14 @@ void gemm_blocks(const PackedGemmArgs& p) {
     });
     return;
   }
-  const auto tiles = [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t,
-                         const __m256i* decoded) {
-    half_tile<Packed, decltype(rows)::value, decltype(decoded_t)::value>(
-        w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-        kTakesStarts<Packed> ? starts + t * nb : nullptr, p.y + t * p.y_stride + g * kPackedRows,
-        p.y_stride);
-  };
-  if constexpr (std::is_same_v<Packed, BlockQ8_0x16>)
-    for_group_tiles<kQ8_0DecodedVectors, 4, Packed>(
-        p, nb, [](const Packed& blk, int h, __m256i* out) { decode_half_split(blk, h, out); },
-        tiles);
-  else
-    for_group_tiles<8, 4, Packed>(
-        p, nb, [](const Packed& blk, int h, __m256i* out) { decode_half(blk, h, out); }, tiles);
+  for_group_tiles<kDecodedVectors<Packed>, 4, Packed>(
+      p, nb, [](const Packed& blk, int h, __m256i* out) { decode_once(blk, h, out); },
+      [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
+        half_tile<Packed, decltype(rows)::value, decltype(decoded_t)::value>(
+            w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+            kTakesStarts<Packed> ? starts + t * nb : nullptr,
+            p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+      });
 }
 
 // Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
