@@ -175,6 +175,46 @@ TEST_P(PackedGemm, AmxBitIdenticalToReference) {
   expect_bit_identical(PackedKernelKind::kAmx, GetParam());
 }
 
+// Weights at their largest levels against activations at +-127, where the kernels' int16 pair
+// sums come closest to overflowing (Q5_K's 5-bit levels: 4 vpmaddubsw sums per int16 add, not 8):
+// every SIMD kernel still equals the reference bit for bit, for a lone token, small token tiles
+// and groups decoded once for many tokens.
+TEST_P(PackedGemm, SimdKernelsExactAtExtremeLevels) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 32, n = 2 * unit(type) * (unit(type) <= 2 ? 64 : 1);
+  std::vector<uint8_t> w;
+  for (int64_t r = 0; r < rows; ++r) {
+    // Constant rows (every level at the top or bottom of its range) and rows of alternating sign.
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[size_t(i)] = r % 3 == 0 ? 1.0f : r % 3 == 1 ? -1.0f : (i % 2 == 0 ? 1.0f : -0.5f);
+    const auto row = test::encode(type, v);
+    w.insert(w.end(), row.begin(), row.end());
+  }
+  const auto pw = packed(type, w, rows, n);
+  const TypeTraits& q8 = *type_traits_for(KernelIsa::kScalar, act_type(type));
+  const size_t stride = bytes_of(act_type(type), n);
+  for (int64_t n_act : {1, 3, 17}) {
+    std::vector<uint8_t> act(stride * size_t(n_act));
+    for (int64_t t = 0; t < n_act; ++t) {
+      std::vector<float> x(static_cast<size_t>(n), t % 3 == 0 ? 1.0f : -1.0f);
+      if (t % 3 == 2)
+        for (int64_t i = 1; i < n; i += 2) x[size_t(i)] = -x[size_t(i)];
+      q8.from_float(x.data(), &act[size_t(t) * stride], n);
+    }
+    const auto want = run(packed_gemm_kernel(PackedKernelKind::kReference, type), pw, rows, n, act,
+                          stride, n_act, rows);
+    for (PackedKernelKind kind :
+         {PackedKernelKind::kAvx2, PackedKernelKind::kAvx512, PackedKernelKind::kAmx}) {
+      const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
+      if (kernel == nullptr) continue;
+      const auto got = run(kernel, pw, rows, n, act, stride, n_act, rows);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
+          << "kernel kind " << int(kind) << ", " << n_act << " tokens";
+    }
+  }
+}
+
 // matmul_rows on the interleaved layout: any row split and any batch gives each token the
 // floats it gets alone (the engine's batched == one-at-a-time guarantee), and the values match
 // the row-major matmul within the float bound.

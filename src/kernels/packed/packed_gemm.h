@@ -4,7 +4,7 @@
 // types against Q8_K; float ones for F32 and F16 weights against f32 activations and BF16 against
 // BF16. Kernels: at the AVX-512 level VNNI (int8 types, any batch) and FMA / vdpbf16ps (float
 // types; BF16 by vdpbf16ps or widened, Bf16Kernel), for Q8_0 / Q4_0 the AMX tile kernel (prompt
-// processing and batched decode); at the AVX2 level every int8 type but Q5_K, and F32 / F16 /
+// processing and batched decode); at the AVX2 level every int8 type, and F32 / F16 /
 // BF16 (widened). A scalar reference defines every result.
 //
 // Every kernel computes exactly the same floats, whatever the batch, the tile or the kernel:
@@ -95,7 +95,7 @@ Bf16Kernel selected_bf16_kernel();
 namespace kernels {
 // Defined per instruction set; nullptr where the CPU lacks it (checked by the caller).
 PackedGemmFn packed_gemm_ref(GgmlType w_type);
-PackedGemmFn packed_gemm_avx2(GgmlType w_type);        // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K
+PackedGemmFn packed_gemm_avx2(GgmlType w_type);        // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K-Q6_K
 PackedGemmFn packed_gemm_float_avx2(GgmlType w_type);  // F32, F16, BF16 (widened)
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type);
 // F32, F16, BF16; kDot needs AVX512-BF16.

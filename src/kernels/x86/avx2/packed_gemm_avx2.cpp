@@ -1,4 +1,4 @@
-// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q6_K weights
+// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights
 // (packed_gemm.h), for CPUs without AVX-512. A packed block's vector j holds 4 weights of each of
 // the 16 rows; its 32-byte halves are rows 0-7 and 8-15, so with one broadcast activation dword,
 // vpmaddubsw gives each row's two pair sums (at most 2 * 15 * 127, no saturation), eight of them
@@ -48,6 +48,10 @@ void for_token_tiles(int64_t n_act, Fn&& fn) {
 // tokens Q4_0 1.28x, Q4_1 1.11x, Q5_0 1.40x, Q5_1 1.45x, Q8_0 1.12x; at 512 tokens Q4_K 1.43x,
 // Q6_K 1.31x; at 8 tokens up to 10% slower.
 constexpr int64_t kDecodeOnceMinTokens = 16;
+// Q5_K's 5th bits cost 5 operations per weight vector (decode_q4_k_sub), more than a token row's
+// multiplies, so its groups are decoded once from two tokens on (`vela bench matmul --type Q5_K
+// -t 1` on an AVX2-only Zen 3: 8 tokens from 12-15 to 24-33 GMAC/s).
+constexpr int64_t kQ5_KDecodeOnceMinTokens = 2;
 
 // Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)
 // with tiles of kMaxR rows (4 or 2), then 2 and 1 for the rest.
@@ -60,13 +64,14 @@ void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
 
 // The token tiles of a call (kMaxR rows at most) against every (group, 8-row half):
 // fn(std::bool_constant<D>, g, h, std::integral_constant<int, R>, t, decoded). From
-// kDecodeOnceMinTokens tokens on (D true), each group is decoded once first: decode(block, h, out)
+// kDecodeFrom tokens on (D true), each group is decoded once first: decode(block, h, out)
 // writes kVectors vectors of a block's rows 8h .. 8h + 7, and decoded holds half h's vectors of
 // every block (block b's at decoded + kVectors b). Below it (D false, decoded null), each tile
 // decodes its blocks itself.
-template <int kVectors, int kMaxR, class Packed, class Decode, class Fn>
+template <int kVectors, int kMaxR, class Packed, int64_t kDecodeFrom = kDecodeOnceMinTokens,
+          class Decode, class Fn>
 void for_group_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& fn) {
-  if (p.n_act < kDecodeOnceMinTokens) {
+  if (p.n_act < kDecodeFrom) {
     for_half_tiles<kMaxR>(p, [&](int64_t g, int h, auto rows, int64_t t) {
       fn(std::false_type{}, g, h, rows, t, nullptr);
     });
@@ -319,12 +324,6 @@ void gemm_blocks(const PackedGemmArgs& p) {
       });
 }
 
-// Q4_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
-// (H = 2, both halves of each block at once, for a lone row: each block is read from memory once
-// and its halves' arithmetic overlaps the reads). Per sub-block (a pair's low or high nibbles), 8
-// decoded vectors serve the R rows: pair sums by vpmaddubsw added exactly in int16 (at most
-// 8 * 2 * 15 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld; then the mins by
-// vpmaddwd with the activation sums and the reference's float steps.
 // Sub-block sub (a pair's low or high nibbles) of rows 8h .. 8h + 7 of a Q4_K block, decoded.
 inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]) {
   const __m256i low = _mm256_set1_epi8(0x0F);
@@ -336,12 +335,39 @@ inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]
   }
 }
 
+// The same of a Q5_K block: the nibbles, plus 16 where the 5th bit is set. A vector's 5th bits
+// are one bit per byte (qh, bits 32h .. 32h + 31 for rows 8h .. 8h + 7): vpshufb gives byte b
+// of the half the mask byte b / 8, and comparing it under the byte's own bit (1 << b % 8) turns
+// the bit into a byte mask.
+inline void decode_q4_k_sub(const BlockQ5_Kx16& wb, int sub, int h, __m256i w[8]) {
+  decode_q4_k_sub(wb.low, sub, h, w);
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+  const __m256i sixteen = _mm256_set1_epi8(16);
+  const int p = sub / 2, high = sub % 2;
+  VELA_UNROLL
+  for (int g = 0; g < 8; ++g) {
+    const auto mask = int32_t(uint32_t(wb.qh[p][g][high] >> (32 * h)));
+    const __m256i sel = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(mask), spread), bit);
+    w[g] = _mm256_or_si256(w[g], _mm256_and_si256(_mm256_cmpeq_epi8(sel, bit), sixteen));
+  }
+}
+
+// Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against rows
+// 8h .. 8h + 7 of one group, for H halves from h0 (H = 2, both halves of each block at once, for a
+// lone row: each block is read from memory once and its halves' arithmetic overlaps the reads).
+// Per sub-block (a pair's low or high nibbles), 8 decoded vectors serve the R rows: pair sums by
+// vpmaddubsw added exactly in int16 (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at
+// a time, at most 4 * 2 * 31 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld;
+// then the mins by vpmaddwd with the activation sums and the reference's float steps.
 // decoded: when kDecoded, half h0 of every block decoded (block b's sub-block sub at
 // decoded + 64 b + 8 sub).
-template <int R, int H = 1, bool kDecoded = false>
-void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
+template <class Packed, int R, int H = 1, bool kDecoded = false>
+void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded,
                     const uint8_t* act, size_t act_stride, const int32_t* pairs, float* y,
                     int64_t y_stride) {
+  constexpr int kInt16Terms = std::is_same_v<Packed, BlockQ5_Kx16> ? 4 : 8;
   static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
   static_assert(H == 1 || !kDecoded, "a lone row reads the weights once anyway");
   __m256 acc[H][R];
@@ -349,8 +375,8 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* d
   for (int hh = 0; hh < H; ++hh) VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_Kx16& wb = wg[b];
-    if constexpr (!kDecoded) prefetch_ahead(&wb);
+    const BlockQ4_Kx16& wb = k_scales(wg[b]);
+    if constexpr (!kDecoded) prefetch_ahead(wg + b);
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
@@ -367,18 +393,22 @@ void half_tile_q4_k(const BlockQ4_Kx16* wg, int64_t nb, int h0, const __m256i* d
         if constexpr (kDecoded)
           load_decoded<8>(decoded + 64 * b + 8 * sub, w);
         else
-          decode_q4_k_sub(wb, sub, h, w);
+          decode_q4_k_sub(wg[b], sub, h, w);
         const __m256i sc = _mm256_cvtepu8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
         VELA_UNROLL
         for (int r = 0; r < R; ++r) {
           const int8_t* q = a[r]->qs + 32 * sub;
-          __m256i s16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(load_i32(q)));
+          __m256i d = _mm256_setzero_si256();
           VELA_UNROLL
-          for (int g = 1; g < 8; ++g)
-            s16 = _mm256_add_epi16(
-                s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
-          const __m256i d = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+          for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
+            __m256i s16 = _mm256_maddubs_epi16(w[g0], _mm256_set1_epi32(load_i32(q + 4 * g0)));
+            VELA_UNROLL
+            for (int g = g0 + 1; g < g0 + kInt16Terms; ++g)
+              s16 = _mm256_add_epi16(
+                  s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
+            d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+          }
           dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
         }
       }
@@ -493,16 +523,19 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
 
 // The K formats' kernels: their block type and GGML type, sub-blocks per block and decoded
 // vectors per sub-block, largest token tile, activation sums per block, decoder and tile.
+template <class PackedBlock, GgmlType kGgmlType>  // Q4_K, Q5_K
 struct Q4KKernel {
-  using Packed = BlockQ4_Kx16;
-  static constexpr GgmlType kType = GgmlType::Q4_K;
+  using Packed = PackedBlock;
+  static constexpr GgmlType kType = kGgmlType;
   static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 2, kSumsPerBlock = 4;
+  static constexpr int64_t kDecodeFrom =
+      std::is_same_v<Packed, BlockQ5_Kx16> ? kQ5_KDecodeOnceMinTokens : kDecodeOnceMinTokens;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q4_k_sub(wb, sub, h, out);
   }
   template <int R, int H, bool kDecoded, class... Args>
   static void tile(Args... args) {
-    half_tile_q4_k<R, H, kDecoded>(args...);
+    half_tile_q4_k<Packed, R, H, kDecoded>(args...);
   }
 };
 
@@ -510,6 +543,7 @@ struct Q6KKernel {
   using Packed = BlockQ6_Kx16;
   static constexpr GgmlType kType = GgmlType::Q6_K;
   static constexpr int kSubs = 16, kSubVectors = 4, kMaxR = 4, kSumsPerBlock = 16;
+  static constexpr int64_t kDecodeFrom = kDecodeOnceMinTokens;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q6_k_sub(wb, sub, h, out);
   }
@@ -519,8 +553,8 @@ struct Q6KKernel {
   }
 };
 
-// Q4_K and Q6_K (K: Q4KKernel, Q6KKernel): a lone token takes both halves of each block at once,
-// more tokens go through for_group_tiles.
+// Q4_K, Q5_K and Q6_K (K: Q4KKernel, Q6KKernel): a lone token takes both halves of each block at
+// once, more tokens go through for_group_tiles.
 template <class K>
 void gemm_k(const PackedGemmArgs& p) {
   using Packed = typename K::Packed;
@@ -533,7 +567,7 @@ void gemm_k(const PackedGemmArgs& p) {
                                     p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
     return;
   }
-  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed>(
+  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom>(
       p, nb,
       [](const Packed& wb, int h, __m256i* out) {
         for (int sub = 0; sub < K::kSubs; ++sub)
@@ -562,7 +596,9 @@ PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
     case GgmlType::Q5_1:
       return avx2::gemm_blocks<BlockQ5_1x16, GgmlType::Q5_1>;
     case GgmlType::Q4_K:
-      return avx2::gemm_k<avx2::Q4KKernel>;
+      return avx2::gemm_k<avx2::Q4KKernel<BlockQ4_Kx16, GgmlType::Q4_K>>;
+    case GgmlType::Q5_K:
+      return avx2::gemm_k<avx2::Q4KKernel<BlockQ5_Kx16, GgmlType::Q5_K>>;
     case GgmlType::Q6_K:
       return avx2::gemm_k<avx2::Q6KKernel>;
     default:
