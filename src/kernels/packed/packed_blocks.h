@@ -80,12 +80,14 @@ struct BlockQ4_Kx16 {
 static_assert(sizeof(BlockQ4_Kx16) == 16 * 144 + 64, "16 Q4_K super-blocks + decoded scales");
 
 // 16 rows x one Q5_K super-block: Q4_K's layout for the low 4 bits, scales and mins, plus the
-// 5th bits as byte masks of the VNNI vectors: bit 4n + i of qh[p][g][h] is the 5th bit of the
-// weight in byte (n, i) of vector qs[p][g], sub-block 2p + h (a masked add of 16 restores the
-// level). Value = d * scale_j * q - dmin * min_j, q = 0..31. Same 64 extra bytes as Q4_K (+2.3%).
+// 5th bits of each sub-block 2p + h as one byte plane for its 8 VNNI vectors, as Q5_0's: bit g of
+// byte qh[p][h][n][i] is the 5th bit of the weight in byte (n, i) of vector qs[p][g]. A shift and
+// a mask move vector g's bits to bit 4 (AVX2), or one vptestmb makes them a byte mask for a masked
+// add of 16 (AVX-512). Value = d * scale_j * q - dmin * min_j, q = 0..31. Same 64 extra bytes as
+// Q4_K (+2.3%).
 struct BlockQ5_Kx16 {
   BlockQ4_Kx16 low;
-  uint64_t qh[4][8][2];
+  PackedHighBits qh[4][2];
 };
 static_assert(sizeof(BlockQ5_Kx16) == 16 * 176 + 64, "16 Q5_K super-blocks + decoded scales");
 

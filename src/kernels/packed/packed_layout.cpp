@@ -104,25 +104,20 @@ void pack_group(const BlockQ4_K* rows[kPackedRows], int64_t nb, BlockQ4_Kx16* ou
     for (int n = 0; n < kPackedRows; ++n) pack_q4_k_part(rows[n][b], n, out[b]);
 }
 
-// Q5_K's 5th bit of element 32j + l is bit j of qh[l]; in the packed vector (p, g) of sub-block
-// 2p + h it is bit 4n + i of qh[p][g][h], l = 4g + i.
+// Q5_K's 5th bit of element 32j + l is bit j of qh[l]; packed, for l = 4g + i, it is bit g of
+// row n's byte i in sub-block j's plane, qh[j / 2][j % 2][n][i].
 void pack_group(const BlockQ5_K* rows[kPackedRows], int64_t nb, BlockQ5_Kx16* out) {
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ5_Kx16& o = out[b];
-    std::memset(o.qh, 0, sizeof(o.qh));
     for (int n = 0; n < kPackedRows; ++n) {
       const BlockQ5_K& src = rows[n][b];
       pack_q4_k_part(src, n, o.low);
-      // Vector g of sub-block j holds elements 4g .. 4g + 3: their 5th bits (bit j of GGUF's
-      // qh[4g + i]) become bits 4n .. 4n + 3 of the mask.
-      for (int g = 0; g < 8; ++g) {
-        const uint32_t word = load_u32(src.qh + 4 * g);
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t x = (word >> j) & 0x01010101u;
-          const uint32_t nibble = (x & 1) | ((x >> 7) & 2) | ((x >> 14) & 4) | ((x >> 21) & 8);
-          o.qh[j / 2][g][j % 2] |= uint64_t(nibble) << (4 * n);
+      for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 4; ++i) {
+          uint8_t plane = 0;
+          for (int g = 0; g < 8; ++g) plane |= uint8_t(((src.qh[4 * g + i] >> j) & 1) << g);
+          o.qh[j / 2][j % 2][n][i] = plane;
         }
-      }
     }
   }
 }
@@ -201,11 +196,10 @@ void unpack_block(const BlockQ4_Kx16& in, int n, BlockQ4_K* out) {
 void unpack_block(const BlockQ5_Kx16& in, int n, BlockQ5_K* out) {
   unpack_q4_k_part(in.low, n, out);
   std::memset(out->qh, 0, sizeof(out->qh));
-  for (int p = 0; p < 4; ++p)
+  for (int j = 0; j < 8; ++j)
     for (int g = 0; g < 8; ++g)
-      for (int h = 0; h < 2; ++h)
-        for (int i = 0; i < 4; ++i)
-          if ((in.qh[p][g][h] >> (4 * n + i)) & 1) out->qh[4 * g + i] |= uint8_t(1 << (2 * p + h));
+      for (int i = 0; i < 4; ++i)
+        if ((in.qh[j / 2][j % 2][n][i] >> g) & 1) out->qh[4 * g + i] |= uint8_t(1 << j);
 }
 
 void unpack_block(const BlockQ8_0x16& in, int n, BlockQ8_0* out) {

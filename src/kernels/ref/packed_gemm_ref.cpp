@@ -47,7 +47,7 @@ inline int level(const BlockQ4_Kx16& b, int n, int k) {  // 0..15
 }
 inline int level(const BlockQ5_Kx16& b, int n, int k) {  // 0..31
   const int j = k / 32, l = k % 32;
-  const int high = int((b.qh[j / 2][l / 4][j % 2] >> (4 * n + l % 4)) & 1);
+  const int high = (b.qh[j / 2][j % 2][n][l % 4] >> (l / 4)) & 1;
   return level(b.low, n, k) | (high << 4);
 }
 inline int level(const BlockQ6_Kx16& b, int n, int k) {  // 0..63

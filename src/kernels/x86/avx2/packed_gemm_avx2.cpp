@@ -335,22 +335,17 @@ inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]
   }
 }
 
-// The same of a Q5_K block: the nibbles, plus 16 where the 5th bit is set. A vector's 5th bits
-// are one bit per byte (qh, bits 32h .. 32h + 31 for rows 8h .. 8h + 7): vpshufb gives byte b
-// of the half the mask byte b / 8, and comparing it under the byte's own bit (1 << b % 8) turns
-// the bit into a byte mask.
+// The same of a Q5_K block: the nibbles, plus the 5th bits, vector g's from bit g of each byte
+// of the sub-block's plane, shifted to bit 4 (bits that cross into a neighbouring byte of the
+// 16-bit lane land outside bit 4 and are masked off).
 inline void decode_q4_k_sub(const BlockQ5_Kx16& wb, int sub, int h, __m256i w[8]) {
   decode_q4_k_sub(wb.low, sub, h, w);
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-  const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
-  const __m256i sixteen = _mm256_set1_epi8(16);
-  const int p = sub / 2, high = sub % 2;
+  const __m256i plane = loadu256(wb.qh[sub / 2][sub % 2][kHalfRows * h]);
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
   VELA_UNROLL
   for (int g = 0; g < 8; ++g) {
-    const auto mask = int32_t(uint32_t(wb.qh[p][g][high] >> (32 * h)));
-    const __m256i sel = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(mask), spread), bit);
-    w[g] = _mm256_or_si256(w[g], _mm256_and_si256(_mm256_cmpeq_epi8(sel, bit), sixteen));
+    const __m256i at4 = g <= 4 ? _mm256_slli_epi16(plane, 4 - g) : _mm256_srli_epi16(plane, g - 4);
+    w[g] = _mm256_or_si256(w[g], _mm256_and_si256(at4, bit4));
   }
 }
 
