@@ -48,9 +48,10 @@ void for_token_tiles(int64_t n_act, Fn&& fn) {
 // tokens Q4_0 1.28x, Q4_1 1.11x, Q5_0 1.40x, Q5_1 1.45x, Q8_0 1.12x; at 512 tokens Q4_K 1.43x,
 // Q6_K 1.31x; at 8 tokens up to 10% slower.
 constexpr int64_t kDecodeOnceMinTokens = 16;
-// Q5_K's 5th bits cost 5 operations per weight vector (decode_q4_k_sub), more than a token row's
-// multiplies, so its groups are decoded once from two tokens on (`vela bench matmul --type Q5_K
-// -t 1` on an AVX2-only Zen 3: 8 tokens from 12-15 to 24-33 GMAC/s).
+// Q5_K's decode (nibbles and 5th bits: 4-5 operations per weight vector, decode_q4_k_sub) costs
+// more than a token row's multiplies, so its groups are decoded once from two tokens on (`vela
+// bench matmul --type Q5_K -t 1` on an AVX2-only Zen 3, against decoding from 16: 1.0x at 2
+// tokens, 1.1-1.5x at 4, 1.5-1.9x at 8).
 constexpr int64_t kQ5_KDecodeOnceMinTokens = 2;
 
 // Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)
