@@ -103,6 +103,18 @@ inline void load_decoded(const __m256i* decoded, __m256i w[kVectors]) {
   for (int j = 0; j < kVectors; ++j) w[j] = _mm256_load_si256(decoded + j);
 }
 
+// The 5th bits of rows 8h .. 8h + 7 (plane: their bytes of a PackedHighBits plane) joined to the
+// 8 vectors of levels w: vector v's are bit v of each plane byte, shifted to bit 4 (bits that
+// cross into a neighbouring byte of the 16-bit lane land outside bit 4 and are masked off).
+inline void join_high_bits(const uint8_t (*plane_rows)[4], __m256i w[8]) {
+  const __m256i plane = loadu256(plane_rows), bit4 = _mm256_set1_epi8(0x10);
+  VELA_UNROLL
+  for (int v = 0; v < 8; ++v) {
+    const __m256i at4 = v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
+    w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
+  }
+}
+
 template <class Packed>
 using NibbleFormat = NibbleTraits<Packed>;  // the formats on Q4_0's nibble layout
 
@@ -118,17 +130,7 @@ inline void decode_half(const Packed& blk, int h, __m256i w[8]) {
     w[j] = _mm256_and_si256(raw, low);
     w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
   }
-  if constexpr (F::kHighBit) {
-    // Vector v's 5th bits are bit v of each plane byte: shifted to bit 4 (bits that cross
-    // into a neighbouring byte of the 16-bit lane land outside bit 4 and are masked off).
-    const __m256i plane = loadu256(blk.qh[kHalfRows * h]), bit4 = _mm256_set1_epi8(0x10);
-    VELA_UNROLL
-    for (int v = 0; v < 8; ++v) {
-      const __m256i at4 =
-          v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
-      w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
-    }
-  }
+  if constexpr (F::kHighBit) join_high_bits(blk.qh + kHalfRows * h, w);
 }
 
 // acc plus one activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows
@@ -339,18 +341,10 @@ inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]
   }
 }
 
-// The same of a Q5_K block: the nibbles, plus the 5th bits, vector g's from bit g of each byte
-// of the sub-block's plane, shifted to bit 4 (bits that cross into a neighbouring byte of the
-// 16-bit lane land outside bit 4 and are masked off).
+// The same of a Q5_K block: the nibbles, plus the 5th bits from the sub-block's plane.
 inline void decode_q4_k_sub(const BlockQ5_Kx16& wb, int sub, int h, __m256i w[8]) {
   decode_q4_k_sub(wb.low, sub, h, w);
-  const __m256i plane = loadu256(wb.qh[sub / 2][sub % 2][kHalfRows * h]);
-  const __m256i bit4 = _mm256_set1_epi8(0x10);
-  VELA_UNROLL
-  for (int g = 0; g < 8; ++g) {
-    const __m256i at4 = g <= 4 ? _mm256_slli_epi16(plane, 4 - g) : _mm256_srli_epi16(plane, g - 4);
-    w[g] = _mm256_or_si256(w[g], _mm256_and_si256(at4, bit4));
-  }
+  join_high_bits(wb.qh[sub / 2][sub % 2] + kHalfRows * h, w);
 }
 
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against rows
