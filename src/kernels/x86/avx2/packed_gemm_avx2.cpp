@@ -54,7 +54,7 @@ constexpr int64_t kDecodeOnceMinTokens = 16;
 // tokens, 1.1-1.5x at 4, 1.5-1.9x at 8).
 constexpr int64_t kQ5_KDecodeOnceMinTokens = 2;
 // Q4_K from 8 tokens (same bench, four alternated runs, medians against 16: 1.14x at 8 tokens,
-// 1.13x at 12, 1.18x at 8 with 2 threads; at 2 and 4 tokens 0.8-0.9x).
+// 1.13x at 12, 1.18x at 8 with 2 threads; at 2 and 4 tokens 0.7-1.0x).
 constexpr int64_t kQ4_KDecodeOnceMinTokens = 8;
 
 // Every (group, 8-row half, token tile) of a call: fn(g, h, std::integral_constant<int, R>, t)
