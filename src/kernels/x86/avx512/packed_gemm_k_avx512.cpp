@@ -26,13 +26,18 @@ inline void decode_q4_k_pair(const Packed& blk, int p, __m512i lo[8], __m512i hi
     const __m512i raw = _mm512_loadu_si512(wb.qs[p][g]);
     lo[g] = _mm512_and_si512(raw, low);
     hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
-    if constexpr (std::is_same_v<Packed, BlockQ5_Kx16>) {
-      // The 5th bits: + 16 where bit g of the sub-block's plane byte is set.
-      const __m512i sixteen = _mm512_set1_epi8(16), bit = _mm512_set1_epi8(char(1 << g));
-      const __mmask64 lo_set = _mm512_test_epi8_mask(_mm512_loadu_si512(blk.qh[p][0]), bit);
-      const __mmask64 hi_set = _mm512_test_epi8_mask(_mm512_loadu_si512(blk.qh[p][1]), bit);
-      lo[g] = _mm512_mask_add_epi8(lo[g], lo_set, lo[g], sixteen);
-      hi[g] = _mm512_mask_add_epi8(hi[g], hi_set, hi[g], sixteen);
+  }
+  if constexpr (std::is_same_v<Packed, BlockQ5_Kx16>) {
+    // The 5th bits: + 16 where bit g of the sub-block's plane byte is set (one plane load per
+    // sub-block for all 8 vectors).
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    const __m512i lo_plane = _mm512_loadu_si512(blk.qh[p][0]);
+    const __m512i hi_plane = _mm512_loadu_si512(blk.qh[p][1]);
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m512i bit = _mm512_set1_epi8(char(1 << g));
+      lo[g] = _mm512_mask_add_epi8(lo[g], _mm512_test_epi8_mask(lo_plane, bit), lo[g], sixteen);
+      hi[g] = _mm512_mask_add_epi8(hi[g], _mm512_test_epi8_mask(hi_plane, bit), hi[g], sixteen);
     }
   }
 }
