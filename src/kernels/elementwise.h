@@ -1,7 +1,7 @@
 #pragma once
 // Element-wise kernels of the layers that cost a transcendental per element, one table per
-// instruction-set level (as attention_kernels.h): the scalar reference with std::exp, and an
-// AVX-512 version with a polynomial exp (within a few ulp of the reference).
+// instruction-set level (as attention_kernels.h): the scalar reference with std::exp, and AVX2 and
+// AVX-512 versions with a polynomial exp (within a few ulp of the reference).
 // Thread-safety: the tables are immutable; the kernels are pure functions.
 #include <cstdint>
 
@@ -22,11 +22,14 @@ struct ElementwiseKernels {
 };
 
 const ElementwiseKernels& elementwise_kernels_ref();
+const ElementwiseKernels& elementwise_kernels_avx2();
 const ElementwiseKernels& elementwise_kernels_avx512();
 
-// The table of one level (tests; the caller checks the CPU supports it); AVX2 uses the reference.
+// The table of one level (tests; the caller checks the CPU supports it).
 inline const ElementwiseKernels& elementwise_kernels(KernelIsa isa) {
-  return isa == KernelIsa::kAvx512 ? elementwise_kernels_avx512() : elementwise_kernels_ref();
+  if (isa == KernelIsa::kAvx512) return elementwise_kernels_avx512();
+  if (isa == KernelIsa::kAvx2) return elementwise_kernels_avx2();
+  return elementwise_kernels_ref();
 }
 
 // The table of the level in use (selected_kernel_isa()).

@@ -249,32 +249,6 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   }
 }
 
-// exp(x) for x <= 0, the AVX-512 kernels' method (avx512_util.h: exp_nonpositive): x = k ln2 + r,
-// a degree-7 Taylor polynomial of e^r, times 2^k. Without vscalefps, 2^k is applied as
-// 2^max(k, -125) (exact: the product stays a normal float) times 2^(k - that), so the result is
-// rounded once, as std::exp's, subnormal results included. Below -104 it is 0.
-inline __m256 exp_nonpositive(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
-  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);  // ln2, high part (exact k*)
-  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);      // ln2, low part
-  __m256 p = _mm256_set1_ps(1.0f / 5040);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256 k1 = _mm256_max_ps(k, _mm256_set1_ps(-125.0f));
-  const auto pow2 = [](__m256 e) {  // 2^e for integral e in [-126, 127]
-    return _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(e), _mm256_set1_epi32(127)), 23));
-  };
-  return _mm256_mul_ps(_mm256_mul_ps(p, pow2(k1)), pow2(_mm256_sub_ps(k, k1)));
-}
-
 // The AVX-512 softmax's steps on 8 lanes: max, exp(x - max) with the lane sums added in double
 // at the end (as the reference sums in double), then the normalisation and the optional f16
 // rounding. The row's tail goes through a stack copy padded with -inf (exp gives 0 there).
