@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -155,9 +156,12 @@ int run_bench(int argc, char** argv) {
   for (int32_t t : *threads) {
     bench::Roofline ceiling;
     ceiling.n_threads = t;
+    std::unique_ptr<bench::CeilingProbe> probe;
     if (roofline) {
       std::fprintf(stderr, "vela bench: measuring the roofline with %d thread(s)...\n", t);
-      ceiling = bench::measure_roofline(t, selected_kernel_isa(), report.bandwidth_buffer_bytes);
+      probe = std::make_unique<bench::CeilingProbe>(t, selected_kernel_isa(),
+                                                    report.bandwidth_buffer_bytes);
+      ceiling = probe->measure_all();
       report.rooflines.push_back(ceiling);
     }
     bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen, 1234, group);
@@ -189,14 +193,14 @@ int run_bench(int argc, char** argv) {
       r.n_batch = int32_t(std::min<int64_t>(*batch, std::max(n_prompt, 1)));
       r.n_threads = t;
       r.test = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
-      if (n_prompt > 0) {
-        r.work_per_run = bench::prompt_flops(work, n_prompt, int32_t(*batch));
-        r.ceiling = bench::prompt_ceiling(work, ceiling, &r.ceiling_name);
-      } else {
-        r.work_per_run = double(work.decode_bytes) * n_gen;
-        r.ceiling = ceiling.read_bytes_per_s;
-        r.ceiling_name = "read bandwidth";
-      }
+      const bench::CeilingKind kind =
+          n_prompt > 0 ? bench::prompt_ceiling(work, ceiling) : bench::CeilingKind::kReadBandwidth;
+      r.work_per_run = n_prompt > 0 ? bench::prompt_flops(work, n_prompt, int32_t(*batch))
+                                    : double(work.decode_bytes) * n_gen;
+      r.ceiling_name = bench::ceiling_name(kind);
+      // The ceiling next to each run: measured before the first and after every run, a run
+      // taking the mean of the two around it.
+      double ceiling_before = probe ? probe->measure(kind) : 0;
       for (int64_t i = 0; i < *reps; ++i) {
         const TensorParallelTraffic before = group ? group->traffic() : TensorParallelTraffic{};
         auto s = n_prompt > 0 ? runner.run_prompt(n_prompt) : runner.run_generation(n_gen);
@@ -205,6 +209,11 @@ int run_bench(int argc, char** argv) {
           return false;
         }
         r.seconds.push_back(*s);
+        if (probe) {
+          const double ceiling_after = probe->measure(kind);
+          r.ceilings.push_back((ceiling_before + ceiling_after) / 2);
+          ceiling_before = ceiling_after;
+        }
         if (group) {
           r.forward_seconds += *s;  // a run is its forward passes alone
           r.communication_seconds += group->traffic().seconds - before.seconds;

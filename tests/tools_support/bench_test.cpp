@@ -30,26 +30,43 @@ TEST(Roofline, MeasuresPositiveRatesOnEveryIsaThisCpuHas) {
   EXPECT_GE(default_bandwidth_buffer_bytes(), size_t(1) << 20);
 }
 
+// A probe measures each ceiling again on demand (its buffer kept), and names them; without a
+// bandwidth buffer it reports the bandwidth as not measured.
+TEST(Roofline, ProbeMeasuresOneCeilingAgain) {
+  const KernelIsa isa = selected_kernel_isa();
+  CeilingProbe probe(2, isa, size_t(4) << 20, 0.01);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GT(probe.measure(CeilingKind::kReadBandwidth), 1e8);
+    EXPECT_GT(probe.measure(CeilingKind::kFp32Peak), 1e8);
+    EXPECT_GT(probe.measure(CeilingKind::kInt8Peak), 1e8);
+  }
+  const Roofline all = probe.measure_all();
+  EXPECT_EQ(all.n_threads, 2);
+  EXPECT_GT(all.read_bytes_per_s, 1e8);
+  EXPECT_EQ(ceiling_of(all, CeilingKind::kReadBandwidth), all.read_bytes_per_s);
+  EXPECT_EQ(ceiling_of(all, CeilingKind::kFp32Peak), all.fp32_flops);
+  EXPECT_EQ(ceiling_of(all, CeilingKind::kInt8Peak), all.int8_ops);
+  EXPECT_EQ(ceiling_of(all, CeilingKind::kBf16Peak), all.bf16_flops);
+  EXPECT_STREQ(ceiling_name(CeilingKind::kReadBandwidth), "read bandwidth");
+  EXPECT_STREQ(ceiling_name(CeilingKind::kBf16Peak), "bf16 peak");
+  CeilingProbe no_buffer(1, isa, 0, 0.01);
+  EXPECT_EQ(no_buffer.measure(CeilingKind::kReadBandwidth), 0.0);
+  EXPECT_GT(no_buffer.measure(CeilingKind::kFp32Peak), 1e8);
+}
+
 // Quantized weights meet the int8 peak; BF16 weights the bf16 peak where their kernel is the bf16
 // dot instruction (else the fp32 peak their widened form runs at); F16 / F32 the fp32 peak.
 TEST(Roofline, PromptCeilingFollowsTheWeightType) {
   Roofline r;
-  r.fp32_flops = 1e11;
-  r.int8_ops = 3e11;
   ModelProfile quantized, bf16, f16;
   quantized.int8_activations = true;
   bf16.bf16_weights = true;
-  std::string name;
-  EXPECT_EQ(prompt_ceiling(quantized, r, &name), 3e11);
-  EXPECT_EQ(name, "int8 peak");
-  EXPECT_EQ(prompt_ceiling(bf16, r, &name), 1e11);
-  EXPECT_EQ(name, "fp32 peak");
+  EXPECT_EQ(prompt_ceiling(quantized, r), CeilingKind::kInt8Peak);
+  EXPECT_EQ(prompt_ceiling(bf16, r), CeilingKind::kFp32Peak);
   r.bf16_flops = 2e11;
   const bool dot = selected_bf16_kernel() == Bf16Kernel::kDot;
-  EXPECT_EQ(prompt_ceiling(bf16, r, &name), dot ? 2e11 : 1e11);
-  EXPECT_EQ(name, dot ? "bf16 peak" : "fp32 peak");
-  EXPECT_EQ(prompt_ceiling(f16, r, &name), 1e11);
-  EXPECT_EQ(name, "fp32 peak");
+  EXPECT_EQ(prompt_ceiling(bf16, r), dot ? CeilingKind::kBf16Peak : CeilingKind::kFp32Peak);
+  EXPECT_EQ(prompt_ceiling(f16, r), CeilingKind::kFp32Peak);
 }
 
 TEST(TestResult, StatisticsAndRooflineFraction) {
@@ -57,12 +74,32 @@ TEST(TestResult, StatisticsAndRooflineFraction) {
   r.n_prompt = 100;
   r.seconds = {1.0, 0.5};
   r.work_per_run = 1e9;
-  r.ceiling = 4e9;
+  r.ceilings = {4e9, 4e9};
   EXPECT_DOUBLE_EQ(r.mean_tps(), 150.0);
   EXPECT_NEAR(r.stddev_tps(), std::sqrt(2.0 * 50 * 50), 1e-9);
   EXPECT_DOUBLE_EQ(r.achieved(), 1e9 / 0.75);
-  EXPECT_DOUBLE_EQ(r.fraction(), 1e9 / 0.75 / 4e9);
-  r.ceiling = 0;
+  EXPECT_DOUBLE_EQ(r.mean_ceiling(), 4e9);
+  EXPECT_DOUBLE_EQ(r.fraction(), (0.25 + 0.5) / 2);  // two runs: the mean of both
+  r.ceilings.clear();
+  EXPECT_EQ(r.fraction(), 0.0);
+  EXPECT_TRUE(r.fractions().empty());
+}
+
+// Each run is taken against its own ceiling, and the median run is reported: a slow run during
+// a slow moment of the host counts as the share it had then.
+TEST(TestResult, EachRunAgainstItsOwnCeiling) {
+  TestResult r;
+  r.n_gen = 10;
+  r.work_per_run = 1e9;
+  r.seconds = {0.1, 0.2, 0.1};      // 10, 5 and 10 GB/s
+  r.ceilings = {2e10, 1e10, 1e10};  // the middle run ran while the ceiling had halved
+  const std::vector<double> f = r.fractions();
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_DOUBLE_EQ(f[0], 0.5);
+  EXPECT_DOUBLE_EQ(f[1], 0.5);
+  EXPECT_DOUBLE_EQ(f[2], 1.0);
+  EXPECT_DOUBLE_EQ(r.fraction(), 0.5);
+  r.ceilings.pop_back();  // not one per run: not a share
   EXPECT_EQ(r.fraction(), 0.0);
 }
 
@@ -127,7 +164,7 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
   pp.n_threads = 2;
   pp.seconds = {0.1, 0.2};
   pp.work_per_run = 1e8;
-  pp.ceiling = 4e11;
+  pp.ceilings = {4e11, 2e11};
   pp.ceiling_name = "int8 peak";
   r.results.push_back(pp);
   const auto j = nlohmann::json::parse(format_json(r));
@@ -138,7 +175,15 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
                           "stddev_ts", "roofline_fraction", "roofline_ceiling_name"})
     EXPECT_TRUE(t.contains(key)) << key;
   EXPECT_DOUBLE_EQ(t["avg_ts"].get<double>(), 75.0);
+  // Each run against its own ceiling: 1e8 FLOPs in 0.1 s of 4e11, and in 0.2 s of 2e11.
+  ASSERT_EQ(t["roofline_fractions"].size(), 2u);
+  EXPECT_DOUBLE_EQ(t["roofline_fractions"][0].get<double>(), 2.5e-3);
+  EXPECT_DOUBLE_EQ(t["roofline_fractions"][1].get<double>(), 2.5e-3);
+  EXPECT_DOUBLE_EQ(t["roofline_fraction"].get<double>(), 2.5e-3);
+  EXPECT_EQ(t["roofline_ceilings"].size(), 2u);
+  EXPECT_DOUBLE_EQ(t["roofline_ceiling"].get<double>(), 3e11);
   const std::string md = format_markdown(r);
+  EXPECT_NE(md.find("% of int8 peak (666.67 MFLOP/s of 300.00 GFLOP/s)"), std::string::npos) << md;
   EXPECT_NE(md.find("| synthetic tiny |"), std::string::npos) << md;
   EXPECT_NE(md.find("pp10"), std::string::npos);
   EXPECT_NE(md.find("75.00 ± 35.36"), std::string::npos) << md;

@@ -1,5 +1,6 @@
 #include "tools_support/bench/bench_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -52,8 +53,26 @@ double TestResult::achieved() const {
   return mean_s > 0 ? work_per_run / mean_s : 0;
 }
 
+double TestResult::mean_ceiling() const {
+  return ceilings.empty()
+             ? 0
+             : std::accumulate(ceilings.begin(), ceilings.end(), 0.0) / double(ceilings.size());
+}
+
+std::vector<double> TestResult::fractions() const {
+  std::vector<double> f;
+  if (ceilings.size() != seconds.size()) return f;
+  for (size_t i = 0; i < seconds.size(); ++i)
+    f.push_back(ceilings[i] > 0 && seconds[i] > 0 ? work_per_run / seconds[i] / ceilings[i] : 0);
+  return f;
+}
+
 double TestResult::fraction() const {
-  return ceiling > 0 ? achieved() / ceiling : 0;
+  std::vector<double> f = fractions();
+  if (f.empty()) return 0;
+  std::sort(f.begin(), f.end());
+  const size_t mid = f.size() / 2;
+  return f.size() % 2 ? f[mid] : (f[mid - 1] + f[mid]) / 2;
 }
 
 double TestResult::communication_share() const {
@@ -93,15 +112,22 @@ std::string format_markdown(const BenchReport& r) {
   if (r.bandwidth_buffer_bytes)
     out += "(bandwidth buffer " + fmt("%.0f", double(r.bandwidth_buffer_bytes) / (1 << 20)) +
            " MiB)\n";
+  if (!r.rooflines.empty())
+    out +=
+        "roofline: each run's share of the ceiling measured just before and just after it, the "
+        "median run's shown (in brackets: the achieved rate and the ceiling, averaged over the "
+        "runs)\n";
   out += "\n| model | size | params | type | threads | test | t/s | roofline |";
   out += r.split() ? " comm | sent/token/rank |\n" : "\n";
   out += "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: |";
   out += r.split() ? " ---: | ---: |\n" : "\n";
   for (const TestResult& t : r.results) {
     std::string roof = "-";
-    if (t.ceiling > 0)
+    if (t.mean_ceiling() > 0) {
+      const char* unit = t.n_gen > 0 ? "B/s" : "FLOP/s";
       roof = fmt("%.1f%%", 100.0 * t.fraction()) + " of " + t.ceiling_name + " (" +
-             si(t.achieved(), t.n_gen > 0 ? "B/s" : "FLOP/s") + ")";
+             si(t.achieved(), unit) + " of " + si(t.mean_ceiling(), unit) + ")";
+    }
     out += "| " + r.model.name + " | " + fmt("%.2f MiB", double(r.model.file_bytes) / (1 << 20)) +
            " | " + fmt("%.2f B", double(r.model.n_params) / 1e9) + " | " + r.model.type_name +
            " | " + std::to_string(t.n_threads) + " | " + t.test + " | " +
@@ -159,8 +185,10 @@ std::string format_json(const BenchReport& r) {
                        {"stddev_ts", t.stddev_tps()},
                        {"roofline_work", t.work_per_run},
                        {"roofline_achieved", t.achieved()},
-                       {"roofline_ceiling", t.ceiling},
+                       {"roofline_ceiling", t.mean_ceiling()},
                        {"roofline_ceiling_name", t.ceiling_name},
+                       {"roofline_ceilings", t.ceilings},
+                       {"roofline_fractions", t.fractions()},
                        {"roofline_fraction", t.fraction()}});
   if (r.split()) {
     for (size_t i = 0; i < r.results.size(); ++i) {

@@ -22,17 +22,22 @@ struct TestResult {
   int32_t n_batch = 0;
   int32_t n_threads = 1;
   std::vector<double> seconds;  // one per repetition
-  // Roofline: pp compares FLOP/s with the arithmetic peak, tg weight bytes/s with bandwidth.
-  double work_per_run = 0;   // pp: FLOPs; tg: weight bytes read
-  double ceiling = 0;        // pp: ops/s; tg: bytes/s; 0 when not measured
-  std::string ceiling_name;  // "int8 peak", "fp32 peak" or "read bandwidth"
+  // Roofline: pp compares FLOP/s with the arithmetic peak, tg weight bytes/s with bandwidth. The
+  // host's ceilings drift (2x within minutes on a shared machine), so each run is compared with
+  // the ceiling of its own moment: the mean of the ceiling measured just before and just after it.
+  double work_per_run = 0;       // pp: FLOPs; tg: weight bytes read
+  std::vector<double> ceilings;  // one per repetition (pp: ops/s; tg: bytes/s); empty: not measured
+  std::string ceiling_name;      // "int8 peak", "fp32 peak", "bf16 peak" or "read bandwidth"
 
   double tokens() const { return double(n_prompt + n_gen); }
   std::vector<double> tokens_per_second() const;
   double mean_tps() const;
-  double stddev_tps() const;  // sample standard deviation; 0 with one repetition
-  double achieved() const;    // work_per_run / mean seconds
-  double fraction() const;    // achieved / ceiling; 0 when the ceiling was not measured
+  double stddev_tps() const;    // sample standard deviation; 0 with one repetition
+  double achieved() const;      // work_per_run / mean seconds
+  double mean_ceiling() const;  // 0 when not measured
+  // Per repetition: work_per_run / its seconds / its ceiling; empty when not measured.
+  std::vector<double> fractions() const;
+  double fraction() const;  // the median of fractions(); 0 when not measured
 
   // A split model, over every repetition: rank 0's seconds in forward passes and in the group's
   // calls, and each world rank's bytes sent and seconds communicating (index: world rank).

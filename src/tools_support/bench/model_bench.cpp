@@ -126,18 +126,12 @@ ModelProfile per_rank_profile(const ModelProfile& rank0, const ModelProfile& who
   return p;
 }
 
-double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* name) {
-  if (p.int8_activations) {
-    *name = "int8 peak";
-    return r.int8_ops;
-  }
+CeilingKind prompt_ceiling(const ModelProfile& p, const Roofline& r) {
+  if (p.int8_activations) return CeilingKind::kInt8Peak;
   // The widened BF16 kernel multiplies on the FMA units (packed_gemm.h: Bf16Kernel).
-  if (p.bf16_weights && r.bf16_flops > 0 && selected_bf16_kernel() == Bf16Kernel::kDot) {
-    *name = "bf16 peak";
-    return r.bf16_flops;
-  }
-  *name = "fp32 peak";
-  return r.fp32_flops;
+  if (p.bf16_weights && r.bf16_flops > 0 && selected_bf16_kernel() == Bf16Kernel::kDot)
+    return CeilingKind::kBf16Peak;
+  return CeilingKind::kFp32Peak;
 }
 
 double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch) {

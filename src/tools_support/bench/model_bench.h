@@ -33,9 +33,9 @@ struct ModelProfile {
 };
 
 // The arithmetic ceiling of the model's prompt processing: int8 peak for quantized weights, the
-// bf16 peak for BF16 ones where their kernel is the bf16 dot instruction, else the fp32 peak. Sets
-// `name` to the ceiling's name.
-double prompt_ceiling(const ModelProfile& p, const Roofline& r, std::string* name);
+// bf16 peak for BF16 ones where their kernel is the bf16 dot instruction (r: whether the CPU has
+// one, bf16_flops > 0), else the fp32 peak.
+CeilingKind prompt_ceiling(const ModelProfile& p, const Roofline& r);
 
 // A mixture of experts' active share counts the whole model's experts (a tensor-parallel
 // slice holds some of them, and its ranks share the chosen ones).
