@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,14 +155,14 @@ int run_bench(int argc, char** argv) {
   for (int32_t t : *threads) {
     bench::Roofline ceiling;
     ceiling.n_threads = t;
-    std::unique_ptr<bench::CeilingProbe> probe;
     if (roofline) {
       std::fprintf(stderr, "vela bench: measuring the roofline with %d thread(s)...\n", t);
-      probe = std::make_unique<bench::CeilingProbe>(t, selected_kernel_isa(),
-                                                    report.bandwidth_buffer_bytes);
-      ceiling = probe->measure_all();
+      ceiling = bench::measure_roofline(t, selected_kernel_isa(), report.bandwidth_buffer_bytes);
       report.rooflines.push_back(ceiling);
     }
+    const auto measure = [&](bench::CeilingKind kind) {
+      return bench::measure_ceiling(kind, t, selected_kernel_isa(), report.bandwidth_buffer_bytes);
+    };
     bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen, 1234, group);
     if (group) {
       // The other ranks build their slices for this runner's passes, with t threads each.
@@ -200,7 +199,7 @@ int run_bench(int argc, char** argv) {
       r.ceiling_name = bench::ceiling_name(kind);
       // The ceiling next to each run: measured before the first and after every run, a run
       // taking the mean of the two around it.
-      double ceiling_before = probe ? probe->measure(kind) : 0;
+      double ceiling_before = roofline ? measure(kind) : 0;
       for (int64_t i = 0; i < *reps; ++i) {
         const TensorParallelTraffic before = group ? group->traffic() : TensorParallelTraffic{};
         auto s = n_prompt > 0 ? runner.run_prompt(n_prompt) : runner.run_generation(n_gen);
@@ -209,8 +208,8 @@ int run_bench(int argc, char** argv) {
           return false;
         }
         r.seconds.push_back(*s);
-        if (probe) {
-          const double ceiling_after = probe->measure(kind);
+        if (roofline) {
+          const double ceiling_after = measure(kind);
           r.ceilings.push_back((ceiling_before + ceiling_after) / 2);
           ceiling_before = ceiling_after;
         }

@@ -71,9 +71,6 @@ double run_parallel(int n_threads, const std::function<void(int)>& work) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Reads of the bandwidth buffer per measurement, the best kept.
-constexpr int kBandwidthPasses = 5;
-
 // Runs of a peak loop, the best kept. On a shared virtual machine a run can lose one of its
 // cores to the host for part of its 0.1 s (two-thread fp32 peaks of 100 and 195 GFLOP/s a few
 // seconds apart on a 2-vCPU Zen 3 guest), which would understate the ceiling.
@@ -118,44 +115,33 @@ size_t default_bandwidth_buffer_bytes() {
   return std::min(bytes, ram / 4);
 }
 
-// A bandwidth test's buffer: n_threads slices of `slice` bytes, each first touched by the thread
-// that reads it (which places its pages near that thread on NUMA systems).
-struct CeilingProbe::Buffer {
-  std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
-  size_t slice = 0;
-  size_t total = 0;
+double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int passes) {
+  n_threads = std::max(1, n_threads);
+  // Each thread's slice is a multiple of 256 bytes (the widest kernel's step).
+  const size_t slice = std::max<size_t>(256, bytes / size_t(n_threads) / 256 * 256);
+  const size_t total = slice * size_t(n_threads);
+  // On huge pages, as the repacked weights are, so that the ceiling is the one they can reach.
+  const size_t rounded = (total + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(
+      static_cast<uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)), &std::free);
+  if (!buf) return 0;
+  advise_huge_pages(buf.get(), rounded);
+  // First touch by the thread that will read the slice (places pages near it on NUMA systems).
+  run_parallel(n_threads, [&](int t) { std::memset(buf.get() + size_t(t) * slice, t + 1, slice); });
   uint64_t (*read)(const uint8_t*, size_t) = read_sum_scalar;
-
-  bool allocate(int n_threads, size_t bytes, KernelIsa isa) {
-    // Each thread's slice is a multiple of 256 bytes (the widest kernel's step).
-    slice = std::max<size_t>(256, bytes / size_t(n_threads) / 256 * 256);
-    total = slice * size_t(n_threads);
-    // On huge pages, as the repacked weights are, so that the ceiling is the one they can reach.
-    const size_t rounded = (total + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-    data.reset(static_cast<uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)));
-    if (!data) return false;
-    advise_huge_pages(data.get(), rounded);
-    run_parallel(n_threads,
-                 [&](int t) { std::memset(data.get() + size_t(t) * slice, t + 1, slice); });
-    if (isa == KernelIsa::kAvx512) read = read_sum_avx512;
-    if (isa == KernelIsa::kAvx2) read = read_sum_avx2;
-    return true;
+  if (isa == KernelIsa::kAvx512) read = read_sum_avx512;
+  if (isa == KernelIsa::kAvx2) read = read_sum_avx2;
+  std::vector<uint64_t> sums(static_cast<size_t>(n_threads));
+  double best = 0;
+  for (int p = 0; p < std::max(1, passes); ++p) {
+    const double wall = run_parallel(
+        n_threads, [&](int t) { sums[size_t(t)] = read(buf.get() + size_t(t) * slice, slice); });
+    best = std::max(best, double(total) / wall);
   }
-
-  // Best of `passes` reads of the whole buffer (bytes/s).
-  double measure(int n_threads, int passes) const {
-    std::vector<uint64_t> sums(static_cast<size_t>(n_threads));
-    double best = 0;
-    for (int p = 0; p < std::max(1, passes); ++p) {
-      const double wall = run_parallel(
-          n_threads, [&](int t) { sums[size_t(t)] = read(data.get() + size_t(t) * slice, slice); });
-      best = std::max(best, double(total) / wall);
-    }
-    volatile uint64_t keep = 0;
-    for (uint64_t s : sums) keep = keep + s;  // the sums must be used or the reads could go
-    return best;
-  }
-};
+  volatile uint64_t keep = 0;
+  for (uint64_t s : sums) keep = keep + s;  // the sums must be used or the reads could go
+  return best;
+}
 
 double measure_peak_fp32(int n_threads, KernelIsa isa, double seconds) {
   n_threads = std::max(1, n_threads);
@@ -178,6 +164,16 @@ double measure_peak_bf16(int n_threads, KernelIsa isa, double seconds) {
   return measure_loop<float>(std::max(1, n_threads), seconds, bf16_dot_loop_avx512);
 }
 
+Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes, double seconds) {
+  Roofline r;
+  r.n_threads = n_threads;
+  r.read_bytes_per_s = measure_ceiling(CeilingKind::kReadBandwidth, n_threads, isa, bandwidth_bytes);
+  r.fp32_flops = measure_ceiling(CeilingKind::kFp32Peak, n_threads, isa, 0, seconds);
+  r.int8_ops = measure_ceiling(CeilingKind::kInt8Peak, n_threads, isa, 0, seconds);
+  r.bf16_flops = measure_ceiling(CeilingKind::kBf16Peak, n_threads, isa, 0, seconds);
+  return r;
+}
+
 const char* ceiling_name(CeilingKind kind) {
   switch (kind) {
     case CeilingKind::kReadBandwidth:
@@ -192,53 +188,17 @@ const char* ceiling_name(CeilingKind kind) {
   return "?";
 }
 
-double ceiling_of(const Roofline& r, CeilingKind kind) {
+double measure_ceiling(CeilingKind kind, int n_threads, KernelIsa isa, size_t bandwidth_bytes,
+                       double seconds) {
   switch (kind) {
     case CeilingKind::kReadBandwidth:
-      return r.read_bytes_per_s;
+      return bandwidth_bytes > 0 ? measure_read_bandwidth(n_threads, bandwidth_bytes, isa) : 0;
     case CeilingKind::kFp32Peak:
-      return r.fp32_flops;
+      return measure_peak_fp32(n_threads, isa, seconds);
     case CeilingKind::kInt8Peak:
-      return r.int8_ops;
+      return measure_peak_int8(n_threads, isa, seconds);
     case CeilingKind::kBf16Peak:
-      return r.bf16_flops;
-  }
-  return 0;
-}
-
-Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes, double seconds) {
-  return CeilingProbe(n_threads, isa, bandwidth_bytes, seconds).measure_all();
-}
-
-CeilingProbe::CeilingProbe(int n_threads, KernelIsa isa, size_t bandwidth_bytes, double seconds)
-    : n_threads_(std::max(1, n_threads)), isa_(isa), seconds_(seconds) {
-  if (bandwidth_bytes == 0) return;
-  buffer_ = std::make_unique<Buffer>();
-  if (!buffer_->allocate(n_threads_, bandwidth_bytes, isa)) buffer_.reset();
-}
-
-CeilingProbe::~CeilingProbe() = default;
-
-Roofline CeilingProbe::measure_all() {
-  Roofline r;
-  r.n_threads = n_threads_;
-  r.read_bytes_per_s = measure(CeilingKind::kReadBandwidth);
-  r.fp32_flops = measure(CeilingKind::kFp32Peak);
-  r.int8_ops = measure(CeilingKind::kInt8Peak);
-  r.bf16_flops = measure(CeilingKind::kBf16Peak);
-  return r;
-}
-
-double CeilingProbe::measure(CeilingKind kind) {
-  switch (kind) {
-    case CeilingKind::kReadBandwidth:
-      return buffer_ ? buffer_->measure(n_threads_, kBandwidthPasses) : 0;
-    case CeilingKind::kFp32Peak:
-      return measure_peak_fp32(n_threads_, isa_, seconds_);
-    case CeilingKind::kInt8Peak:
-      return measure_peak_int8(n_threads_, isa_, seconds_);
-    case CeilingKind::kBf16Peak:
-      return measure_peak_bf16(n_threads_, isa_, seconds_);
+      return measure_peak_bf16(n_threads, isa, seconds);
   }
   return 0;
 }
