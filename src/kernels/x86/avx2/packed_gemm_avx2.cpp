@@ -103,16 +103,20 @@ inline void load_decoded(const __m256i* decoded, __m256i w[kVectors]) {
   for (int j = 0; j < kVectors; ++j) w[j] = _mm256_load_si256(decoded + j);
 }
 
-// The 5th bits of rows 8h .. 8h + 7 (plane: their bytes of a PackedHighBits plane) joined to the
-// 8 vectors of levels w: vector v's are bit v of each plane byte, shifted to bit 4 (bits that
-// cross into a neighbouring byte of the 16-bit lane land outside bit 4 and are masked off).
+// Vector v's 5th bits from a PackedHighBits plane (rows 8h .. 8h + 7 of it): bit v of each plane
+// byte, shifted to bit 4 (bits that cross into a neighbouring byte of the 16-bit lane land
+// outside bit 4 and are masked off).
+inline __m256i high_bits_of(__m256i plane, int v) {
+  const __m256i at4 = v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
+  return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
+// The 5th bits of rows 8h .. 8h + 7 (plane_rows: their bytes of a plane) joined to the 8 vectors
+// of levels w.
 inline void join_high_bits(const uint8_t (*plane_rows)[4], __m256i w[8]) {
-  const __m256i plane = loadu256(plane_rows), bit4 = _mm256_set1_epi8(0x10);
+  const __m256i plane = loadu256(plane_rows);
   VELA_UNROLL
-  for (int v = 0; v < 8; ++v) {
-    const __m256i at4 = v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
-    w[v] = _mm256_or_si256(w[v], _mm256_and_si256(at4, bit4));
-  }
+  for (int v = 0; v < 8; ++v) w[v] = _mm256_or_si256(w[v], high_bits_of(plane, v));
 }
 
 template <class Packed>
@@ -133,26 +137,16 @@ inline void decode_half(const Packed& blk, int h, __m256i w[8]) {
   if constexpr (F::kHighBit) join_high_bits(blk.qh + kHalfRows * h, w);
 }
 
-// acc plus one activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows
-// 8h .. 8h + 7 of blk, decoded in w, dw their scales. 4-bit levels: eight pair-sum vectors add up
-// exactly in int16 (at most 8 * 2 * 15 * 127); 5-bit ones (at most 2 * 31 * 127 each) four at a
-// time, then vpmaddwd.
+// One activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows 8h .. 8h + 7 of
+// blk, from its pair sums s16 (vectors 0-3 in s16[0], 4-7 in s16[1]; see half_pair_sums), dw the
+// rows' scales: acc plus the block's products. 4-bit levels' two sums are added in int16 too (at
+// most 8 * 2 * 15 * 127); 5-bit ones go through vpmaddwd each.
 template <class Packed>
-inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m256 dw,
-                             const typename NibbleFormat<Packed>::Act& a, int32_t start,
-                             __m256 acc) {
+inline __m256 finish_half_block(const __m256i s16[2], const Packed& blk, int h, __m256 dw,
+                                const typename NibbleFormat<Packed>::Act& a, int32_t start,
+                                __m256 acc) {
   using F = NibbleFormat<Packed>;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i s16[2];
-  VELA_UNROLL
-  for (int part = 0; part < 2; ++part) {
-    s16[part] = _mm256_maddubs_epi16(w[4 * part], _mm256_set1_epi32(load_i32(a.qs + 16 * part)));
-    VELA_UNROLL
-    for (int j = 1; j < 4; ++j)
-      s16[part] = _mm256_add_epi16(
-          s16[part], _mm256_maddubs_epi16(w[4 * part + j],
-                                          _mm256_set1_epi32(load_i32(a.qs + 16 * part + 4 * j))));
-  }
   __m256i isum = F::kHighBit ? _mm256_add_epi32(_mm256_madd_epi16(s16[0], ones),
                                                 _mm256_madd_epi16(s16[1], ones))
                              : _mm256_madd_epi16(_mm256_add_epi16(s16[0], s16[1]), ones);
@@ -165,6 +159,67 @@ inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m25
     acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(half_to_float(a.s)), acc);
   }
   return acc;
+}
+
+// The pair sums of one activation block's quants qs against the 8 vectors of levels w (vector j
+// meets the 4 quants at 4 j): 4-bit levels (at most 2 * 15 * 127 per pair) and 5-bit ones (at
+// most 2 * 31 * 127) add up exactly in int16 four vectors at a time, vectors 0-3 in s16[0] and
+// 4-7 in s16[1].
+inline void half_pair_sums(const __m256i w[8], const int8_t* qs, __m256i s16[2]) {
+  VELA_UNROLL
+  for (int part = 0; part < 2; ++part) {
+    s16[part] = _mm256_maddubs_epi16(w[4 * part], _mm256_set1_epi32(load_i32(qs + 16 * part)));
+    VELA_UNROLL
+    for (int j = 1; j < 4; ++j)
+      s16[part] = _mm256_add_epi16(
+          s16[part], _mm256_maddubs_epi16(w[4 * part + j],
+                                          _mm256_set1_epi32(load_i32(qs + 16 * part + 4 * j))));
+  }
+}
+
+// acc plus one activation block a against rows 8h .. 8h + 7 of blk, decoded in w.
+template <class Packed>
+inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m256 dw,
+                             const typename NibbleFormat<Packed>::Act& a, int32_t start,
+                             __m256 acc) {
+  __m256i s16[2];
+  half_pair_sums(w, a.qs, s16);
+  return finish_half_block(s16, blk, h, dw, a, start, acc);
+}
+
+// The same for a lone row, each vector of levels decoded just before its vpmaddubsw (the same
+// integer sums, the same float steps). A lone row uses each decoded vector once; decoding all 8
+// first keeps them live together, which AVX2's 16 registers cannot hold beside a lone row's 4
+// accumulators. The pair sums are added with vpaddsw, which never saturates within the bounds
+// above and so gives vpaddw's sums, because GCC may not reorder a saturating add: with vpaddw
+// it regrouped them and kept every product live at once. Together with lone_row's reloaded
+// activations, the spills of the Q5_1 loop went from 107 stack accesses per step of two blocks
+// to 1. `vela bench matmul --rows 2048 --working-set-mib 8 --tokens 1 -t 1` (in L3), medians of
+// four alternations on a Zen 3: Q4_0 1.18x, Q4_1 1.16x, Q5_0 1.16x, Q5_1 1.16x.
+template <class Packed>
+inline __m256 half_block_row_streamed(const Packed& blk, int h, __m256 dw,
+                                      const typename NibbleFormat<Packed>::Act& a, int32_t start,
+                                      __m256 acc) {
+  using F = NibbleFormat<Packed>;
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256i plane = _mm256_setzero_si256();
+  if constexpr (F::kHighBit) plane = loadu256(blk.qh + kHalfRows * h);
+  __m256i s16[2];
+  VELA_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const __m256i raw = loadu256(blk.qs[j][kHalfRows * h]);
+    __m256i lo = _mm256_and_si256(raw, low);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    if constexpr (F::kHighBit) {
+      lo = _mm256_or_si256(lo, high_bits_of(plane, j));
+      hi = _mm256_or_si256(hi, high_bits_of(plane, j + 4));
+    }
+    const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(a.qs + 4 * j)));
+    const __m256i p_hi = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(a.qs + 16 + 4 * j)));
+    s16[0] = j == 0 ? p_lo : _mm256_adds_epi16(s16[0], p_lo);
+    s16[1] = j == 0 ? p_hi : _mm256_adds_epi16(s16[1], p_hi);
+  }
+  return finish_half_block(s16, blk, h, dw, a, start, acc);
 }
 
 // Q8_0: the packed weights are level + 128; as signed bytes again, vpmaddubsw takes |w| (at
@@ -295,10 +350,20 @@ void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
       prefetch_ahead(&blk);
       VELA_UNROLL
       for (int h = 0; h < 2; ++h) {
-        __m256i w[8];
-        decode_half(blk, h, w);
-        acc[i][h] = half_block_row(w, blk, h, half_scales(blk, h), a[b],
-                                   kTakesStarts<Packed> ? starts[b] : 0, acc[i][h]);
+        const int32_t start = kTakesStarts<Packed> ? starts[b] : 0;
+        if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
+          __m256i w[8];
+          decode_half(blk, h, w);
+          acc[i][h] = half_block_row(w, blk, h, half_scales(blk, h), a[b], start, acc[i][h]);
+        } else {
+          // With 5th bits, the plane and its mask leave no registers for the 8 activation
+          // broadcasts that GCC would otherwise load once per block and keep for all 4 of its
+          // halves: an opaque pointer has them loaded again (a broadcast load costs no ALU
+          // work), instead of spilled. Without 5th bits they fit, and reloading them was slower.
+          const ActOf<Packed>* ab = a + b;
+          if constexpr (NibbleFormat<Packed>::kHighBit) asm volatile("" : "+r"(ab));
+          acc[i][h] = half_block_row_streamed(blk, h, half_scales(blk, h), *ab, start, acc[i][h]);
+        }
       }
     }
   }
