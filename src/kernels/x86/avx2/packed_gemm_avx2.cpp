@@ -30,6 +30,20 @@ inline void prefetch_ahead(const Packed* block) {
   prefetch_weights<sizeof(Packed)>(block);
 }
 
+// Slice `part` of kParts of those lines. The K blocks are 36-53 lines, and fetching all of them at
+// a block's start, then computing on it for some 100 ns, had a lone row read memory 1.2-1.45x
+// slower than one slice per sub-block does, issued as the sub-block starts: a burst that size
+// overruns the core's outstanding-miss slots (`vela bench matmul --tokens 1 -t 1` on a Zen 3,
+// three alternations, medians: Q4_K 1.29x, Q5_K 1.44x, Q6_K 1.23x; tg of Q4_K_M 1.13-1.37x and
+// Q5_K_M 1.19-1.25x with -t 2).
+template <class Packed, int kParts>
+inline void prefetch_ahead_slice(const Packed* block, int part) {
+  constexpr int kLines = int((sizeof(Packed) + 63) / 64);
+  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
+  for (int line = kLines * part / kParts; line < kLines * (part + 1) / kParts; ++line)
+    _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+}
+
 // fn(std::integral_constant<int, R>, t) for the token tiles of n_act rows: kMaxR rows (4 or 2)
 // at a time, then 2 and 1 for the rest.
 template <int kMaxR, class Fn>
@@ -434,7 +448,6 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
   for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = k_scales(wg[b]);
-    if constexpr (!kDecoded) prefetch_ahead(wg + b);
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
@@ -448,6 +461,7 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
 #pragma GCC unroll 1
       for (int sub = 0; sub < 8; ++sub) {
         __m256i w[8];
+        if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8 * H>(wg + b, 8 * hh + sub);
         if constexpr (kDecoded)
           load_decoded<8>(decoded + 64 * b + 8 * sub, w);
         else
@@ -530,7 +544,6 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
   for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx16& wb = wg[b];
-    if constexpr (!kDecoded) prefetch_ahead(&wb);
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
@@ -544,6 +557,7 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
 #pragma GCC unroll 1
       for (int sub = 0; sub < 16; ++sub) {
         __m256i q[4];
+        if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16 * H>(&wb, 16 * hh + sub);
         if constexpr (kDecoded)
           load_decoded<4>(decoded + 64 * b + 4 * sub, q);
         else
