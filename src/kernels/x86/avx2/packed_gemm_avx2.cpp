@@ -505,38 +505,39 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
       __m256i dots[R];
       VELA_UNROLL
       for (int r = 0; r < R; ++r) dots[r] = _mm256_setzero_si256();
-      if constexpr (H == 2) {  // a lone row
+      if constexpr (H == 2) {  // a lone row: sub-block pairs
 #pragma GCC unroll 1
         for (int p = 0; p < 4; ++p) {
           prefetch_ahead_slice<Packed, 8>(wg + b, 4 * hh + p);
           dots[0] =
               lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[b], p, h, a[0]->qs + 64 * p, dots[0]);
         }
-      }
+      } else {
 #pragma GCC unroll 1
-      for (int sub = 0; sub < (H == 2 ? 0 : 8); ++sub) {
-        __m256i w[8];
-        if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8 * H>(wg + b, 8 * hh + sub);
-        if constexpr (kDecoded)
-          load_decoded<8>(decoded + 64 * b + 8 * sub, w);
-        else
-          decode_q4_k_sub(wg[b], sub, h, w);
-        const __m256i sc = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-        VELA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const int8_t* q = a[r]->qs + 32 * sub;
-          __m256i d = _mm256_setzero_si256();
+        for (int sub = 0; sub < 8; ++sub) {
+          __m256i w[8];
+          if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
+          if constexpr (kDecoded)
+            load_decoded<8>(decoded + 64 * b + 8 * sub, w);
+          else
+            decode_q4_k_sub(wg[b], sub, h, w);
+          const __m256i sc = _mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
           VELA_UNROLL
-          for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
-            __m256i s16 = _mm256_maddubs_epi16(w[g0], _mm256_set1_epi32(load_i32(q + 4 * g0)));
+          for (int r = 0; r < R; ++r) {
+            const int8_t* q = a[r]->qs + 32 * sub;
+            __m256i d = _mm256_setzero_si256();
             VELA_UNROLL
-            for (int g = g0 + 1; g < g0 + kInt16Terms; ++g)
-              s16 = _mm256_add_epi16(
-                  s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
-            d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+            for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
+              __m256i s16 = _mm256_maddubs_epi16(w[g0], _mm256_set1_epi32(load_i32(q + 4 * g0)));
+              VELA_UNROLL
+              for (int g = g0 + 1; g < g0 + kInt16Terms; ++g)
+                s16 = _mm256_add_epi16(
+                    s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
+              d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+            }
+            dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
           }
-          dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
         }
       }
       const __m256 dw =
