@@ -31,10 +31,10 @@ inline void prefetch_ahead(const Packed* block) {
 }
 
 // Slice `part` of kParts of those lines. The K blocks are 36-53 lines, and fetching all of them at
-// a block's start, then computing on it for some 100 ns, had a lone row read memory 1.2-1.45x
+// a block's start, then computing on it for some 100 ns, had a lone row read memory 1.2-1.5x
 // slower than one slice per sub-block does, issued as the sub-block starts: a burst that size
 // overruns the core's outstanding-miss slots (`vela bench matmul --tokens 1 -t 1` on a Zen 3,
-// three alternations, medians: Q4_K 1.29x, Q5_K 1.44x, Q6_K 1.23x; tg of Q4_K_M 1.13-1.37x and
+// three alternations, medians: Q4_K 1.31x, Q5_K 1.47x, Q6_K 1.22x; tg of Q4_K_M 1.13-1.37x and
 // Q5_K_M 1.19-1.25x with -t 2).
 template <class Packed, int kParts>
 inline void prefetch_ahead_slice(const Packed* block, int part) {
@@ -209,7 +209,7 @@ inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m25
 // it regrouped them and kept every product live at once. Together with lone_row's reloaded
 // activations, the spills of the Q5_1 loop went from 107 stack accesses per step of two blocks
 // to 1. `vela bench matmul --rows 2048 --working-set-mib 8 --tokens 1 -t 1` (in L3), medians of
-// four alternations on a Zen 3: Q4_0 1.18x, Q4_1 1.16x, Q5_0 1.16x, Q5_1 1.16x.
+// four alternations on a Zen 3: Q4_0 1.18x, Q4_1 1.16x, Q5_0 1.15x, Q5_1 1.16x.
 template <class Packed>
 inline __m256 half_block_row_streamed(const Packed& blk, int h, __m256 dw,
                                       const typename NibbleFormat<Packed>::Act& a, int32_t start,
@@ -433,7 +433,7 @@ inline void decode_q4_k_sub(const BlockQ5_Kx16& wb, int sub, int h, __m256i w[8]
 // half_block_row_streamed, so that no vector of levels waits in a register (or on the stack).
 // `vela bench matmul --rows 2048 --working-set-mib 8 --tokens 1 -t 1` (in L3) on a Zen 3, three
 // alternations against decoding each sub-block's 8 vectors first: Q4_K 1.35x, Q5_K 1.27x; from
-// memory with one thread 1.05x and 1.12x.
+// memory with one thread 1.07x and 1.11x.
 template <class Packed, int kInt16Terms>
 inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t* q, __m256i dots) {
   constexpr bool kHighBit = std::is_same_v<Packed, BlockQ5_Kx16>;
