@@ -201,6 +201,27 @@ inline __m256 half_block_row(const __m256i w[8], const Packed& blk, int h, __m25
   return finish_half_block(s16, blk, h, dw, a, start, acc);
 }
 
+// One vector of packed nibbles, raw, as two vectors of levels (low nibbles, then high; with
+// kHighBit, their 5th bits from bit v_lo of plane_lo and bit v_hi of plane_hi), each decoded just
+// before its vpmaddubsw against the 4 activation quants at q_lo or q_hi. The pair sums start s_lo
+// and s_hi (first) or are added to them with vpaddsw (see half_block_row_streamed).
+template <bool kHighBit>
+inline void nibble_pair_products(__m256i raw, __m256i plane_lo, int v_lo, __m256i plane_hi,
+                                 int v_hi, const int8_t* q_lo, const int8_t* q_hi, bool first,
+                                 __m256i& s_lo, __m256i& s_hi) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256i lo = _mm256_and_si256(raw, low);
+  __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+  if constexpr (kHighBit) {
+    lo = _mm256_or_si256(lo, high_bits_of(plane_lo, v_lo));
+    hi = _mm256_or_si256(hi, high_bits_of(plane_hi, v_hi));
+  }
+  const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(q_lo)));
+  const __m256i p_hi = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(q_hi)));
+  s_lo = first ? p_lo : _mm256_adds_epi16(s_lo, p_lo);
+  s_hi = first ? p_hi : _mm256_adds_epi16(s_hi, p_hi);
+}
+
 // The same for a lone row, each vector of levels decoded just before its vpmaddubsw (the same
 // integer sums, the same float steps). A lone row uses each decoded vector once; decoding all 8
 // first keeps them live together, which AVX2's 16 registers cannot hold beside a lone row's 4
@@ -215,24 +236,13 @@ inline __m256 half_block_row_streamed(const Packed& blk, int h, __m256 dw,
                                       const typename NibbleFormat<Packed>::Act& a, int32_t start,
                                       __m256 acc) {
   using F = NibbleFormat<Packed>;
-  const __m256i low = _mm256_set1_epi8(0x0F);
   __m256i plane = _mm256_setzero_si256();
   if constexpr (F::kHighBit) plane = loadu256(blk.qh + kHalfRows * h);
   __m256i s16[2];
   VELA_UNROLL
-  for (int j = 0; j < 4; ++j) {
-    const __m256i raw = loadu256(blk.qs[j][kHalfRows * h]);
-    __m256i lo = _mm256_and_si256(raw, low);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-    if constexpr (F::kHighBit) {
-      lo = _mm256_or_si256(lo, high_bits_of(plane, j));
-      hi = _mm256_or_si256(hi, high_bits_of(plane, j + 4));
-    }
-    const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(a.qs + 4 * j)));
-    const __m256i p_hi = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(a.qs + 16 + 4 * j)));
-    s16[0] = j == 0 ? p_lo : _mm256_adds_epi16(s16[0], p_lo);
-    s16[1] = j == 0 ? p_hi : _mm256_adds_epi16(s16[1], p_hi);
-  }
+  for (int j = 0; j < 4; ++j)
+    nibble_pair_products<F::kHighBit>(loadu256(blk.qs[j][kHalfRows * h]), plane, j, plane, j + 4,
+                                      a.qs + 4 * j, a.qs + 16 + 4 * j, j == 0, s16[0], s16[1]);
   return finish_half_block(s16, blk, h, dw, a, start, acc);
 }
 
@@ -428,9 +438,8 @@ inline void decode_q4_k_sub(const BlockQ5_Kx16& wb, int sub, int h, __m256i w[8]
 
 // A lone row's sub-blocks 2p and 2p + 1 of rows 8h .. 8h + 7 of a Q4_K or Q5_K block (the low and
 // high nibbles of the same bytes) against its activation quants q (64 of them): dots plus each
-// sub-block's exact sum times its scale. Each byte vector is loaded once for both sub-blocks, and
-// each level vector is decoded just before its vpmaddubsw, added with vpaddsw as in
-// half_block_row_streamed, so that no vector of levels waits in a register (or on the stack).
+// sub-block's exact sum times its scale. Each byte vector is loaded once for both sub-blocks
+// (nibble_pair_products), so that no vector of levels waits in a register (or on the stack).
 // `vela bench matmul --rows 2048 --working-set-mib 8 --tokens 1 -t 1` (in L3) on a Zen 3, three
 // alternations against decoding each sub-block's 8 vectors first: Q4_K 1.35x, Q5_K 1.27x; from
 // memory with one thread 1.07x and 1.11x.
@@ -438,7 +447,7 @@ template <class Packed, int kInt16Terms>
 inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t* q, __m256i dots) {
   constexpr bool kHighBit = std::is_same_v<Packed, BlockQ5_Kx16>;
   const BlockQ4_Kx16& wb = k_scales(blk);
-  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const __m256i ones = _mm256_set1_epi16(1);
   __m256i plane_lo = _mm256_setzero_si256(), plane_hi = plane_lo;
   if constexpr (kHighBit) {
     plane_lo = loadu256(blk.qh[p][0] + kHalfRows * h);
@@ -449,19 +458,9 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
   for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
     __m256i s_lo = _mm256_setzero_si256(), s_hi = s_lo;
     VELA_UNROLL
-    for (int g = g0; g < g0 + kInt16Terms; ++g) {
-      const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
-      __m256i lo = _mm256_and_si256(raw, low);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-      if constexpr (kHighBit) {
-        lo = _mm256_or_si256(lo, high_bits_of(plane_lo, g));
-        hi = _mm256_or_si256(hi, high_bits_of(plane_hi, g));
-      }
-      const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(q + 4 * g)));
-      const __m256i p_hi = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(q + 32 + 4 * g)));
-      s_lo = g == g0 ? p_lo : _mm256_adds_epi16(s_lo, p_lo);
-      s_hi = g == g0 ? p_hi : _mm256_adds_epi16(s_hi, p_hi);
-    }
+    for (int g = g0; g < g0 + kInt16Terms; ++g)
+      nibble_pair_products<kHighBit>(loadu256(wb.qs[p][g][kHalfRows * h]), plane_lo, g, plane_hi, g,
+                                     q + 4 * g, q + 32 + 4 * g, g == g0, s_lo, s_hi);
     d_lo = _mm256_add_epi32(d_lo, _mm256_madd_epi16(s_lo, ones));
     d_hi = _mm256_add_epi32(d_hi, _mm256_madd_epi16(s_hi, ones));
   }
