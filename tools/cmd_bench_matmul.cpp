@@ -20,6 +20,7 @@
 #include "quant/quantize.h"
 #include "tools_support/bench/roofline.h"
 #include "tools_support/quant_recipe.h"
+#include "util/huge_pages.h"
 #include "util/thread_pool.h"
 
 namespace vela::cli {
@@ -123,17 +124,23 @@ int run_bench_matmul(int argc, char** argv) {
       const size_t stored_bytes = layout == WeightLayout::kInterleaved16
                                       ? size_t(*rows / 16 * interleaved16_group_bytes(type, *cols))
                                       : matrix_bytes;
-      std::vector<uint8_t> weights(stored_bytes * copies);
+      // On huge pages, as a model's repacked weights are.
+      const HugePageBuffer weights = allocate_huge_pages(stored_bytes * copies);
+      if (!weights) {
+        std::fprintf(stderr, "vela bench matmul: out of memory for %zu copies of %zu bytes\n",
+                     copies, stored_bytes);
+        return 1;
+      }
       for (size_t c = 0; c < copies; ++c) {
         if (layout == WeightLayout::kInterleaved16)
-          pack_interleaved16(type, one.data(), *cols, 0, *rows, weights.data() + c * stored_bytes);
+          pack_interleaved16(type, one.data(), *cols, 0, *rows, weights.get() + c * stored_bytes);
         else
-          std::copy(one.begin(), one.end(), weights.begin() + ptrdiff_t(c * stored_bytes));
+          std::copy(one.begin(), one.end(), weights.get() + c * stored_bytes);
       }
       size_t next = 0;
       for (int64_t n : *tokens) {
         const auto call = [&] {
-          const void* w = weights.data() + (next++ % copies) * stored_bytes;
+          const void* w = weights.get() + (next++ % copies) * stored_bytes;
           const QuantizedActivations act =
               prepare_activations(type, x.data(), *cols, n, scratch, layout);
           convert_activations(act, x.data(), *cols, 0, n, scratch);

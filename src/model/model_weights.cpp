@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -82,12 +83,10 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
     total += m->n_rows / 16 * interleaved16_group_bytes(m->type, m->n_cols);
   }
   if (chosen.empty()) return;
-  constexpr size_t kAlign = kHugePageBytes;
-  w.repacked = std::shared_ptr<uint8_t[]>(
-      static_cast<uint8_t*>(::operator new[](size_t(total), std::align_val_t(kAlign))),
-      [](uint8_t* p) { ::operator delete[](p, std::align_val_t(kAlign)); });
+  HugePageBuffer buffer = allocate_huge_pages(size_t(total));  // the stream that decode reads
+  if (!buffer) throw std::bad_alloc();
+  w.repacked = std::move(buffer);
   w.repacked_bytes = total;
-  advise_huge_pages(w.repacked.get(), size_t(total));  // the stream that decode reads
   std::vector<uint8_t*> dst(chosen.size());
   int64_t offset = 0;
   for (size_t i = 0; i < chosen.size(); ++i) {

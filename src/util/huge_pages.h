@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 
 namespace vela {
 
@@ -20,6 +22,21 @@ inline void advise_huge_pages(void* data, size_t bytes) {
   const uintptr_t begin = (uintptr_t(data) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   const uintptr_t end = (uintptr_t(data) + bytes) / kHugePageBytes * kHugePageBytes;
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+// Frees a buffer of allocate_huge_pages.
+struct HugePageFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using HugePageBuffer = std::unique_ptr<uint8_t[], HugePageFree>;
+
+// bytes, rounded up to whole huge pages, starting on a huge page and advised (advise_huge_pages)
+// before anything is written: for a stream the kernels read end to end. Null when memory runs out.
+inline HugePageBuffer allocate_huge_pages(size_t bytes) {
+  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  HugePageBuffer buf(static_cast<uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)));
+  if (buf) advise_huge_pages(buf.get(), rounded);
+  return buf;
 }
 
 }  // namespace vela

@@ -121,11 +121,8 @@ double measure_read_bandwidth(int n_threads, size_t bytes, KernelIsa isa, int pa
   const size_t slice = std::max<size_t>(256, bytes / size_t(n_threads) / 256 * 256);
   const size_t total = slice * size_t(n_threads);
   // On huge pages, as the repacked weights are, so that the ceiling is the one they can reach.
-  const size_t rounded = (total + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  std::unique_ptr<uint8_t, decltype(&std::free)> buf(
-      static_cast<uint8_t*>(std::aligned_alloc(kHugePageBytes, rounded)), &std::free);
+  const HugePageBuffer buf = allocate_huge_pages(total);
   if (!buf) return 0;
-  advise_huge_pages(buf.get(), rounded);
   // First touch by the thread that will read the slice (places pages near it on NUMA systems).
   run_parallel(n_threads, [&](int t) { std::memset(buf.get() + size_t(t) * slice, t + 1, slice); });
   uint64_t (*read)(const uint8_t*, size_t) = read_sum_scalar;
@@ -167,7 +164,8 @@ double measure_peak_bf16(int n_threads, KernelIsa isa, double seconds) {
 Roofline measure_roofline(int n_threads, KernelIsa isa, size_t bandwidth_bytes, double seconds) {
   Roofline r;
   r.n_threads = n_threads;
-  r.read_bytes_per_s = measure_ceiling(CeilingKind::kReadBandwidth, n_threads, isa, bandwidth_bytes);
+  r.read_bytes_per_s =
+      measure_ceiling(CeilingKind::kReadBandwidth, n_threads, isa, bandwidth_bytes);
   r.fp32_flops = measure_ceiling(CeilingKind::kFp32Peak, n_threads, isa, 0, seconds);
   r.int8_ops = measure_ceiling(CeilingKind::kInt8Peak, n_threads, isa, 0, seconds);
   r.bf16_flops = measure_ceiling(CeilingKind::kBf16Peak, n_threads, isa, 0, seconds);

@@ -475,6 +475,11 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against rows
 // 8h .. 8h + 7 of one group, for H halves from h0 (H = 2, both halves of each block at once, for a
 // lone row: each block is read from memory once and its halves' arithmetic overlaps the reads).
+// A lone row takes the halves sub-block pair by pair, so that it walks the block's bytes in order
+// (a half at a time jumped back to the block's start for the second half). `vela bench matmul
+// --tokens 1` on a Zen 3, three or four alternations against a half at a time, medians: in L3
+// (--rows 2048 --working-set-mib 8 -t 1) Q4_K 1.05x, Q5_K 1.09x; from memory with -t 2 Q4_K
+// 1.08x, Q5_K 1.08x.
 // Per sub-block (a pair's low or high nibbles), 8 decoded vectors serve the R rows: pair sums by
 // vpmaddubsw added exactly in int16 (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at
 // a time, at most 4 * 2 * 31 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld;
@@ -498,47 +503,51 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
       a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+    __m256i dots[H][R];
+    VELA_UNROLL
+    for (int hh = 0; hh < H; ++hh) VELA_UNROLL
+    for (int r = 0; r < R; ++r) dots[hh][r] = _mm256_setzero_si256();
+    if constexpr (H == 2) {  // a lone row: sub-block pairs, both halves of each
+#pragma GCC unroll 1
+      for (int p = 0; p < 4; ++p) {
+        VELA_UNROLL
+        for (int hh = 0; hh < 2; ++hh) {
+          prefetch_ahead_slice<Packed, 8>(wg + b, 2 * p + hh);
+          dots[hh][0] = lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[b], p, h0 + hh,
+                                                                a[0]->qs + 64 * p, dots[hh][0]);
+        }
+      }
+    } else {
+#pragma GCC unroll 1
+      for (int sub = 0; sub < 8; ++sub) {
+        __m256i w[8];
+        if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
+        if constexpr (kDecoded)
+          load_decoded<8>(decoded + 64 * b + 8 * sub, w);
+        else
+          decode_q4_k_sub(wg[b], sub, h0, w);
+        const __m256i sc = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h0)));
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const int8_t* q = a[r]->qs + 32 * sub;
+          __m256i d = _mm256_setzero_si256();
+          VELA_UNROLL
+          for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
+            __m256i s16 = _mm256_maddubs_epi16(w[g0], _mm256_set1_epi32(load_i32(q + 4 * g0)));
+            VELA_UNROLL
+            for (int g = g0 + 1; g < g0 + kInt16Terms; ++g)
+              s16 = _mm256_add_epi16(
+                  s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
+            d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
+          }
+          dots[0][r] = _mm256_add_epi32(dots[0][r], _mm256_mullo_epi32(d, sc));
+        }
+      }
+    }
     VELA_UNROLL
     for (int hh = 0; hh < H; ++hh) {
       const int h = h0 + hh;
-      __m256i dots[R];
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r) dots[r] = _mm256_setzero_si256();
-      if constexpr (H == 2) {  // a lone row: sub-block pairs
-#pragma GCC unroll 1
-        for (int p = 0; p < 4; ++p) {
-          prefetch_ahead_slice<Packed, 8>(wg + b, 4 * hh + p);
-          dots[0] =
-              lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[b], p, h, a[0]->qs + 64 * p, dots[0]);
-        }
-      } else {
-#pragma GCC unroll 1
-        for (int sub = 0; sub < 8; ++sub) {
-          __m256i w[8];
-          if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
-          if constexpr (kDecoded)
-            load_decoded<8>(decoded + 64 * b + 8 * sub, w);
-          else
-            decode_q4_k_sub(wg[b], sub, h, w);
-          const __m256i sc = _mm256_cvtepu8_epi32(
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-          VELA_UNROLL
-          for (int r = 0; r < R; ++r) {
-            const int8_t* q = a[r]->qs + 32 * sub;
-            __m256i d = _mm256_setzero_si256();
-            VELA_UNROLL
-            for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
-              __m256i s16 = _mm256_maddubs_epi16(w[g0], _mm256_set1_epi32(load_i32(q + 4 * g0)));
-              VELA_UNROLL
-              for (int g = g0 + 1; g < g0 + kInt16Terms; ++g)
-                s16 = _mm256_add_epi16(
-                    s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
-              d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
-            }
-            dots[r] = _mm256_add_epi32(dots[r], _mm256_mullo_epi32(d, sc));
-          }
-        }
-      }
       const __m256 dw =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
       const __m256 dmw = _mm256_cvtph_ps(
@@ -555,7 +564,8 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
         const __m256 ad = _mm256_set1_ps(a[r]->d);
         const __m256 d = _mm256_mul_ps(dw, ad);
         const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
-        acc[hh][r] = _mm256_add_ps(acc[hh][r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[r]), m));
+        acc[hh][r] =
+            _mm256_add_ps(acc[hh][r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[hh][r]), m));
       }
     }
   }
@@ -581,11 +591,12 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]
 }
 
 // Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
-// (H = 2 for a lone row, as half_tile_q4_k). Per 16-element sub-block, the 4 vectors of levels
-// (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up exactly in int16 (at
-// most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block
-// sum and is scaled by the sub-block scales with vpmulld. decoded: when kDecoded, half h0 of every
-// block decoded (block b's sub-block sub at decoded + 64 b + 4 sub).
+// (H = 2 for a lone row, as half_tile_q4_k, both halves sub-block by sub-block: in L3 1.06x, from
+// memory with -t 1 1.22x, against a half at a time, measured as there). Per 16-element sub-block,
+// the 4 vectors of levels (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up
+// exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the
+// activations' sub-block sum and is scaled by the sub-block scales with vpmulld. decoded: when
+// kDecoded, half h0 of every block decoded (block b's sub-block sub at decoded + 64 b + 4 sub).
 template <int R, int H = 1, bool kDecoded = false>
 void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
                     const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
@@ -603,16 +614,17 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
       a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+    __m256i sum[H][R];
     VELA_UNROLL
-    for (int hh = 0; hh < H; ++hh) {
-      const int h = h0 + hh;
-      __m256i sum[R];
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
+    for (int hh = 0; hh < H; ++hh) VELA_UNROLL
+    for (int r = 0; r < R; ++r) sum[hh][r] = _mm256_setzero_si256();
 #pragma GCC unroll 1
-      for (int sub = 0; sub < 16; ++sub) {
+    for (int sub = 0; sub < 16; ++sub) {
+      VELA_UNROLL
+      for (int hh = 0; hh < H; ++hh) {
+        const int h = h0 + hh;
         __m256i q[4];
-        if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16 * H>(&wb, 16 * hh + sub);
+        if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16 * H>(&wb, H * sub + hh);
         if constexpr (kDecoded)
           load_decoded<4>(decoded + 64 * b + 4 * sub, q);
         else
@@ -631,15 +643,18 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
           const __m256i dot = _mm256_add_epi32(
               _mm256_set1_epi32(starts[size_t((r * nb + b) * 16 + sub)]),
               _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
-          sum[r] = _mm256_add_epi32(sum[r], _mm256_mullo_epi32(dot, sc));
+          sum[hh][r] = _mm256_add_epi32(sum[hh][r], _mm256_mullo_epi32(dot, sc));
         }
       }
-      const __m256 dw =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+    }
+    VELA_UNROLL
+    for (int hh = 0; hh < H; ++hh) {
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * (h0 + hh))));
       VELA_UNROLL
       for (int r = 0; r < R; ++r)
         acc[hh][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
-                                     _mm256_cvtepi32_ps(sum[r]), acc[hh][r]);
+                                     _mm256_cvtepi32_ps(sum[hh][r]), acc[hh][r]);
     }
   }
   VELA_UNROLL
