@@ -6,6 +6,7 @@
 // sum. Then the reference's float chain, so results are bit-identical to the scalar reference and
 // to the AVX-512 kernels (batch invariance holds on every kernel level). Q8_0 (below) takes its
 // signed levels apart instead.
+#include <array>
 #include <type_traits>
 #include <vector>
 
@@ -35,13 +36,28 @@ inline void prefetch_ahead(const Packed* block) {
 // slower than one slice per sub-block does, issued as the sub-block starts: a burst that size
 // overruns the core's outstanding-miss slots (`vela bench matmul --tokens 1 -t 1` on a Zen 3,
 // three alternations, medians: Q4_K 1.31x, Q5_K 1.47x, Q6_K 1.22x; tg of Q4_K_M 1.13-1.37x and
-// Q5_K_M 1.19-1.25x with -t 2).
+// Q5_K_M 1.19-1.25x with -t 2). The slices' bounds come from a table: computing them took some 15
+// instructions per slice, a quarter of the Q6_K lone row's loop (the table: 1.07x for Q4_K, Q5_K
+// and Q6_K in L3, the same from memory; the same lines in the same order). Slices of one size,
+// the remainder in the last, were 0.4-0.9x from memory.
+template <class Packed, int kParts>
+struct SliceStarts {
+  static constexpr int kLines = int((sizeof(Packed) + 63) / 64);
+  // Byte offset of slice p's first line, p <= kParts: line kLines * p / kParts.
+  static constexpr auto kStart = [] {
+    std::array<int16_t, kParts + 1> start{};
+    for (int p = 0; p <= kParts; ++p) start[size_t(p)] = int16_t(64 * (kLines * p / kParts));
+    return start;
+  }();
+};
+
 template <class Packed, int kParts>
 inline void prefetch_ahead_slice(const Packed* block, int part) {
-  constexpr int kLines = int((sizeof(Packed) + 63) / 64);
+  using S = SliceStarts<Packed, kParts>;
   const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  for (int line = kLines * part / kParts; line < kLines * (part + 1) / kParts; ++line)
-    _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+  const char* end = ahead + S::kStart[size_t(part) + 1];
+  for (const char* line = ahead + S::kStart[size_t(part)]; line < end; line += 64)
+    _mm_prefetch(line, _MM_HINT_T0);
 }
 
 // fn(std::integral_constant<int, R>, t) for the token tiles of n_act rows: kMaxR rows (4 or 2)
