@@ -493,9 +493,9 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
 // lone row: each block is read from memory once and its halves' arithmetic overlaps the reads).
 // A lone row takes the halves sub-block pair by pair, so that it walks the block's bytes in order
 // (a half at a time jumped back to the block's start for the second half). `vela bench matmul
-// --tokens 1` on a Zen 3, three or four alternations against a half at a time, medians: in L3
-// (--rows 2048 --working-set-mib 8 -t 1) Q4_K 1.05x, Q5_K 1.09x; from memory with -t 2 Q4_K
-// 1.08x, Q5_K 1.08x.
+// --tokens 1` on a Zen 3, against a half at a time, medians: in L3 (--rows 2048
+// --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x, Q5_K 1.10x; from memory with -t 2
+// (four alternations) Q4_K 1.08x, Q5_K 1.08x.
 // Per sub-block (a pair's low or high nibbles), 8 decoded vectors serve the R rows: pair sums by
 // vpmaddubsw added exactly in int16 (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at
 // a time, at most 4 * 2 * 31 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld;
@@ -607,7 +607,7 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]
 }
 
 // Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
-// (H = 2 for a lone row, as half_tile_q4_k, both halves sub-block by sub-block: in L3 1.06x, from
+// (H = 2 for a lone row, as half_tile_q4_k, both halves sub-block by sub-block: in L3 1.05x, from
 // memory with -t 1 1.22x, against a half at a time, measured as there). Per 16-element sub-block,
 // the 4 vectors of levels (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up
 // exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the
