@@ -38,25 +38,21 @@ inline void prefetch_ahead(const Packed* block) {
 // three alternations, medians: Q4_K 1.31x, Q5_K 1.47x, Q6_K 1.22x; tg of Q4_K_M 1.13-1.37x and
 // Q5_K_M 1.19-1.25x with -t 2). The slices' bounds come from a table: computing them took some 15
 // instructions per slice, a quarter of the Q6_K lone row's loop (the table: 1.07x for Q4_K, Q5_K
-// and Q6_K in L3, the same from memory; the same lines in the same order). Slices of one size,
-// the remainder in the last, were 0.4-0.9x from memory.
+// and Q6_K in L3, the same from memory; the same lines in the same order). Slices of one size
+// instead (the last reaching into the next block, or taking the remainder) were 0.4-0.9x from
+// memory.
 template <class Packed, int kParts>
-struct SliceStarts {
-  static constexpr int kLines = int((sizeof(Packed) + 63) / 64);
+inline void prefetch_ahead_slice(const Packed* block, int part) {
+  constexpr int kLines = int((sizeof(Packed) + 63) / 64);
   // Byte offset of slice p's first line, p <= kParts: line kLines * p / kParts.
   static constexpr auto kStart = [] {
     std::array<int16_t, kParts + 1> start{};
     for (int p = 0; p <= kParts; ++p) start[size_t(p)] = int16_t(64 * (kLines * p / kParts));
     return start;
   }();
-};
-
-template <class Packed, int kParts>
-inline void prefetch_ahead_slice(const Packed* block, int part) {
-  using S = SliceStarts<Packed, kParts>;
   const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  const char* end = ahead + S::kStart[size_t(part) + 1];
-  for (const char* line = ahead + S::kStart[size_t(part)]; line < end; line += 64)
+  const char* end = ahead + kStart[size_t(part) + 1];
+  for (const char* line = ahead + kStart[size_t(part)]; line < end; line += 64)
     _mm_prefetch(line, _MM_HINT_T0);
 }
 
