@@ -184,10 +184,15 @@ TEST_P(PackedGemm, SimdKernelsExactAtExtremeLevels) {
   const int64_t rows = 32, n = 2 * unit(type) * (unit(type) <= 2 ? 64 : 1);
   std::vector<uint8_t> w;
   for (int64_t r = 0; r < rows; ++r) {
-    // Constant rows (every level at the top or bottom of its range) and rows of alternating sign.
+    // Constant rows, rows of alternating sign, and rows whose blocks of 32 open with -1 and then
+    // hold 15/16: that first value sets the scale, so Q4_0 / Q5_0 store the rest at their top
+    // level (15 / 31) and Q4_1 / Q5_1 likewise, which constant rows never reach.
     std::vector<float> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
-      v[size_t(i)] = r % 3 == 0 ? 1.0f : r % 3 == 1 ? -1.0f : (i % 2 == 0 ? 1.0f : -0.5f);
+      v[size_t(i)] = r % 4 == 0   ? 1.0f
+                     : r % 4 == 1 ? -1.0f
+                     : r % 4 == 2 ? (i % 2 == 0 ? 1.0f : -0.5f)
+                                  : (i % 32 == 0 ? -1.0f : 0.9375f);
     const auto row = test::encode(type, v);
     w.insert(w.end(), row.begin(), row.end());
   }
