@@ -25,6 +25,11 @@ namespace avx2 {
 namespace {
 
 constexpr int kHalfRows = 8;  // rows per 256-bit half of a packed vector
+#ifndef VELA_EXP_KR
+#define VELA_EXP_KR 4
+#define VELA_EXP_K4FROM 32
+#define VELA_EXP_K5FROM 16
+#endif
 
 // The weight stream's lines kPrefetchBytes ahead of a packed block.
 template <class Packed>
@@ -564,9 +569,8 @@ template <class Packed, int R, int H = 1, bool kDecoded = false>
 void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded,
                     const uint8_t* act, size_t act_stride, const int32_t* pairs, float* y,
                     int64_t y_stride) {
-  constexpr int kInt16Terms = std::is_same_v<Packed, BlockQ5_Kx16> ? 4 : 8;
-  static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
-  static_assert(H == 1 || !kDecoded, "a lone row reads the weights once anyway");
+  constexpr bool kHighBit = std::is_same_v<Packed, BlockQ5_Kx16>;
+  constexpr int kInt16Terms = kHighBit ? 4 : 8;
   __m256 acc[H][R];
   VELA_UNROLL
   for (int hh = 0; hh < H; ++hh) VELA_UNROLL
@@ -581,7 +585,54 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
     VELA_UNROLL
     for (int hh = 0; hh < H; ++hh) VELA_UNROLL
     for (int r = 0; r < R; ++r) dots[hh][r] = _mm256_setzero_si256();
-    if constexpr (H == 2) {  // a lone row: sub-block pairs, both halves of each
+    if constexpr (H == 2 && R > 1) {
+#pragma GCC unroll 1
+      for (int sub = 0; sub < 8; ++sub) {
+        if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
+        const int p = sub / 2, high = sub % 2;
+        __m256i sc[2], plane[2];
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const __m256i s32 = _mm256_cvtepu8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+          sc[h] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
+          if constexpr (kHighBit && !kDecoded)
+            plane[h] = loadu256(wg[b].qh[p][high] + kHalfRows * h);
+        }
+        VELA_UNROLL
+        for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
+          __m256i s16[2][R];
+          VELA_UNROLL
+          for (int g = g0; g < g0 + kInt16Terms; ++g) {
+            __m256i w[2];
+            VELA_UNROLL
+            for (int h = 0; h < 2; ++h) {
+              if constexpr (kDecoded) {
+                w[h] = _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + g);
+              } else {
+                const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
+                w[h] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw,
+                                        _mm256_set1_epi8(0x0F));
+                if constexpr (kHighBit) w[h] = _mm256_or_si256(w[h], high_bits_of(plane[h], g));
+              }
+            }
+            VELA_UNROLL
+            for (int r = 0; r < R; ++r) {
+              const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 32 * sub + 4 * g));
+              VELA_UNROLL
+              for (int h = 0; h < 2; ++h) {
+                const __m256i pr = _mm256_maddubs_epi16(w[h], x);
+                s16[h][r] = g == g0 ? pr : _mm256_adds_epi16(s16[h][r], pr);
+              }
+            }
+          }
+          VELA_UNROLL
+          for (int h = 0; h < 2; ++h) VELA_UNROLL
+          for (int r = 0; r < R; ++r)
+            dots[h][r] = _mm256_add_epi32(dots[h][r], _mm256_madd_epi16(s16[h][r], sc[h]));
+        }
+      }
+    } else if constexpr (H == 2) {  // a lone row: sub-block pairs, both halves of each
 #pragma GCC unroll 1
       for (int p = 0; p < 4; ++p) {
         VELA_UNROLL
@@ -743,9 +794,9 @@ template <class PackedBlock, GgmlType kGgmlType>  // Q4_K, Q5_K
 struct Q4KKernel {
   using Packed = PackedBlock;
   static constexpr GgmlType kType = kGgmlType;
-  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 2, kSumsPerBlock = 4;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = VELA_EXP_KR, kSumsPerBlock = 4, kTileHalves = 2;
   static constexpr int64_t kDecodeFrom =
-      std::is_same_v<Packed, BlockQ5_Kx16> ? kQ5_KDecodeOnceMinTokens : kQ4_KDecodeOnceMinTokens;
+      std::is_same_v<Packed, BlockQ5_Kx16> ? VELA_EXP_K5FROM : VELA_EXP_K4FROM;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q4_k_sub(wb, sub, h, out);
   }
@@ -758,7 +809,7 @@ struct Q4KKernel {
 struct Q6KKernel {
   using Packed = BlockQ6_Kx16;
   static constexpr GgmlType kType = GgmlType::Q6_K;
-  static constexpr int kSubs = 16, kSubVectors = 4, kMaxR = 4, kSumsPerBlock = 16;
+  static constexpr int kSubs = 16, kSubVectors = 4, kMaxR = 4, kSumsPerBlock = 16, kTileHalves = 1;
   static constexpr int64_t kDecodeFrom = kDecodeOnceMinTokens;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q6_k_sub(wb, sub, h, out);
@@ -783,14 +834,14 @@ void gemm_k(const PackedGemmArgs& p) {
                                     p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
     return;
   }
-  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom>(
+  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom, K::kTileHalves>(
       p, nb,
       [](const Packed& wb, int h, __m256i* out) {
         for (int sub = 0; sub < K::kSubs; ++sub)
           K::decode_sub(wb, sub, h, out + K::kSubVectors * sub);
       },
       [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
-        K::template tile<decltype(rows)::value, 1, decltype(decoded_t)::value>(
+        K::template tile<decltype(rows)::value, K::kTileHalves, decltype(decoded_t)::value>(
             w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
             sums + t * nb * K::kSumsPerBlock, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
       });
