@@ -25,11 +25,6 @@ namespace avx2 {
 namespace {
 
 constexpr int kHalfRows = 8;  // rows per 256-bit half of a packed vector
-#ifndef VELA_EXP_KR
-#define VELA_EXP_KR 4
-#define VELA_EXP_K4FROM 32
-#define VELA_EXP_K5FROM 16
-#endif
 
 // The weight stream's lines kPrefetchBytes ahead of a packed block.
 template <class Packed>
@@ -89,14 +84,13 @@ constexpr int64_t kDecodeFrom = std::is_same_v<Packed, BlockQ8_0x16> ? kDecodeOn
                                 : NibbleTraits<Packed>::kHighBit
                                     ? kNibbleDecodeOnceMinTokens
                                     : std::numeric_limits<int64_t>::max();
-// Q5_K's decode (nibbles and 5th bits: 4-5 operations per weight vector, decode_q4_k_sub) costs
-// more than a token row's multiplies, so its groups are decoded once from two tokens on (`vela
-// bench matmul --type Q5_K -t 1` on an AVX2-only Zen 3, against decoding from 16: 1.0x at 2
-// tokens, 1.1-1.5x at 4, 1.5-1.9x at 8).
-constexpr int64_t kQ5_KDecodeOnceMinTokens = 2;
-// Q4_K from 8 tokens (same bench, four alternated runs, medians against 16: 1.14x at 8 tokens,
-// 1.13x at 12, 1.18x at 8 with 2 threads; at 2 and 4 tokens 0.7-1.0x).
-constexpr int64_t kQ4_KDecodeOnceMinTokens = 8;
+// The K formats' token tiles (group_tile_q4_k, group_tile_q6_k) decode on the fly below these
+// and decode once from them (`vela bench matmul -t 1` on a Zen 3, two alternations; decoded
+// against on the fly): Q4_K 0.75-0.9x at 8-16 tokens, 1.05-1.25x at 512; Q5_K 0.4-0.8x at 2-8,
+// 1.3x from 64; Q6_K 0.9-1.0x at 4-16, 1.1-1.25x from 32.
+constexpr int64_t kQ4_KDecodeOnceMinTokens = 32;
+constexpr int64_t kQ5_KDecodeOnceMinTokens = 16;
+constexpr int64_t kQ6_KDecodeOnceMinTokens = 32;
 
 // Every (group, token tile, kHalves halves from h) of a call: fn(g, h, std::integral_constant<int,
 // R>, t) with tiles of kMaxR rows (4 or 2), then 2 and 1 for the rest.
@@ -136,13 +130,6 @@ void for_group_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& 
            static_cast<const __m256i*>(decoded + kVectors * h * nb));
     });
   }
-}
-
-// kVectors vectors from a decoded buffer.
-template <int kVectors>
-inline void load_decoded(const __m256i* decoded, __m256i w[kVectors]) {
-  VELA_UNROLL
-  for (int j = 0; j < kVectors; ++j) w[j] = _mm256_load_si256(decoded + j);
 }
 
 // Vector v's 5th bits from a PackedHighBits plane (rows 8h .. 8h + 7 of it): bit v of each plane
@@ -498,15 +485,17 @@ void gemm_blocks(const PackedGemmArgs& p) {
       });
 }
 
-// Sub-block sub (a pair's low or high nibbles) of rows 8h .. 8h + 7 of a Q4_K block, decoded.
+// Vector g of sub-block sub (a pair's low or high nibbles) of rows 8h .. 8h + 7 of a Q4_K block,
+// decoded.
+inline __m256i decode_q4_k_vector(const BlockQ4_Kx16& wb, int sub, int h, int g) {
+  const __m256i raw = loadu256(wb.qs[sub / 2][g][kHalfRows * h]);
+  return _mm256_and_si256(sub % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
+}
+
+// Sub-block sub of rows 8h .. 8h + 7 of a Q4_K block, decoded.
 inline void decode_q4_k_sub(const BlockQ4_Kx16& wb, int sub, int h, __m256i w[8]) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
-  const int p = sub / 2, high = sub % 2;
   VELA_UNROLL
-  for (int g = 0; g < 8; ++g) {
-    const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
-    w[g] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, low);
-  }
+  for (int g = 0; g < 8; ++g) w[g] = decode_q4_k_vector(wb, sub, h, g);
 }
 
 // The same of a Q5_K block: the nibbles, plus the 5th bits from the sub-block's plane.
@@ -551,53 +540,65 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
   return _mm256_add_epi32(dots, _mm256_mullo_epi32(d_hi, scale(2 * p + 1)));
 }
 
-// Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against rows
-// 8h .. 8h + 7 of one group, for H halves from h0 (H = 2, both halves of each block at once, for a
-// lone row: each block is read from memory once and its halves' arithmetic overlaps the reads).
-// A lone row takes the halves sub-block pair by pair, so that it walks the block's bytes in order
-// (a half at a time jumped back to the block's start for the second half). `vela bench matmul
-// --tokens 1` on a Zen 3, against a half at a time, medians: in L3 (--rows 2048
-// --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x, Q5_K 1.10x; from memory with -t 2
-// (four alternations) Q4_K 1.08x, Q5_K 1.08x.
-// Per sub-block (a pair's low or high nibbles), 8 decoded vectors serve the R rows: pair sums by
-// vpmaddubsw added exactly in int16 (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at
-// a time, at most 4 * 2 * 31 * 127), vpmaddwd by ones, times the sub-block scales by vpmulld;
-// then the mins by vpmaddwd with the activation sums and the reference's float steps.
-// decoded: when kDecoded, half h0 of every block decoded (block b's sub-block sub at
-// decoded + 64 b + 8 sub).
-template <class Packed, int R, int H = 1, bool kDecoded = false>
-void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded,
-                    const uint8_t* act, size_t act_stride, const int32_t* pairs, float* y,
-                    int64_t y_stride) {
+// Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against both
+// halves of one group, each block read once for both.
+// - A lone row (R = 1, not decoded) takes the halves sub-block pair by pair
+//   (lone_sub_pair_q4_k), so that it walks the block's bytes in order. `vela bench matmul
+//   --tokens 1` on a Zen 3, against a half at a time, medians: in L3 (--rows 2048
+//   --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x, Q5_K 1.10x; from memory with -t 2
+//   (four alternations) Q4_K 1.08x, Q5_K 1.08x.
+// - Token tiles go sub-block by sub-block and vector by vector: each vector of levels (decoded
+//   here, or loaded from decoded when kDecoded: half h of block b's sub-block sub at
+//   decoded + 64 (h nb + b) + 8 sub) serves the R rows, and each activation broadcast both
+//   halves, as the nibble formats' group_tile. Pair sums by vpmaddubsw add up exactly in int16
+//   (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at a time, at most 4 * 2 * 31 * 127)
+//   with vpaddsw (see group_tile), and one vpmaddwd by the sub-block scale (in both 16-bit halves
+//   of each row's lane) adds and scales them.
+//   `vela bench matmul -t 1` on a Zen 3, two alternations, against a half of 2 rows at a time
+//   (vpmaddwd by ones, then vpmulld): Q4_K 1.6x at 2 tokens, 1.8x at 4, 1.35-1.55x at 8-16,
+//   1.25x at 32-512; Q5_K 2.2x at 2, 1.8x at 4, 1.4x at 8, 1.1-1.2x at 16-512.
+// Then the mins by vpmaddwd with the activation sums and the reference's float steps.
+template <class Packed, int R, bool kDecoded>
+void group_tile_q4_k(const Packed* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
+                     size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
   constexpr bool kHighBit = std::is_same_v<Packed, BlockQ5_Kx16>;
   constexpr int kInt16Terms = kHighBit ? 4 : 8;
-  __m256 acc[H][R];
+  __m256 acc[2][R];
   VELA_UNROLL
-  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = k_scales(wg[b]);
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
       a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
-    __m256i dots[H][R];
+    __m256i dots[2][R];  // each (half, row)'s sub-block sums times their scales
     VELA_UNROLL
-    for (int hh = 0; hh < H; ++hh) VELA_UNROLL
-    for (int r = 0; r < R; ++r) dots[hh][r] = _mm256_setzero_si256();
-    if constexpr (H == 2 && R > 1) {
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r) dots[h][r] = _mm256_setzero_si256();
+    if constexpr (R == 1 && !kDecoded) {
+#pragma GCC unroll 1
+      for (int p = 0; p < 4; ++p) {
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          prefetch_ahead_slice<Packed, 8>(wg + b, 2 * p + h);
+          dots[h][0] =
+              lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[b], p, h, a[0]->qs + 64 * p, dots[h][0]);
+        }
+      }
+    } else {
 #pragma GCC unroll 1
       for (int sub = 0; sub < 8; ++sub) {
         if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
-        const int p = sub / 2, high = sub % 2;
-        __m256i sc[2], plane[2];
+        __m256i scale[2], plane[2];
         VELA_UNROLL
         for (int h = 0; h < 2; ++h) {
           const __m256i s32 = _mm256_cvtepu8_epi32(
               _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-          sc[h] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
+          scale[h] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
           if constexpr (kHighBit && !kDecoded)
-            plane[h] = loadu256(wg[b].qh[p][high] + kHalfRows * h);
+            plane[h] = loadu256(wg[b].qh[sub / 2][sub % 2] + kHalfRows * h);
         }
         VELA_UNROLL
         for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
@@ -610,9 +611,7 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
               if constexpr (kDecoded) {
                 w[h] = _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + g);
               } else {
-                const __m256i raw = loadu256(wb.qs[p][g][kHalfRows * h]);
-                w[h] = _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw,
-                                        _mm256_set1_epi8(0x0F));
+                w[h] = decode_q4_k_vector(wb, sub, h, g);
                 if constexpr (kHighBit) w[h] = _mm256_or_si256(w[h], high_bits_of(plane[h], g));
               }
             }
@@ -621,58 +620,20 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
               const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 32 * sub + 4 * g));
               VELA_UNROLL
               for (int h = 0; h < 2; ++h) {
-                const __m256i pr = _mm256_maddubs_epi16(w[h], x);
-                s16[h][r] = g == g0 ? pr : _mm256_adds_epi16(s16[h][r], pr);
+                const __m256i products = _mm256_maddubs_epi16(w[h], x);
+                s16[h][r] = g == g0 ? products : _mm256_adds_epi16(s16[h][r], products);
               }
             }
           }
           VELA_UNROLL
           for (int h = 0; h < 2; ++h) VELA_UNROLL
           for (int r = 0; r < R; ++r)
-            dots[h][r] = _mm256_add_epi32(dots[h][r], _mm256_madd_epi16(s16[h][r], sc[h]));
-        }
-      }
-    } else if constexpr (H == 2) {  // a lone row: sub-block pairs, both halves of each
-#pragma GCC unroll 1
-      for (int p = 0; p < 4; ++p) {
-        VELA_UNROLL
-        for (int hh = 0; hh < 2; ++hh) {
-          prefetch_ahead_slice<Packed, 8>(wg + b, 2 * p + hh);
-          dots[hh][0] = lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[b], p, h0 + hh,
-                                                                a[0]->qs + 64 * p, dots[hh][0]);
-        }
-      }
-    } else {
-#pragma GCC unroll 1
-      for (int sub = 0; sub < 8; ++sub) {
-        __m256i w[8];
-        if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
-        if constexpr (kDecoded)
-          load_decoded<8>(decoded + 64 * b + 8 * sub, w);
-        else
-          decode_q4_k_sub(wg[b], sub, h0, w);
-        const __m256i sc = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h0)));
-        VELA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const int8_t* q = a[r]->qs + 32 * sub;
-          __m256i d = _mm256_setzero_si256();
-          VELA_UNROLL
-          for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
-            __m256i s16 = _mm256_maddubs_epi16(w[g0], _mm256_set1_epi32(load_i32(q + 4 * g0)));
-            VELA_UNROLL
-            for (int g = g0 + 1; g < g0 + kInt16Terms; ++g)
-              s16 = _mm256_add_epi16(
-                  s16, _mm256_maddubs_epi16(w[g], _mm256_set1_epi32(load_i32(q + 4 * g))));
-            d = _mm256_add_epi32(d, _mm256_madd_epi16(s16, _mm256_set1_epi16(1)));
-          }
-          dots[0][r] = _mm256_add_epi32(dots[0][r], _mm256_mullo_epi32(d, sc));
+            dots[h][r] = _mm256_add_epi32(dots[h][r], _mm256_madd_epi16(s16[h][r], scale[h]));
         }
       }
     }
     VELA_UNROLL
-    for (int hh = 0; hh < H; ++hh) {
-      const int h = h0 + hh;
+    for (int h = 0; h < 2; ++h) {
       const __m256 dw =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
       const __m256 dmw = _mm256_cvtph_ps(
@@ -689,76 +650,80 @@ void half_tile_q4_k(const Packed* wg, int64_t nb, int h0, const __m256i* decoded
         const __m256 ad = _mm256_set1_ps(a[r]->d);
         const __m256 d = _mm256_mul_ps(dw, ad);
         const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
-        acc[hh][r] =
-            _mm256_add_ps(acc[hh][r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[hh][r]), m));
+        acc[h][r] = _mm256_add_ps(acc[h][r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[h][r]), m));
       }
     }
   }
   VELA_UNROLL
-  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
-  for (int r = 0; r < R; ++r)
-    _mm256_storeu_ps(y + r * y_stride + kHalfRows * (h0 + hh), acc[hh][r]);
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
 }
 
-// Sub-block sub of rows 8h .. 8h + 7 of a Q6_K block, decoded: its 4 vectors of levels (0..63).
-inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
-  const __m256i l01 = loadu256(wb.ql[sub][0][kHalfRows * h]);
-  const __m256i l23 = loadu256(wb.ql[sub][1][kHalfRows * h]);
+// Vector v of sub-block sub of rows 8h .. 8h + 7 of a Q6_K block, decoded: levels 0..63, the low 4
+// bits from ql (vectors 0-1: the low and high nibbles of ql[sub][0], 2-3 of ql[sub][1]) and bits
+// 2v, 2v + 1 of qh's bytes moved to bits 4-5.
+inline __m256i decode_q6_k_vector(const BlockQ6_Kx16& wb, int sub, int h, int v) {
+  const __m256i l = loadu256(wb.ql[sub][v / 2][kHalfRows * h]);
   const __m256i hb = loadu256(wb.qh[sub][kHalfRows * h]);
-  q[0] = _mm256_or_si256(_mm256_and_si256(l01, low4),
-                         _mm256_and_si256(_mm256_slli_epi16(hb, 4), high2));
-  q[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l01, 4), low4),
-                         _mm256_and_si256(_mm256_slli_epi16(hb, 2), high2));
-  q[2] = _mm256_or_si256(_mm256_and_si256(l23, low4), _mm256_and_si256(hb, high2));
-  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l23, 4), low4),
-                         _mm256_and_si256(_mm256_srli_epi16(hb, 2), high2));
+  const __m256i low = _mm256_and_si256(v % 2 ? _mm256_srli_epi16(l, 4) : l, _mm256_set1_epi8(0x0F));
+  const __m256i high = v == 0   ? _mm256_slli_epi16(hb, 4)
+                       : v == 1 ? _mm256_slli_epi16(hb, 2)
+                       : v == 2 ? hb
+                                : _mm256_srli_epi16(hb, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
 }
 
-// Q6_K: rows r < R of the token tile against rows 8h .. 8h + 7 of one group, for H halves from h0
-// (H = 2 for a lone row, as half_tile_q4_k, both halves sub-block by sub-block: in L3 1.05x, from
-// memory with -t 1 1.22x, against a half at a time, measured as there). Per 16-element sub-block,
-// the 4 vectors of levels (0..63) are decoded once for the R rows; two vpmaddubsw pair sums add up
-// exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the
-// activations' sub-block sum and is scaled by the sub-block scales with vpmulld. decoded: when
-// kDecoded, half h0 of every block decoded (block b's sub-block sub at decoded + 64 b + 4 sub).
-template <int R, int H = 1, bool kDecoded = false>
-void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* decoded,
-                    const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
-                    int64_t y_stride) {
-  static_assert(H == 1 || R == 1, "both halves at once only for a lone row");
-  static_assert(H == 1 || !kDecoded, "a lone row reads the weights once anyway");
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[H][R];
+// Sub-block sub of rows 8h .. 8h + 7 of a Q6_K block, decoded: its 4 vectors of levels.
+inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]) {
   VELA_UNROLL
-  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[hh][r] = _mm256_setzero_ps();
+  for (int v = 0; v < 4; ++v) q[v] = decode_q6_k_vector(wb, sub, h, v);
+}
+
+// Q6_K: rows r < R of the token tile against both halves of one group, sub-block by sub-block
+// (16 elements, 4 vectors of levels). Two vpmaddubsw pair sums add up exactly in int16 (at most
+// 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum
+// and is scaled by the sub-block scales with vpmulld.
+// - A lone row (R = 1, not decoded) decodes each half's 4 vectors in turn (both halves of each
+//   sub-block: in L3 1.05x, from memory with -t 1 1.22x, against a half at a time, measured as
+//   group_tile_q4_k's).
+// - Token tiles go vector by vector, each vector (decoded here, or loaded from decoded when
+//   kDecoded: half h of block b's sub-block sub at decoded + 64 (h nb + b) + 4 sub) serving the R
+//   rows and each activation broadcast both halves, as group_tile. `vela bench matmul -t 1` on a
+//   Zen 3, two alternations, against a half of 4 rows at a time: 1.4-1.5x at 2 tokens, 1.25x at
+//   4, 1.05-1.1x at 8-16, the same from 32 on.
+template <int R, bool kDecoded>
+void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
+                     size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[2][R];
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx16& wb = wg[b];
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
       a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
-    __m256i sum[H][R];
+    const auto start = [&](int r, int sub) { return starts[size_t((r * nb + b) * 16 + sub)]; };
+    __m256i sum[2][R];  // each (half, row)'s sub-block sums times their scales
     VELA_UNROLL
-    for (int hh = 0; hh < H; ++hh) VELA_UNROLL
-    for (int r = 0; r < R; ++r) sum[hh][r] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r) sum[h][r] = _mm256_setzero_si256();
 #pragma GCC unroll 1
     for (int sub = 0; sub < 16; ++sub) {
+      __m256i scale[2];
       VELA_UNROLL
-      for (int hh = 0; hh < H; ++hh) {
-        const int h = h0 + hh;
-        __m256i q[4];
-        if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16 * H>(&wb, H * sub + hh);
-        if constexpr (kDecoded)
-          load_decoded<4>(decoded + 64 * b + 4 * sub, q);
-        else
-          decode_q6_k_sub(wb, sub, h, q);
-        const __m256i sc = _mm256_cvtepi8_epi32(
+      for (int h = 0; h < 2; ++h)
+        scale[h] = _mm256_cvtepi8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+      if constexpr (R == 1 && !kDecoded) {
         VELA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const int8_t* qa = a[r]->qs + 16 * sub;
+        for (int h = 0; h < 2; ++h) {
+          prefetch_ahead_slice<BlockQ6_Kx16, 32>(&wb, 2 * sub + h);
+          __m256i q[4];
+          decode_q6_k_sub(wb, sub, h, q);
+          const int8_t* qa = a[0]->qs + 16 * sub;
           const __m256i s01 =
               _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
                                _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
@@ -766,26 +731,59 @@ void half_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, int h0, const __m256i* d
               _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
                                _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
           const __m256i dot = _mm256_add_epi32(
-              _mm256_set1_epi32(starts[size_t((r * nb + b) * 16 + sub)]),
+              _mm256_set1_epi32(start(0, sub)),
               _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
-          sum[hh][r] = _mm256_add_epi32(sum[hh][r], _mm256_mullo_epi32(dot, sc));
+          sum[h][0] = _mm256_add_epi32(sum[h][0], _mm256_mullo_epi32(dot, scale[h]));
         }
+      } else {
+        if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16>(&wb, sub);
+        __m256i dot[2][R];
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) dot[0][r] = dot[1][r] = _mm256_set1_epi32(start(r, sub));
+        VELA_UNROLL
+        for (int v0 = 0; v0 < 4; v0 += 2) {
+          __m256i s16[2][R];
+          VELA_UNROLL
+          for (int v = v0; v < v0 + 2; ++v) {
+            __m256i w[2];
+            VELA_UNROLL
+            for (int h = 0; h < 2; ++h)
+              w[h] = kDecoded ? _mm256_load_si256(decoded + 64 * (h * nb + b) + 4 * sub + v)
+                              : decode_q6_k_vector(wb, sub, h, v);
+            VELA_UNROLL
+            for (int r = 0; r < R; ++r) {
+              const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 16 * sub + 4 * v));
+              VELA_UNROLL
+              for (int h = 0; h < 2; ++h) {
+                const __m256i products = _mm256_maddubs_epi16(w[h], x);
+                s16[h][r] = v == v0 ? products : _mm256_adds_epi16(s16[h][r], products);
+              }
+            }
+          }
+          VELA_UNROLL
+          for (int h = 0; h < 2; ++h) VELA_UNROLL
+          for (int r = 0; r < R; ++r)
+            dot[h][r] = _mm256_add_epi32(dot[h][r], _mm256_madd_epi16(s16[h][r], ones));
+        }
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) VELA_UNROLL
+        for (int r = 0; r < R; ++r)
+          sum[h][r] = _mm256_add_epi32(sum[h][r], _mm256_mullo_epi32(dot[h][r], scale[h]));
       }
     }
     VELA_UNROLL
-    for (int hh = 0; hh < H; ++hh) {
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * (h0 + hh))));
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
       VELA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[hh][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
-                                     _mm256_cvtepi32_ps(sum[hh][r]), acc[hh][r]);
+        acc[h][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
+                                    _mm256_cvtepi32_ps(sum[h][r]), acc[h][r]);
     }
   }
   VELA_UNROLL
-  for (int hh = 0; hh < H; ++hh) VELA_UNROLL
-  for (int r = 0; r < R; ++r)
-    _mm256_storeu_ps(y + r * y_stride + kHalfRows * (h0 + hh), acc[hh][r]);
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
 }
 
 // The K formats' kernels: their block type and GGML type, sub-blocks per block and decoded
@@ -794,34 +792,34 @@ template <class PackedBlock, GgmlType kGgmlType>  // Q4_K, Q5_K
 struct Q4KKernel {
   using Packed = PackedBlock;
   static constexpr GgmlType kType = kGgmlType;
-  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = VELA_EXP_KR, kSumsPerBlock = 4, kTileHalves = 2;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = 4;
   static constexpr int64_t kDecodeFrom =
-      std::is_same_v<Packed, BlockQ5_Kx16> ? VELA_EXP_K5FROM : VELA_EXP_K4FROM;
+      std::is_same_v<Packed, BlockQ5_Kx16> ? kQ5_KDecodeOnceMinTokens : kQ4_KDecodeOnceMinTokens;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q4_k_sub(wb, sub, h, out);
   }
-  template <int R, int H, bool kDecoded, class... Args>
+  template <int R, bool kDecoded, class... Args>
   static void tile(Args... args) {
-    half_tile_q4_k<Packed, R, H, kDecoded>(args...);
+    group_tile_q4_k<Packed, R, kDecoded>(args...);
   }
 };
 
 struct Q6KKernel {
   using Packed = BlockQ6_Kx16;
   static constexpr GgmlType kType = GgmlType::Q6_K;
-  static constexpr int kSubs = 16, kSubVectors = 4, kMaxR = 4, kSumsPerBlock = 16, kTileHalves = 1;
-  static constexpr int64_t kDecodeFrom = kDecodeOnceMinTokens;
+  static constexpr int kSubs = 16, kSubVectors = 4, kMaxR = 4, kSumsPerBlock = 16;
+  static constexpr int64_t kDecodeFrom = kQ6_KDecodeOnceMinTokens;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q6_k_sub(wb, sub, h, out);
   }
-  template <int R, int H, bool kDecoded, class... Args>
+  template <int R, bool kDecoded, class... Args>
   static void tile(Args... args) {
-    half_tile_q6_k<R, H, kDecoded>(args...);
+    group_tile_q6_k<R, kDecoded>(args...);
   }
 };
 
-// Q4_K, Q5_K and Q6_K (K: Q4KKernel, Q6KKernel): a lone token takes both halves of each block at
-// once, more tokens go through for_group_tiles.
+// Q4_K, Q5_K and Q6_K (K: Q4KKernel, Q6KKernel): every tile takes both halves of a group; a lone
+// token reads each group once, more tokens go through for_group_tiles.
 template <class K>
 void gemm_k(const PackedGemmArgs& p) {
   using Packed = typename K::Packed;
@@ -830,19 +828,19 @@ void gemm_k(const PackedGemmArgs& p) {
   const auto* w = static_cast<const Packed*>(p.w);
   if (p.n_act == 1) {
     for (int64_t g = 0; g < p.n_groups; ++g)
-      K::template tile<1, 2, false>(w + g * nb, nb, 0, static_cast<const __m256i*>(nullptr), p.act,
-                                    p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
+      K::template tile<1, false>(w + g * nb, nb, static_cast<const __m256i*>(nullptr), p.act,
+                                 p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
     return;
   }
-  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom, K::kTileHalves>(
+  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom, 2>(
       p, nb,
       [](const Packed& wb, int h, __m256i* out) {
         for (int sub = 0; sub < K::kSubs; ++sub)
           K::decode_sub(wb, sub, h, out + K::kSubVectors * sub);
       },
-      [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
-        K::template tile<decltype(rows)::value, K::kTileHalves, decltype(decoded_t)::value>(
-            w + g * nb, nb, h, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+      [&](auto decoded_t, int64_t g, int /*h: 0*/, auto rows, int64_t t, const __m256i* decoded) {
+        K::template tile<decltype(rows)::value, decltype(decoded_t)::value>(
+            w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
             sums + t * nb * K::kSumsPerBlock, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
       });
 }
