@@ -7,7 +7,6 @@
 // to the AVX-512 kernels (batch invariance holds on every kernel level). Q8_0 (below) takes its
 // signed levels apart instead.
 #include <array>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -68,52 +67,37 @@ void for_token_tiles(int64_t n_act, Fn&& fn) {
   if (t < n_act) fn(std::integral_constant<int, 1>{}, t);
 }
 
-// Weights against this many tokens or more are decoded a group at a time, into a per-thread
-// buffer that the group's token tiles then load (for_group_tiles): each tile would otherwise
-// decode every block again. Measured with `VELA_ISA=avx2 vela bench matmul -t 1`: at 64 tokens
-// Q8_0 1.12x; at 512 tokens Q4_K 1.43x, Q6_K 1.31x; at 8 tokens up to 10% slower.
-constexpr int64_t kDecodeOnceMinTokens = 16;
-// The nibble formats' tiles (group_tile) decode each vector just before its 8 vpmaddubsw, at 2
-// operations per vector for 4-bit levels, so those are never decoded once: against decoding from
-// 16 tokens, Q4_0 1.10-1.22x at 16-64 tokens and 1.07x at 512, Q4_1 0.97-1.23x (`vela bench
-// matmul -t 1` on a Zen 3, two alternations). The 5th bits take 4 more, and Q5_0 / Q5_1 gain from
-// decoding once from 32 tokens (on the fly at 32-512: 0.86-1.0x; at 16: 1.0-1.2x).
-constexpr int64_t kNibbleDecodeOnceMinTokens = 32;
-template <class Packed>
-constexpr int64_t kDecodeFrom = std::is_same_v<Packed, BlockQ8_0x16> ? kDecodeOnceMinTokens
-                                : NibbleTraits<Packed>::kHighBit
-                                    ? kNibbleDecodeOnceMinTokens
-                                    : std::numeric_limits<int64_t>::max();
-// The K formats' token tiles (group_tile_q4_k, group_tile_q6_k) decode on the fly below these
-// and decode once from them (`vela bench matmul -t 1` on a Zen 3, two alternations; decoded
-// against on the fly): Q4_K 0.75-0.9x at 8-16 tokens, 1.05-1.25x at 512; Q5_K 0.4-0.8x at 2-8,
-// 1.3x from 64; Q6_K 0.9-1.0x at 4-16, 1.1-1.25x from 32.
+// Every tile takes both 8-row halves of a group and goes vector by vector (group_tile and its
+// kin), each vector of levels decoded just before its vpmaddubsw. From these many tokens on, the
+// formats whose decode costs most decode each group once instead, into a per-thread buffer that
+// the group's tiles load (for_group_tiles). `vela bench matmul -t 1` on a Zen 3, two
+// alternations, decoded once against on the fly: Q5_0 / Q5_1 1.0-1.15x at 32-512 tokens, 0.8-1.0x
+// at 16; Q4_K 0.75-0.9x at 8-16, 1.05-1.25x at 512; Q5_K 0.4-0.8x at 2-8, 1.3x from 64; Q6_K
+// 0.9-1.0x at 4-16, 1.1-1.25x from 32. 4-bit nibbles (2 operations per vector) and Q8_0 never
+// gain from it.
+constexpr int64_t kQ5DecodeOnceMinTokens = 32;  // Q5_0, Q5_1
 constexpr int64_t kQ4_KDecodeOnceMinTokens = 32;
 constexpr int64_t kQ5_KDecodeOnceMinTokens = 16;
 constexpr int64_t kQ6_KDecodeOnceMinTokens = 32;
 
-// Every (group, token tile, kHalves halves from h) of a call: fn(g, h, std::integral_constant<int,
-// R>, t) with tiles of kMaxR rows (4 or 2), then 2 and 1 for the rest.
-template <int kMaxR, int kHalves, class Fn>
-void for_half_tiles(const PackedGemmArgs& p, Fn&& fn) {
+// Every (group, token tile) of a call: fn(g, std::integral_constant<int, R>, t) with tiles of
+// kMaxR rows (4 or 2), then 2 and 1 for the rest.
+template <int kMaxR, class Fn>
+void for_group_tiles(const PackedGemmArgs& p, Fn&& fn) {
   for (int64_t g = 0; g < p.n_groups; ++g)
-    for (int h = 0; h < 2; h += kHalves)
-      for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) { fn(g, h, rows, t); });
+    for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) { fn(g, rows, t); });
 }
 
-// The token tiles of a call (kMaxR rows at most) against every group, each tile taking
-// kTileHalves 8-row halves (1: fn for h = 0 and 1; 2: fn for h = 0, both halves):
-// fn(std::bool_constant<D>, g, h, std::integral_constant<int, R>, t, decoded). From
-// kDecodeFrom tokens on (D true), each group is decoded once first: decode(block, h, out)
-// writes kVectors vectors of a block's rows 8h .. 8h + 7, and decoded holds half h's vectors of
-// every block (block b's at decoded + kVectors b, half h + 1's after them at + kVectors nb).
-// Below it (D false, decoded null), each tile decodes its blocks itself.
-template <int kVectors, int kMaxR, class Packed, int64_t kDecodeFrom = kDecodeOnceMinTokens,
-          int kTileHalves = 1, class Decode, class Fn>
+// The same, fn(std::bool_constant<D>, g, std::integral_constant<int, R>, t, decoded). From
+// kDecodeFrom tokens on (D true), each group is decoded once first: decode(block, h, out) writes
+// kVectors vectors of a block's rows 8h .. 8h + 7, and decoded holds them for every block (half h
+// of block b at decoded + kVectors (h nb + b)). Below it (D false, decoded null), each tile
+// decodes its blocks itself.
+template <int kVectors, int kMaxR, class Packed, int64_t kDecodeFrom, class Decode, class Fn>
 void for_group_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& fn) {
   if (p.n_act < kDecodeFrom) {
-    for_half_tiles<kMaxR, kTileHalves>(p, [&](int64_t g, int h, auto rows, int64_t t) {
-      fn(std::false_type{}, g, h, rows, t, nullptr);
+    for_group_tiles<kMaxR>(p, [&](int64_t g, auto rows, int64_t t) {
+      fn(std::false_type{}, g, rows, t, static_cast<const __m256i*>(nullptr));
     });
     return;
   }
@@ -125,9 +109,7 @@ void for_group_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& 
       for (int h = 0; h < 2; ++h) decode(w[g * nb + b], h, decoded + kVectors * (h * nb + b));
     }
     for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) {
-      for (int h = 0; h < 2; h += kTileHalves)
-        fn(std::true_type{}, g, h, rows, t,
-           static_cast<const __m256i*>(decoded + kVectors * h * nb));
+      fn(std::true_type{}, g, rows, t, static_cast<const __m256i*>(decoded));
     });
   }
 }
@@ -241,58 +223,31 @@ inline __m256 half_block_row_streamed(const Packed& blk, int h, __m256 dw,
 
 // Q8_0: the packed weights are level + 128; as signed bytes again, vpmaddubsw takes |w| (at
 // most 128) against the activations with w's sign, so each pair sum stays below 2 * 128 * 127.
-// Two of those could overflow int16, so every group goes through vpmaddwd on its own. (The
+// Two of those could overflow int16, so every vector goes through vpmaddwd on its own. (The
 // activation quants are within +-127, as the Q8_0 quantizer makes them, so vpsignb never has
 // to negate -128.)
+inline __m256i decode_q8_0_vector(const BlockQ8_0x16& blk, int h, int v) {
+  return _mm256_xor_si256(loadu256(blk.qs[v][kHalfRows * h]), _mm256_set1_epi8(char(0x80)));
+}
+
 inline void decode_half(const BlockQ8_0x16& blk, int h, __m256i w[8]) {
-  const __m256i flip = _mm256_set1_epi8(char(0x80));
   VELA_UNROLL
-  for (int j = 0; j < 8; ++j) w[j] = _mm256_xor_si256(loadu256(blk.qs[j][kHalfRows * h]), flip);
+  for (int v = 0; v < 8; ++v) w[v] = decode_q8_0_vector(blk, h, v);
+}
+
+// The exact sums of one vector of levels w (|w| in w_abs) against one broadcast activation dword.
+inline __m256i q8_0_products(__m256i w_abs, __m256i w, __m256i x) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(x, w)),
+                           _mm256_set1_epi16(1));
 }
 
 inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& /*blk*/, int /*h*/, __m256 dw,
                              const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256i isum = _mm256_setzero_si256();
   VELA_UNROLL
-  for (int j = 0; j < 8; ++j) {
-    const __m256i x = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(a.qs + 4 * j)), w[j]);
-    isum = _mm256_add_epi32(
-        isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w[j]), x), ones));
-  }
-  const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
-}
-
-// A block half decoded once for many tokens (for_group_tiles): kDecodedVectors<Packed> vectors,
-// written by decode_once. Q8_0 keeps |w| in vectors 0-7 beside w in 8-15, so that each token's
-// row takes no vpabsb (`vela bench matmul -t 1` on an AVX2-only Zen 3, medians of 5 alternated
-// runs: 1.10x at 16 tokens, 1.13x at 64, 1.15x at 512).
-template <class Packed>
-constexpr int kDecodedVectors = std::is_same_v<Packed, BlockQ8_0x16> ? 16 : 8;
-
-template <class Packed>
-inline void decode_once(const Packed& blk, int h, __m256i* out) {
-  if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
-    decode_half(blk, h, out + 8);
-    VELA_UNROLL
-    for (int j = 0; j < 8; ++j) out[j] = _mm256_abs_epi8(out[8 + j]);
-  } else {
-    decode_half(blk, h, out);
-  }
-}
-
-inline __m256 half_block_row_split(const __m256i* decoded, __m256 dw, const BlockQ8_0& a,
-                                   __m256 acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i isum = _mm256_setzero_si256();
-  VELA_UNROLL
-  for (int j = 0; j < 8; ++j) {
-    const __m256i x = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(a.qs + 4 * j)),
-                                       _mm256_load_si256(decoded + 8 + j));
-    isum = _mm256_add_epi32(
-        isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_load_si256(decoded + j), x), ones));
-  }
+  for (int v = 0; v < 8; ++v)
+    isum = _mm256_add_epi32(isum, q8_0_products(_mm256_abs_epi8(w[v]), w[v],
+                                                _mm256_set1_epi32(load_i32(a.qs + 4 * v))));
   const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
 }
@@ -311,52 +266,71 @@ template <class Packed>
 constexpr bool kTakesStarts =
     !std::is_same_v<Packed, BlockQ8_0x16> && !NibbleFormat<Packed>::kAffine;
 
-// Q8_0: rows r < R of the token tile at act against rows 8h .. 8h + 7 of one group of nb blocks.
-// decoded: the group's rows 8h .. 8h + 7 already decoded, kDecodedVectors per block
-// (for_group_tiles), or nullptr to decode each block here.
-template <int R, bool kDecoded>
-void half_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, int h, const __m256i* decoded,
-                    const uint8_t* act, size_t act_stride, float* y, int64_t y_stride) {
-  __m256 acc[R];
+// Q8_0: rows r < R of the token tile at act against both halves of one group of nb blocks, vector
+// by vector, as group_tile: each vector is decoded (and its |w| taken) once for the R rows, each
+// activation broadcast serves both halves. Never decoded once: `vela bench matmul --type Q8_0
+// -t 1` on a Zen 3, two alternations, against a half of 4 rows at a time that decoded |w| and w
+// once from 16 tokens: 1.65x at 2 tokens, 1.3x at 4-8, 1.25x at 16, 1.1x at 32, 1.04x at 64-512.
+template <int R>
+void group_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+                     float* y, int64_t y_stride) {
+  __m256 acc[2][R];
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ8_0x16& blk = wg[b];
-    const __m256 dw = half_scales(blk, h);
-    const auto a = [&](int r) {
-      return reinterpret_cast<const BlockQ8_0*>(act + r * act_stride)[b];
-    };
-    if constexpr (kDecoded) {
+    prefetch_ahead(wg + b);
+    const BlockQ8_0* a[R];
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) a[r] = reinterpret_cast<const BlockQ8_0*>(act + r * act_stride) + b;
+    __m256i isum[2][R];  // each (half, row)'s exact block sums
+    VELA_UNROLL
+    for (int v = 0; v < 8; ++v) {
+      __m256i w[2], w_abs[2];
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        w[h] = decode_q8_0_vector(wg[b], h, v);
+        w_abs[h] = _mm256_abs_epi8(w[h]);
+      }
+      VELA_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 4 * v));
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const __m256i sums = q8_0_products(w_abs[h], w[h], x);
+          isum[h][r] = v == 0 ? sums : _mm256_add_epi32(isum[h][r], sums);
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = half_scales(wg[b], h);
       VELA_UNROLL
       for (int r = 0; r < R; ++r)
-        acc[r] =
-            half_block_row_split(decoded + kDecodedVectors<BlockQ8_0x16> * b, dw, a(r), acc[r]);
-    } else {
-      __m256i w[8];
-      prefetch_ahead(&blk);
-      decode_half(blk, h, w);
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r) acc[r] = half_block_row(w, blk, h, dw, a(r), 0, acc[r]);
+        acc[h][r] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][r]),
+                            _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a[r]->d))), acc[h][r]);
     }
   }
   VELA_UNROLL
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[r]);
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
 }
 
 // The nibble formats: rows r < R of the token tile at act against both halves of one group of nb
 // blocks (starts: the activations' start sums where kTakesStarts, else nullptr), vector by vector:
 // each vector of levels serves the R rows, and each activation broadcast both halves, so that 4
 // rows take 0.75 loads per vpmaddubsw (1.25 a half at a time). decoded: when kDecoded, the
-// group's blocks decoded once (half h of block b at decoded + 8 (h nb + b), for_group_tiles with
-// kTileHalves 2); otherwise each vector is decoded just before its vpmaddubsw.
+// group's blocks decoded once (half h of block b at decoded + 8 (h nb + b), for_group_tiles);
+// otherwise each vector is decoded just before its vpmaddubsw.
 // The pair sums (4-bit levels: at most 2 * 15 * 127; 5-bit: 2 * 31 * 127) add up exactly in int16
 // 8 vectors at a time for 4-bit levels (at most 30480), 4 for 5-bit (31496), then vpmaddwd by
 // ones. They are added with vpaddsw, which never saturates within those bounds and so gives
 // vpaddw's sums, because GCC may reorder vpaddw: it regrouped the sums and kept every product
 // live (46 stack accesses per block with 2 rows).
-// `vela bench matmul -t 1` on a Zen 3, two alternations, against a half of 4 rows at a time:
-// at 512 tokens Q4_0 1.15x, Q4_1 1.31x, Q5_0 1.20x, Q5_1 1.35x; at 2-12 tokens, decoding on the
-// fly, Q4_0 1.25-1.75x, Q4_1 1.25-1.7x, Q5_0 1.3-1.6x, Q5_1 1.35-1.65x.
+// `vela bench matmul -t 1` on a Zen 3, two alternations, against a half of 4 rows at a time that
+// decoded once from 16 tokens: 1.3-1.75x at 2 tokens, 1.17-1.45x at 4-64, at 512 Q4_0 1.15x, Q4_1
+// 1.25x, Q5_0 1.13x, Q5_1 1.3x.
 template <class Packed, int R, bool kDecoded>
 void group_tile(const Packed* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
                 size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
@@ -468,21 +442,29 @@ void gemm_blocks(const PackedGemmArgs& p) {
     });
     return;
   }
-  constexpr bool kQ8_0 = std::is_same_v<Packed, BlockQ8_0x16>;
-  for_group_tiles<kDecodedVectors<Packed>, 4, Packed, kDecodeFrom<Packed>, kQ8_0 ? 1 : 2>(
-      p, nb, [](const Packed& blk, int h, __m256i* out) { decode_once(blk, h, out); },
-      [&](auto decoded_t, int64_t g, int h, auto rows, int64_t t, const __m256i* decoded) {
-        constexpr int R = decltype(rows)::value;
-        constexpr bool kDecoded = decltype(decoded_t)::value;
-        const uint8_t* act = p.act + size_t(t) * p.act_stride;
-        float* y = p.y + t * p.y_stride + g * kPackedRows;
-        if constexpr (kQ8_0)
-          half_tile_q8_0<R, kDecoded>(w + g * nb, nb, h, decoded, act, p.act_stride, y, p.y_stride);
-        else
-          group_tile<Packed, R, kDecoded>(w + g * nb, nb, decoded, act, p.act_stride,
-                                          kTakesStarts<Packed> ? starts + t * nb : nullptr, y,
-                                          p.y_stride);
-      });
+  if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
+    for_group_tiles<4>(p, [&](int64_t g, auto rows, int64_t t) {
+      group_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
+                                             p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
+                                             p.y_stride);
+    });
+  } else if constexpr (!NibbleFormat<Packed>::kHighBit) {
+    for_group_tiles<4>(p, [&](int64_t g, auto rows, int64_t t) {
+      group_tile<Packed, decltype(rows)::value, false>(
+          w + g * nb, nb, nullptr, p.act + size_t(t) * p.act_stride, p.act_stride,
+          kTakesStarts<Packed> ? starts + t * nb : nullptr, p.y + t * p.y_stride + g * kPackedRows,
+          p.y_stride);
+    });
+  } else {
+    for_group_tiles<8, 4, Packed, kQ5DecodeOnceMinTokens>(
+        p, nb, [](const Packed& blk, int h, __m256i* out) { decode_half(blk, h, out); },
+        [&](auto decoded_t, int64_t g, auto rows, int64_t t, const __m256i* decoded) {
+          group_tile<Packed, decltype(rows)::value, decltype(decoded_t)::value>(
+              w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+              kTakesStarts<Packed> ? starts + t * nb : nullptr,
+              p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+        });
+  }
 }
 
 // Vector g of sub-block sub (a pair's low or high nibbles) of rows 8h .. 8h + 7 of a Q4_K block,
@@ -832,13 +814,13 @@ void gemm_k(const PackedGemmArgs& p) {
                                  p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
     return;
   }
-  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom, 2>(
+  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom>(
       p, nb,
       [](const Packed& wb, int h, __m256i* out) {
         for (int sub = 0; sub < K::kSubs; ++sub)
           K::decode_sub(wb, sub, h, out + K::kSubVectors * sub);
       },
-      [&](auto decoded_t, int64_t g, int /*h: 0*/, auto rows, int64_t t, const __m256i* decoded) {
+      [&](auto decoded_t, int64_t g, auto rows, int64_t t, const __m256i* decoded) {
         K::template tile<decltype(rows)::value, decltype(decoded_t)::value>(
             w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
             sums + t * nb * K::kSumsPerBlock, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
