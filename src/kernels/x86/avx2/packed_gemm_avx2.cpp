@@ -71,10 +71,10 @@ void for_token_tiles(int64_t n_act, Fn&& fn) {
 // kin), each vector of levels decoded just before its vpmaddubsw. From these many tokens on, the
 // formats whose decode costs most decode each group once instead, into a per-thread buffer that
 // the group's tiles load (for_group_tiles). `vela bench matmul -t 1` on a Zen 3, two
-// alternations, decoded once against on the fly: Q5_0 / Q5_1 1.0-1.15x at 32-512 tokens, 0.8-1.0x
-// at 16; Q4_K 0.75-0.9x at 8-16, 1.05-1.25x at 512; Q5_K 0.4-0.8x at 2-8, 1.3x from 64; Q6_K
-// 0.9-1.0x at 4-16, 1.1-1.25x from 32. 4-bit nibbles (2 operations per vector) and Q8_0 never
-// gain from it.
+// alternations, decoded once against on the fly: Q5_0 1.0-1.15x at 32-512 tokens, 0.85-0.9x at
+// 16 (Q5_1 alike, noisier); Q4_K 0.75-0.9x at 8-16, 1.1-1.25x at 512; Q5_K 0.5-0.8x at 2-8,
+// 1.2-1.45x from 64; Q6_K 0.8-0.9x at 16, 1.05-1.25x from 32. 4-bit nibbles (2 operations per
+// vector) and Q8_0 never gained from it.
 constexpr int64_t kQ5DecodeOnceMinTokens = 32;  // Q5_0, Q5_1
 constexpr int64_t kQ4_KDecodeOnceMinTokens = 32;
 constexpr int64_t kQ5_KDecodeOnceMinTokens = 16;
@@ -197,10 +197,10 @@ inline void nibble_pair_products(__m256i raw, __m256i plane_lo, int v_lo, __m256
 // row uses each decoded vector once; decoding all 8 first keeps them live together, which AVX2's
 // 16 registers cannot hold beside a lone row's 4 accumulators. The pair sums are added with
 // vpaddsw (see group_tile): with vpaddw GCC regrouped them and kept every product live at once.
-// Together with lone_row's reloaded
-// activations, the spills of the Q5_1 loop went from 107 stack accesses per step of two blocks
-// to 1. `vela bench matmul --rows 2048 --working-set-mib 8 --tokens 1 -t 1` (in L3), medians of
-// four alternations on a Zen 3: Q4_0 1.18x, Q4_1 1.16x, Q5_0 1.15x, Q5_1 1.16x.
+// Together with lone_row's reloaded activations, the spills of the Q5_1 loop went from 107 stack
+// accesses per step of two blocks to 1. `vela bench matmul --rows 2048 --working-set-mib 8
+// --tokens 1 -t 1` (in L3), medians of four alternations on a Zen 3: Q4_0 1.18x, Q4_1 1.16x,
+// Q5_0 1.15x, Q5_1 1.16x.
 template <class Packed>
 inline __m256 half_block_row_streamed(const Packed& blk, int h, __m256 dw,
                                       const typename NibbleFormat<Packed>::Act& a, int32_t start,
@@ -241,6 +241,7 @@ inline __m256i q8_0_products(__m256i w_abs, __m256i w, __m256i x) {
                            _mm256_set1_epi16(1));
 }
 
+// acc plus one activation block a against rows 8h .. 8h + 7 of a block, decoded in w (a lone row).
 inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& /*blk*/, int /*h*/, __m256 dw,
                              const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
   __m256i isum = _mm256_setzero_si256();
@@ -265,6 +266,29 @@ using ActOf = typename NibbleFormat<Packed>::Act;
 template <class Packed>
 constexpr bool kTakesStarts =
     !std::is_same_v<Packed, BlockQ8_0x16> && !NibbleFormat<Packed>::kAffine;
+
+// The tiles' inner loop: the int16 pair sums s16[h][r] of kTerms vectors of levels of both halves
+// against R rows' activations, vector by vector. levels(h, i) gives half h's vector i, quants(r,
+// i) row r's 4 activation quants for it; so each vector serves the R rows and each broadcast both
+// halves. The sums are added with vpaddsw, which never saturates within the callers' bounds and
+// so gives vpaddw's sums, because GCC may reorder vpaddw: it regrouped the sums and kept every
+// product live (46 stack accesses per block with 2 rows).
+template <int R, int kTerms, class Levels, class Quants>
+inline void both_halves_pair_sums(Levels&& levels, Quants&& quants, __m256i s16[2][R]) {
+  VELA_UNROLL
+  for (int i = 0; i < kTerms; ++i) {
+    const __m256i w[2] = {levels(0, i), levels(1, i)};
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m256i x = _mm256_set1_epi32(load_i32(quants(r, i)));
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const __m256i products = _mm256_maddubs_epi16(w[h], x);
+        s16[h][r] = i == 0 ? products : _mm256_adds_epi16(s16[h][r], products);
+      }
+    }
+  }
+}
 
 // Q8_0: rows r < R of the token tile at act against both halves of one group of nb blocks, vector
 // by vector, as group_tile: each vector is decoded (and its |w| taken) once for the R rows, each
@@ -325,9 +349,7 @@ void group_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, const uint8_t* act, siz
 // otherwise each vector is decoded just before its vpmaddubsw.
 // The pair sums (4-bit levels: at most 2 * 15 * 127; 5-bit: 2 * 31 * 127) add up exactly in int16
 // 8 vectors at a time for 4-bit levels (at most 30480), 4 for 5-bit (31496), then vpmaddwd by
-// ones. They are added with vpaddsw, which never saturates within those bounds and so gives
-// vpaddw's sums, because GCC may reorder vpaddw: it regrouped the sums and kept every product
-// live (46 stack accesses per block with 2 rows).
+// ones (both_halves_pair_sums).
 // `vela bench matmul -t 1` on a Zen 3, two alternations, against a half of 4 rows at a time that
 // decoded once from 16 tokens: 1.3-1.75x at 2 tokens, 1.17-1.45x at 4-64, at 512 Q4_0 1.15x, Q4_1
 // 1.25x, Q5_0 1.13x, Q5_1 1.3x.
@@ -350,23 +372,12 @@ void group_tile(const Packed* wg, int64_t nb, const __m256i* decoded, const uint
     VELA_UNROLL
     for (int v0 = 0; v0 < 8; v0 += kInt16Terms) {
       __m256i s16[2][R];
-      VELA_UNROLL
-      for (int v = v0; v < v0 + kInt16Terms; ++v) {
-        __m256i w[2];
-        VELA_UNROLL
-        for (int h = 0; h < 2; ++h)
-          w[h] = kDecoded ? _mm256_load_si256(decoded + 8 * (h * nb + b) + v)
-                          : decode_vector(wg[b], h, v);
-        VELA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 4 * v));
-          VELA_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const __m256i pairs = _mm256_maddubs_epi16(w[h], x);
-            s16[h][r] = v == v0 ? pairs : _mm256_adds_epi16(s16[h][r], pairs);
-          }
-        }
-      }
+      both_halves_pair_sums<R, kInt16Terms>(
+          [&](int h, int i) {
+            return kDecoded ? _mm256_load_si256(decoded + 8 * (h * nb + b) + v0 + i)
+                            : decode_vector(wg[b], h, v0 + i);
+          },
+          [&](int r, int i) { return a[r]->qs + 4 * (v0 + i); }, s16);
       VELA_UNROLL
       for (int h = 0; h < 2; ++h) VELA_UNROLL
       for (int r = 0; r < R; ++r) {
@@ -534,7 +545,7 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
 //   decoded + 64 (h nb + b) + 8 sub) serves the R rows, and each activation broadcast both
 //   halves, as the nibble formats' group_tile. Pair sums by vpmaddubsw add up exactly in int16
 //   (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at a time, at most 4 * 2 * 31 * 127)
-//   with vpaddsw (see group_tile), and one vpmaddwd by the sub-block scale (in both 16-bit halves
+//   in both_halves_pair_sums, and one vpmaddwd by the sub-block scale (in both 16-bit halves
 //   of each row's lane) adds and scales them.
 //   `vela bench matmul -t 1` on a Zen 3, two alternations, against a half of 2 rows at a time
 //   (vpmaddwd by ones, then vpmulld): Q4_K 1.6x at 2 tokens, 1.8x at 4, 1.35-1.55x at 8-16,
@@ -585,28 +596,18 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const __m256i* decoded, const
         VELA_UNROLL
         for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
           __m256i s16[2][R];
-          VELA_UNROLL
-          for (int g = g0; g < g0 + kInt16Terms; ++g) {
-            __m256i w[2];
-            VELA_UNROLL
-            for (int h = 0; h < 2; ++h) {
-              if constexpr (kDecoded) {
-                w[h] = _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + g);
-              } else {
-                w[h] = decode_q4_k_vector(wb, sub, h, g);
-                if constexpr (kHighBit) w[h] = _mm256_or_si256(w[h], high_bits_of(plane[h], g));
-              }
-            }
-            VELA_UNROLL
-            for (int r = 0; r < R; ++r) {
-              const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 32 * sub + 4 * g));
-              VELA_UNROLL
-              for (int h = 0; h < 2; ++h) {
-                const __m256i products = _mm256_maddubs_epi16(w[h], x);
-                s16[h][r] = g == g0 ? products : _mm256_adds_epi16(s16[h][r], products);
-              }
-            }
-          }
+          both_halves_pair_sums<R, kInt16Terms>(
+              [&](int h, int i) {
+                const int g = g0 + i;
+                if constexpr (kDecoded)
+                  return _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + g);
+                else if constexpr (kHighBit)
+                  return _mm256_or_si256(decode_q4_k_vector(wb, sub, h, g),
+                                         high_bits_of(plane[h], g));
+                else
+                  return decode_q4_k_vector(wb, sub, h, g);
+              },
+              [&](int r, int i) { return a[r]->qs + 32 * sub + 4 * (g0 + i); }, s16);
           VELA_UNROLL
           for (int h = 0; h < 2; ++h) VELA_UNROLL
           for (int r = 0; r < R; ++r)
@@ -725,23 +726,12 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m256i* decoded,
         VELA_UNROLL
         for (int v0 = 0; v0 < 4; v0 += 2) {
           __m256i s16[2][R];
-          VELA_UNROLL
-          for (int v = v0; v < v0 + 2; ++v) {
-            __m256i w[2];
-            VELA_UNROLL
-            for (int h = 0; h < 2; ++h)
-              w[h] = kDecoded ? _mm256_load_si256(decoded + 64 * (h * nb + b) + 4 * sub + v)
-                              : decode_q6_k_vector(wb, sub, h, v);
-            VELA_UNROLL
-            for (int r = 0; r < R; ++r) {
-              const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 16 * sub + 4 * v));
-              VELA_UNROLL
-              for (int h = 0; h < 2; ++h) {
-                const __m256i products = _mm256_maddubs_epi16(w[h], x);
-                s16[h][r] = v == v0 ? products : _mm256_adds_epi16(s16[h][r], products);
-              }
-            }
-          }
+          both_halves_pair_sums<R, 2>(
+              [&](int h, int i) {
+                return kDecoded ? _mm256_load_si256(decoded + 64 * (h * nb + b) + 4 * sub + v0 + i)
+                                : decode_q6_k_vector(wb, sub, h, v0 + i);
+              },
+              [&](int r, int i) { return a[r]->qs + 16 * sub + 4 * (v0 + i); }, s16);
           VELA_UNROLL
           for (int h = 0; h < 2; ++h) VELA_UNROLL
           for (int r = 0; r < R; ++r)
