@@ -153,14 +153,27 @@ inline void decode_half(const Packed& blk, int h, __m256i w[8]) {
   for (int v = 0; v < 8; ++v) w[v] = decode_vector(blk, h, v);
 }
 
+// The block scales of rows 8h .. 8h + 7.
+template <class Packed>
+inline __m256 half_scales(const Packed& blk, int h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+}
+
+// The activation blocks Packed meets (Q8_0 and Q4_0 / Q5_0: Q8_0; Q4_1 / Q5_1: Q8_1), and
+// whether its kernel takes the activations' start sums (Q4_0 / Q5_0, whose levels carry a bias).
+template <class Packed>
+using ActOf = typename NibbleFormat<Packed>::Act;
+template <class Packed>
+constexpr bool kTakesStarts =
+    !std::is_same_v<Packed, BlockQ8_0x16> && !NibbleFormat<Packed>::kAffine;
+
 // One activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows 8h .. 8h + 7 of
 // blk, from the rows' exact block sums isum, dw the rows' scales: acc plus the block's products.
 template <class Packed>
 inline __m256 finish_half_block(__m256i isum, const Packed& blk, int h, __m256 dw,
-                                const typename NibbleFormat<Packed>::Act& a, int32_t start,
-                                __m256 acc) {
+                                const ActOf<Packed>& a, int32_t start, __m256 acc) {
   using F = NibbleFormat<Packed>;
-  if constexpr (!F::kAffine) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(start));
+  if constexpr (kTakesStarts<Packed>) isum = _mm256_add_epi32(isum, _mm256_set1_epi32(start));
   const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
   if constexpr (F::kAffine) {
@@ -169,6 +182,20 @@ inline __m256 finish_half_block(__m256i isum, const Packed& blk, int h, __m256 d
     acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(half_to_float(a.s)), acc);
   }
   return acc;
+}
+
+// The same for both halves of block blk against R rows' activation blocks a[r] (start(r): row r's
+// start sum where kTakesStarts): acc[h][r] plus the products, from the exact sums isum[h][r].
+template <class Packed, int R, class Start>
+inline void finish_block(const Packed& blk, const __m256i (&isum)[2][R],
+                         const ActOf<Packed>* const (&a)[R], Start&& start, __m256 (&acc)[2][R]) {
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const __m256 dw = half_scales(blk, h);
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[h][r] = finish_half_block(isum[h][r], blk, h, dw, *a[r], start(r), acc[h][r]);
+  }
 }
 
 // One vector of packed nibbles, raw, as two vectors of levels (low nibbles, then high; with
@@ -242,30 +269,15 @@ inline __m256i q8_0_products(__m256i w_abs, __m256i w, __m256i x) {
 }
 
 // acc plus one activation block a against rows 8h .. 8h + 7 of a block, decoded in w (a lone row).
-inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& /*blk*/, int /*h*/, __m256 dw,
+inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& blk, int h, __m256 dw,
                              const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
   __m256i isum = _mm256_setzero_si256();
   VELA_UNROLL
   for (int v = 0; v < 8; ++v)
     isum = _mm256_add_epi32(isum, q8_0_products(_mm256_abs_epi8(w[v]), w[v],
                                                 _mm256_set1_epi32(load_i32(a.qs + 4 * v))));
-  const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a.d)));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
+  return finish_half_block(isum, blk, h, dw, a, 0, acc);
 }
-
-// The block scales of rows 8h .. 8h + 7.
-template <class Packed>
-inline __m256 half_scales(const Packed& blk, int h) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
-}
-
-// The activation blocks Packed meets (Q8_0 and Q4_0 / Q5_0: Q8_0; Q4_1 / Q5_1: Q8_1), and
-// whether its kernel takes the activations' start sums (Q4_0 / Q5_0, whose levels carry a bias).
-template <class Packed>
-using ActOf = typename NibbleFormat<Packed>::Act;
-template <class Packed>
-constexpr bool kTakesStarts =
-    !std::is_same_v<Packed, BlockQ8_0x16> && !NibbleFormat<Packed>::kAffine;
 
 // The tiles' inner loop: the int16 pair sums s16[h][r] of kTerms vectors of levels of both halves
 // against R rows' activations, vector by vector. levels(h, i) gives half h's vector i, quants(r,
@@ -326,15 +338,8 @@ void group_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, const uint8_t* act, siz
         }
       }
     }
-    VELA_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw = half_scales(wg[b], h);
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r)
-        acc[h][r] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][r]),
-                            _mm256_mul_ps(dw, _mm256_set1_ps(half_to_float(a[r]->d))), acc[h][r]);
-    }
+    finish_block(
+        wg[b], isum, a, [](int) { return 0; }, acc);
   }
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
@@ -385,15 +390,12 @@ void group_tile(const Packed* wg, int64_t nb, const __m256i* decoded, const uint
         isum[h][r] = v0 == 0 ? part : _mm256_add_epi32(isum[h][r], part);
       }
     }
-    VELA_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw = half_scales(wg[b], h);
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r)
-        acc[h][r] = finish_half_block(
-            isum[h][r], wg[b], h, dw, *a[r],
-            kTakesStarts<Packed> ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0, acc[h][r]);
-    }
+    finish_block(
+        wg[b], isum, a,
+        [&](int r) {
+          return kTakesStarts<Packed> ? starts[size_t(r) * size_t(nb) + size_t(b)] : 0;
+        },
+        acc);
   }
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
