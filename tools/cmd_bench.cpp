@@ -200,9 +200,11 @@ int run_bench(int argc, char** argv) {
       // The ceiling next to each run: measured before the first and after every run, a run
       // taking the mean of the two around it.
       double ceiling_before = roofline ? measure(kind) : 0;
+      r.step_seconds.reserve(size_t(n_gen) * size_t(*reps));  // no allocation between steps
       for (int64_t i = 0; i < *reps; ++i) {
         const TensorParallelTraffic before = group ? group->traffic() : TensorParallelTraffic{};
-        auto s = n_prompt > 0 ? runner.run_prompt(n_prompt) : runner.run_generation(n_gen);
+        auto s = n_prompt > 0 ? runner.run_prompt(n_prompt)
+                              : runner.run_generation(n_gen, &r.step_seconds);
         if (!s) {
           std::fprintf(stderr, "vela bench: %s\n", s.message().c_str());
           return false;

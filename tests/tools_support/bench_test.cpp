@@ -97,6 +97,27 @@ TEST(TestResult, EachRunAgainstItsOwnCeiling) {
   EXPECT_EQ(r.fraction(), 0.0);
 }
 
+// A tg run's steps: the median shows the pass's own speed; steps over 1.5x the median are
+// stalls, counted with their time beyond the median.
+TEST(TestResult, StepsSeparateStallsFromTheMedianStep) {
+  TestResult r;
+  r.n_gen = 4;
+  r.work_per_run = 4e8;  // 1e8 bytes a step
+  r.seconds = {0.5, 0.5};
+  r.ceilings = {1e10, 1e10};
+  EXPECT_EQ(r.median_step_seconds(), 0.0);
+  EXPECT_EQ(r.stalled_steps(), 0);
+  EXPECT_EQ(r.stall_share(), 0.0);
+  EXPECT_EQ(r.median_step_fraction(), 0.0);
+  r.step_seconds = {0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.05, 0.03};  // median 0.02
+  EXPECT_DOUBLE_EQ(r.median_step_seconds(), 0.02);
+  EXPECT_EQ(r.stalled_steps(), 1);  // 0.03 is exactly 1.5x: not a stall
+  EXPECT_DOUBLE_EQ(r.stall_share(), 0.03 / 0.2);
+  EXPECT_DOUBLE_EQ(r.median_step_fraction(), 1e8 / 0.02 / 1e10);
+  r.ceilings.clear();
+  EXPECT_EQ(r.median_step_fraction(), 0.0);
+}
+
 class ModelBenchTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -137,9 +158,17 @@ TEST_F(ModelBenchTest, RunsPromptAndGenerationInBatches) {
     auto pp = b.run_prompt(10);        // passes of 4, 4, 2 tokens
     ASSERT_TRUE(pp.ok()) << pp.message();
     EXPECT_GT(*pp, 0.0);
-    auto tg = b.run_generation(5);
+    std::vector<double> steps = {1.0};  // appended to
+    auto tg = b.run_generation(5, &steps);
     ASSERT_TRUE(tg.ok()) << tg.message();
     EXPECT_GT(*tg, 0.0);
+    ASSERT_EQ(steps.size(), 6u);
+    double sum = 0;
+    for (size_t i = 1; i < steps.size(); ++i) {
+      EXPECT_GT(steps[i], 0.0);
+      sum += steps[i];
+    }
+    EXPECT_LE(sum, *tg);
   }
   EXPECT_FALSE(b.run_prompt(11).ok());  // beyond what it was sized for
 }
@@ -161,7 +190,24 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
   pp.ceilings = {4e11, 2e11};
   pp.ceiling_name = "int8 peak";
   r.results.push_back(pp);
+  TestResult tg;
+  tg.test = "tg4";
+  tg.n_gen = 4;
+  tg.n_threads = 2;
+  tg.seconds = {0.1};
+  tg.work_per_run = 4e8;
+  tg.ceilings = {1e10};
+  tg.ceiling_name = "read bandwidth";
+  tg.step_seconds = {0.02, 0.02, 0.02, 0.04};
+  r.results.push_back(tg);
   const auto j = nlohmann::json::parse(format_json(r));
+  EXPECT_FALSE(j["results"][0].contains("step_median_s"));  // pp has no steps
+  const auto& g = j["results"][1];
+  EXPECT_EQ(g["step_samples_s"].size(), 4u);
+  EXPECT_DOUBLE_EQ(g["step_median_s"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(g["step_median_roofline_fraction"].get<double>(), 0.5);
+  EXPECT_EQ(g["stalled_steps"].get<int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(g["stall_share"].get<double>(), 0.02 / 0.1);
   EXPECT_EQ(j["model"]["type"], "Q4_0");
   EXPECT_EQ(j["machine"]["roofline"][0]["read_bandwidth_bytes_per_s"], 1e10);
   const auto& t = j["results"][0];
@@ -181,6 +227,11 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
   EXPECT_NE(md.find("| synthetic tiny |"), std::string::npos) << md;
   EXPECT_NE(md.find("pp10"), std::string::npos);
   EXPECT_NE(md.find("75.00 ± 35.36"), std::string::npos) << md;
+  EXPECT_NE(md.find("tg4, 2 threads: median step 20.00 ms (5.00 GB/s, 50.0% of read bandwidth); "
+                    "1 of 4 steps stalled (over 1.5x the median), 20.0% of the time beyond the "
+                    "median"),
+            std::string::npos)
+      << md;
   EXPECT_NE(md.find("% of int8 peak"), std::string::npos) << md;
   EXPECT_EQ(md.find("bf16 peak"), std::string::npos) << "printed although not measured: " << md;
   EXPECT_EQ(j["machine"]["roofline"][0]["peak_bf16_flops"], 0.0);

@@ -24,6 +24,13 @@ std::string si(double v, const char* unit) {
   return fmt("%.2f ", v) + prefixes[i] + unit;
 }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
 }  // namespace
 
 std::vector<double> TestResult::tokens_per_second() const {
@@ -68,11 +75,33 @@ std::vector<double> TestResult::fractions() const {
 }
 
 double TestResult::fraction() const {
-  std::vector<double> f = fractions();
-  if (f.empty()) return 0;
-  std::sort(f.begin(), f.end());
-  const size_t mid = f.size() / 2;
-  return f.size() % 2 ? f[mid] : (f[mid - 1] + f[mid]) / 2;
+  return median_of(fractions());
+}
+
+double TestResult::median_step_seconds() const {
+  return median_of(step_seconds);
+}
+
+int64_t TestResult::stalled_steps() const {
+  const double limit = kStallFactor * median_step_seconds();
+  return std::count_if(step_seconds.begin(), step_seconds.end(),
+                       [&](double s) { return s > limit; });
+}
+
+double TestResult::stall_share() const {
+  const double median = median_step_seconds(), limit = kStallFactor * median;
+  double beyond = 0, total = 0;
+  for (double s : step_seconds) {
+    total += s;
+    if (s > limit) beyond += s - median;
+  }
+  return total > 0 ? beyond / total : 0;
+}
+
+double TestResult::median_step_fraction() const {
+  const double step = median_step_seconds(), ceiling = mean_ceiling();
+  if (step <= 0 || ceiling <= 0 || n_gen <= 0) return 0;
+  return work_per_run / double(n_gen) / step / ceiling;
 }
 
 double TestResult::communication_share() const {
@@ -136,11 +165,27 @@ std::string format_markdown(const BenchReport& r) {
       std::string sent;
       for (size_t i = 0; i < t.ranks.size(); ++i)
         sent += (i ? " / " : "") + si(t.bytes_sent_per_token(i), "B");
-      out += " " + fmt("%.1f%%", 100.0 * t.communication_share()) + " | " +
-             (sent.empty() ? "-" : sent) + " |";
+      out += ' ';
+      out += fmt("%.1f%%", 100.0 * t.communication_share()) + " | " + (sent.empty() ? "-" : sent) +
+             " |";
     }
     out += "\n";
   }
+  std::string steps;
+  for (const TestResult& t : r.results) {
+    if (t.step_seconds.empty()) continue;
+    const double median = t.median_step_seconds();
+    steps += t.test + ", " + std::to_string(t.n_threads) + " thread" +
+             (t.n_threads == 1 ? "" : "s") + ": median step " + fmt("%.2f ms", 1e3 * median);
+    if (t.median_step_fraction() > 0)
+      steps += " (" + si(t.work_per_run / double(t.n_gen) / median, "B/s") + ", " +
+               fmt("%.1f%%", 100.0 * t.median_step_fraction()) + " of " + t.ceiling_name + ")";
+    steps += "; " + std::to_string(t.stalled_steps()) + " of " +
+             std::to_string(t.step_seconds.size()) + " steps stalled (over " +
+             fmt("%.1fx", TestResult::kStallFactor) + " the median), " +
+             fmt("%.1f%%", 100.0 * t.stall_share()) + " of the time beyond the median\n";
+  }
+  if (!steps.empty()) out += "\n" + steps;
   if (r.split())
     out +=
         "\ncomm: rank 0's seconds in the group's calls / its seconds in forward passes; "
@@ -190,6 +235,16 @@ std::string format_json(const BenchReport& r) {
                        {"roofline_ceilings", t.ceilings},
                        {"roofline_fractions", t.fractions()},
                        {"roofline_fraction", t.fraction()}});
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    const TestResult& t = r.results[i];
+    if (t.step_seconds.empty()) continue;
+    results[i]["step_samples_s"] = t.step_seconds;
+    results[i]["step_median_s"] = t.median_step_seconds();
+    results[i]["step_median_roofline_fraction"] = t.median_step_fraction();
+    results[i]["stall_factor"] = TestResult::kStallFactor;
+    results[i]["stalled_steps"] = t.stalled_steps();
+    results[i]["stall_share"] = t.stall_share();
+  }
   if (r.split()) {
     for (size_t i = 0; i < r.results.size(); ++i) {
       const TestResult& t = r.results[i];

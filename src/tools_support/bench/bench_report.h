@@ -39,6 +39,19 @@ struct TestResult {
   std::vector<double> fractions() const;
   double fraction() const;  // the median of fractions(); 0 when not measured
 
+  // tg: every decode step's seconds, over every repetition (empty for pp). A step that the host
+  // stalled (its vCPU descheduled for tens of milliseconds on a shared machine) takes a multiple
+  // of the others, so the median step shows the pass's own speed, and the stalls are counted
+  // apart: the steps over kStallFactor x the median, and their seconds beyond the median as a
+  // share of all steps' seconds.
+  static constexpr double kStallFactor = 1.5;
+  std::vector<double> step_seconds;
+  double median_step_seconds() const;  // 0 without steps
+  int64_t stalled_steps() const;
+  double stall_share() const;
+  // One step's work / the median step's seconds / mean_ceiling(); 0 without steps or ceilings.
+  double median_step_fraction() const;
+
   // A split model, over every repetition: rank 0's seconds in forward passes and in the group's
   // calls, and each world rank's bytes sent and seconds communicating (index: world rank).
   double forward_seconds = 0;

@@ -203,12 +203,19 @@ Result<double> ModelBench::run_prompt(int32_t n_prompt) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-Result<double> ModelBench::run_generation(int32_t n_gen) {
+Result<double> ModelBench::run_generation(int32_t n_gen, std::vector<double>* step_seconds) {
   if (n_gen <= 0 || size_t(n_gen) > tokens_.size())
     return make_error("generation length out of range");
   const auto t0 = Clock::now();
-  for (int32_t p = 0; p < n_gen; ++p)
+  auto step_start = t0;
+  for (int32_t p = 0; p < n_gen; ++p) {
     if (auto st = pass(p, 1); !st) return st.error();
+    if (step_seconds) {
+      const auto now = Clock::now();
+      step_seconds->push_back(std::chrono::duration<double>(now - step_start).count());
+      step_start = now;
+    }
+  }
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 

@@ -72,8 +72,9 @@ class ModelBench {
   Status warmup();
   // Seconds to process n_prompt tokens from position 0 (batches of n_batch, logits of the last).
   Result<double> run_prompt(int32_t n_prompt);
-  // Seconds for n_gen decode steps of one token each, from position 0.
-  Result<double> run_generation(int32_t n_gen);
+  // Seconds for n_gen decode steps of one token each, from position 0; with step_seconds, each
+  // step's seconds are appended to it as well.
+  Result<double> run_generation(int32_t n_gen, std::vector<double>* step_seconds = nullptr);
 
   // The geometry the other ranks of a group need: tokens per pass, context and this rank's KV.
   int32_t n_batch() const { return n_batch_; }
