@@ -535,6 +535,68 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
   return _mm256_add_epi32(dots, _mm256_mullo_epi32(d_hi, scale(2 * p + 1)));
 }
 
+// The reference's float steps for half h of a Q4_K/Q5_K block (wb: its scales) against
+// activation block a (block_pairs: its 4 sums of sub-block pairs): acc plus d * dots minus
+// dmin * the mins times those sums.
+inline __m256 finish_half_block_q4_k(const BlockQ4_Kx16& wb, int h, __m256i dots,
+                                     const BlockQ8_K& a, const int32_t* block_pairs, __m256 acc) {
+  const __m256 dw =
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+  const __m256 dmw =
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.dmin + kHalfRows * h)));
+  __m256i mins = _mm256_setzero_si256();
+  for (int k = 0; k < 4; ++k) {
+    const __m256i mp = _mm256_cvtepu8_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.min_pairs[k][kHalfRows * h])));
+    mins = _mm256_add_epi32(mins, _mm256_madd_epi16(mp, _mm256_set1_epi32(block_pairs[k])));
+  }
+  const __m256 ad = _mm256_set1_ps(a.d);
+  const __m256 d = _mm256_mul_ps(dw, ad);
+  const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
+  return _mm256_add_ps(acc, _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots), m));
+}
+
+// One activation row against S groups of Q4_K or Q5_K blocks, group i's nb blocks at
+// wg + i * apart and its 16 outputs at y + i * y_apart, walked in lockstep (for_lone_group_pairs):
+// block by block, sub-block pair by pair, both halves of each (lone_sub_pair_q4_k), so that each
+// stream's bytes are read in order, a slice of its lines fetched ahead per step.
+template <class Packed, int S>
+void lone_row_q4_k(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
+                   const int32_t* pairs, float* y, int64_t y_apart) {
+  constexpr int kInt16Terms = std::is_same_v<Packed, BlockQ5_Kx16> ? 4 : 8;
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(act);
+  __m256 acc[S][2];
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i dots[S][2];  // each (group, half)'s sub-block sums times their scales
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) dots[i][0] = dots[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int p = 0; p < 4; ++p) {
+      VELA_UNROLL
+      for (int i = 0; i < S; ++i) {
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          prefetch_ahead_slice<Packed, 8>(wg + i * apart + b, 2 * p + h);
+          dots[i][h] = lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[i * apart + b], p, h,
+                                                               a[b].qs + 64 * p, dots[i][h]);
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) {
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h)
+        acc[i][h] = finish_half_block_q4_k(k_scales(wg[i * apart + b]), h, dots[i][h], a[b],
+                                           pairs + 4 * b, acc[i][h]);
+    }
+  }
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
+}
+
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against both
 // halves of one group, each block read once for both.
 // - A lone row (R = 1, not decoded) takes the halves sub-block pair by pair
@@ -556,6 +618,10 @@ inline __m256i lone_sub_pair_q4_k(const Packed& blk, int p, int h, const int8_t*
 template <class Packed, int R, bool kDecoded>
 void group_tile_q4_k(const Packed* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
                      size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
+  if constexpr (R == 1 && !kDecoded) {
+    lone_row_q4_k<Packed, 1>(wg, 0, nb, act, pairs, y, 0);
+    return;
+  }
   constexpr bool kHighBit = std::is_same_v<Packed, BlockQ5_Kx16>;
   constexpr int kInt16Terms = kHighBit ? 4 : 8;
   __m256 acc[2][R];
@@ -572,72 +638,44 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const __m256i* decoded, const
     VELA_UNROLL
     for (int h = 0; h < 2; ++h) VELA_UNROLL
     for (int r = 0; r < R; ++r) dots[h][r] = _mm256_setzero_si256();
-    if constexpr (R == 1 && !kDecoded) {
 #pragma GCC unroll 1
-      for (int p = 0; p < 4; ++p) {
-        VELA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          prefetch_ahead_slice<Packed, 8>(wg + b, 2 * p + h);
-          dots[h][0] =
-              lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[b], p, h, a[0]->qs + 64 * p, dots[h][0]);
-        }
+    for (int sub = 0; sub < 8; ++sub) {
+      if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
+      __m256i scale[2], plane[2];
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const __m256i s32 = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+        scale[h] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
+        if constexpr (kHighBit && !kDecoded)
+          plane[h] = loadu256(wg[b].qh[sub / 2][sub % 2] + kHalfRows * h);
       }
-    } else {
-#pragma GCC unroll 1
-      for (int sub = 0; sub < 8; ++sub) {
-        if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(wg + b, sub);
-        __m256i scale[2], plane[2];
+      VELA_UNROLL
+      for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
+        __m256i s16[2][R];
+        both_halves_pair_sums<R, kInt16Terms>(
+            [&](int h, int i) {
+              const int g = g0 + i;
+              if constexpr (kDecoded)
+                return _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + g);
+              else if constexpr (kHighBit)
+                return _mm256_or_si256(decode_q4_k_vector(wb, sub, h, g),
+                                       high_bits_of(plane[h], g));
+              else
+                return decode_q4_k_vector(wb, sub, h, g);
+            },
+            [&](int r, int i) { return a[r]->qs + 32 * sub + 4 * (g0 + i); }, s16);
         VELA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const __m256i s32 = _mm256_cvtepu8_epi32(
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-          scale[h] = _mm256_or_si256(s32, _mm256_slli_epi32(s32, 16));
-          if constexpr (kHighBit && !kDecoded)
-            plane[h] = loadu256(wg[b].qh[sub / 2][sub % 2] + kHalfRows * h);
-        }
-        VELA_UNROLL
-        for (int g0 = 0; g0 < 8; g0 += kInt16Terms) {
-          __m256i s16[2][R];
-          both_halves_pair_sums<R, kInt16Terms>(
-              [&](int h, int i) {
-                const int g = g0 + i;
-                if constexpr (kDecoded)
-                  return _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + g);
-                else if constexpr (kHighBit)
-                  return _mm256_or_si256(decode_q4_k_vector(wb, sub, h, g),
-                                         high_bits_of(plane[h], g));
-                else
-                  return decode_q4_k_vector(wb, sub, h, g);
-              },
-              [&](int r, int i) { return a[r]->qs + 32 * sub + 4 * (g0 + i); }, s16);
-          VELA_UNROLL
-          for (int h = 0; h < 2; ++h) VELA_UNROLL
-          for (int r = 0; r < R; ++r)
-            dots[h][r] = _mm256_add_epi32(dots[h][r], _mm256_madd_epi16(s16[h][r], scale[h]));
-        }
+        for (int h = 0; h < 2; ++h) VELA_UNROLL
+        for (int r = 0; r < R; ++r)
+          dots[h][r] = _mm256_add_epi32(dots[h][r], _mm256_madd_epi16(s16[h][r], scale[h]));
       }
     }
     VELA_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
-      const __m256 dmw = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.dmin + kHalfRows * h)));
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r) {
-        __m256i mins = _mm256_setzero_si256();
-        for (int k = 0; k < 4; ++k) {
-          const __m256i mp = _mm256_cvtepu8_epi16(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.min_pairs[k][kHalfRows * h])));
-          mins = _mm256_add_epi32(
-              mins, _mm256_madd_epi16(mp, _mm256_set1_epi32(pairs[size_t((r * nb + b) * 4 + k)])));
-        }
-        const __m256 ad = _mm256_set1_ps(a[r]->d);
-        const __m256 d = _mm256_mul_ps(dw, ad);
-        const __m256 m = _mm256_mul_ps(_mm256_mul_ps(dmw, ad), _mm256_cvtepi32_ps(mins));
-        acc[h][r] = _mm256_add_ps(acc[h][r], _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots[h][r]), m));
-      }
-    }
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[h][r] = finish_half_block_q4_k(wb, h, dots[h][r], *a[r], pairs + (r * nb + b) * 4,
+                                         acc[h][r]);
   }
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
@@ -664,6 +702,70 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]
   for (int v = 0; v < 4; ++v) q[v] = decode_q6_k_vector(wb, sub, h, v);
 }
 
+// The reference's float steps for half h of a Q6_K block against activation block a: acc plus
+// d * a.d * the block's scaled sub-block sums.
+inline __m256 finish_half_block_q6_k(const BlockQ6_Kx16& wb, int h, __m256i sum, const BlockQ8_K& a,
+                                     __m256 acc) {
+  const __m256 dw =
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+  return _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d)), _mm256_cvtepi32_ps(sum), acc);
+}
+
+// One activation row against S groups of Q6_K blocks, as lone_row_q4_k: sub-block by sub-block,
+// both halves of each (its 4 vectors of levels decoded in turn), so that each stream's bytes are
+// read in order. Two vpmaddubsw pair sums add up exactly in int16 (at most 2 * 2 * 63 * 127),
+// vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum (starts) and is
+// scaled by the sub-block scales with vpmulld.
+template <int S>
+void lone_row_q6_k(const BlockQ6_Kx16* wg, int64_t apart, int64_t nb, const uint8_t* act,
+                   const int32_t* starts, float* y, int64_t y_apart) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(act);
+  __m256 acc[S][2];
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i sum[S][2];  // each (group, half)'s sub-block sums times their scales
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) sum[i][0] = sum[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int sub = 0; sub < 16; ++sub) {
+      const int8_t* qa = a[b].qs + 16 * sub;
+      VELA_UNROLL
+      for (int i = 0; i < S; ++i) {
+        const BlockQ6_Kx16& wb = wg[i * apart + b];
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          prefetch_ahead_slice<BlockQ6_Kx16, 32>(&wb, 2 * sub + h);
+          __m256i q[4];
+          decode_q6_k_sub(wb, sub, h, q);
+          const __m256i s01 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
+                               _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
+          const __m256i s23 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
+                               _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
+          const __m256i dot = _mm256_add_epi32(
+              _mm256_set1_epi32(starts[b * 16 + sub]),
+              _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
+          const __m256i scale = _mm256_cvtepi8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+          sum[i][h] = _mm256_add_epi32(sum[i][h], _mm256_mullo_epi32(dot, scale));
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) {
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h)
+        acc[i][h] = finish_half_block_q6_k(wg[i * apart + b], h, sum[i][h], a[b], acc[i][h]);
+    }
+  }
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
+}
+
 // Q6_K: rows r < R of the token tile against both halves of one group, sub-block by sub-block
 // (16 elements, 4 vectors of levels). Two vpmaddubsw pair sums add up exactly in int16 (at most
 // 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum
@@ -679,6 +781,10 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]
 template <int R, bool kDecoded>
 void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
                      size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+  if constexpr (R == 1 && !kDecoded) {
+    lone_row_q6_k<1>(wg, 0, nb, act, starts, y, 0);
+    return;
+  }
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[2][R];
   VELA_UNROLL
@@ -702,58 +808,33 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m256i* decoded,
       for (int h = 0; h < 2; ++h)
         scale[h] = _mm256_cvtepi8_epi32(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-      if constexpr (R == 1 && !kDecoded) {
-        VELA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          prefetch_ahead_slice<BlockQ6_Kx16, 32>(&wb, 2 * sub + h);
-          __m256i q[4];
-          decode_q6_k_sub(wb, sub, h, q);
-          const int8_t* qa = a[0]->qs + 16 * sub;
-          const __m256i s01 =
-              _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
-                               _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
-          const __m256i s23 =
-              _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
-                               _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
-          const __m256i dot = _mm256_add_epi32(
-              _mm256_set1_epi32(start(0, sub)),
-              _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
-          sum[h][0] = _mm256_add_epi32(sum[h][0], _mm256_mullo_epi32(dot, scale[h]));
-        }
-      } else {
-        if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16>(&wb, sub);
-        __m256i dot[2][R];
-        VELA_UNROLL
-        for (int r = 0; r < R; ++r) dot[0][r] = dot[1][r] = _mm256_set1_epi32(start(r, sub));
-        VELA_UNROLL
-        for (int v0 = 0; v0 < 4; v0 += 2) {
-          __m256i s16[2][R];
-          both_halves_pair_sums<R, 2>(
-              [&](int h, int i) {
-                return kDecoded ? _mm256_load_si256(decoded + 64 * (h * nb + b) + 4 * sub + v0 + i)
-                                : decode_q6_k_vector(wb, sub, h, v0 + i);
-              },
-              [&](int r, int i) { return a[r]->qs + 16 * sub + 4 * (v0 + i); }, s16);
-          VELA_UNROLL
-          for (int h = 0; h < 2; ++h) VELA_UNROLL
-          for (int r = 0; r < R; ++r)
-            dot[h][r] = _mm256_add_epi32(dot[h][r], _mm256_madd_epi16(s16[h][r], ones));
-        }
+      if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ6_Kx16, 16>(&wb, sub);
+      __m256i dot[2][R];
+      VELA_UNROLL
+      for (int r = 0; r < R; ++r) dot[0][r] = dot[1][r] = _mm256_set1_epi32(start(r, sub));
+      VELA_UNROLL
+      for (int v0 = 0; v0 < 4; v0 += 2) {
+        __m256i s16[2][R];
+        both_halves_pair_sums<R, 2>(
+            [&](int h, int i) {
+              return kDecoded ? _mm256_load_si256(decoded + 64 * (h * nb + b) + 4 * sub + v0 + i)
+                              : decode_q6_k_vector(wb, sub, h, v0 + i);
+            },
+            [&](int r, int i) { return a[r]->qs + 16 * sub + 4 * (v0 + i); }, s16);
         VELA_UNROLL
         for (int h = 0; h < 2; ++h) VELA_UNROLL
         for (int r = 0; r < R; ++r)
-          sum[h][r] = _mm256_add_epi32(sum[h][r], _mm256_mullo_epi32(dot[h][r], scale[h]));
+          dot[h][r] = _mm256_add_epi32(dot[h][r], _mm256_madd_epi16(s16[h][r], ones));
       }
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) VELA_UNROLL
+      for (int r = 0; r < R; ++r)
+        sum[h][r] = _mm256_add_epi32(sum[h][r], _mm256_mullo_epi32(dot[h][r], scale[h]));
     }
     VELA_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
-      VELA_UNROLL
-      for (int r = 0; r < R; ++r)
-        acc[h][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[r]->d)),
-                                    _mm256_cvtepi32_ps(sum[h][r]), acc[h][r]);
-    }
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[h][r] = finish_half_block_q6_k(wb, h, sum[h][r], *a[r], acc[h][r]);
   }
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
@@ -776,6 +857,10 @@ struct Q4KKernel {
   static void tile(Args... args) {
     group_tile_q4_k<Packed, R, kDecoded>(args...);
   }
+  template <int S, class... Args>
+  static void lone(Args... args) {
+    lone_row_q4_k<Packed, S>(args...);
+  }
 };
 
 struct Q6KKernel {
@@ -790,6 +875,10 @@ struct Q6KKernel {
   static void tile(Args... args) {
     group_tile_q6_k<R, kDecoded>(args...);
   }
+  template <int S, class... Args>
+  static void lone(Args... args) {
+    lone_row_q6_k<S>(args...);
+  }
 };
 
 // Q4_K, Q5_K and Q6_K (K: Q4KKernel, Q6KKernel): every tile takes both halves of a group; a lone
@@ -801,9 +890,10 @@ void gemm_k(const PackedGemmArgs& p) {
   const int32_t* sums = packed_act_sums(K::kType, p);
   const auto* w = static_cast<const Packed*>(p.w);
   if (p.n_act == 1) {
-    for (int64_t g = 0; g < p.n_groups; ++g)
-      K::template tile<1, false>(w + g * nb, nb, static_cast<const __m256i*>(nullptr), p.act,
-                                 p.act_stride, sums, p.y + g * kPackedRows, p.y_stride);
+    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
+      K::template lone<decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act, sums,
+                                                 p.y + g * kPackedRows, apart * kPackedRows);
+    });
     return;
   }
   for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom>(
