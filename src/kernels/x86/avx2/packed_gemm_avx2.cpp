@@ -560,6 +560,13 @@ inline __m256 finish_half_block_q4_k(const BlockQ4_Kx16& wb, int h, __m256i dots
 // wg + i * apart and its 16 outputs at y + i * y_apart, walked in lockstep (for_lone_group_pairs):
 // block by block, sub-block pair by pair, both halves of each (lone_sub_pair_q4_k), so that each
 // stream's bytes are read in order, a slice of its lines fetched ahead per step.
+// - Both halves per sub-block pair, against a half at a time (`vela bench matmul --tokens 1` on a
+//   Zen 3, medians): in L3 (--rows 2048 --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x,
+//   Q5_K 1.10x; from memory with -t 2 (four alternations) Q4_K 1.08x, Q5_K 1.08x.
+// - Two streams against one (S = 2 against 1, all K formats): `vela bench -t 2 -p 0 -n 64 -r 3`,
+//   median decode step as a share of the read bandwidth, three alternations on a Zen 3: Q4_K_M
+//   72-82% -> 86-92%, Q5_K_M 74-79% -> 86-90%; `vela bench matmul --tokens 1 -t 1` from memory
+//   Q4_K 1.0-1.3x, Q6_K 1.1-1.2x, in L3 the same.
 template <class Packed, int S>
 void lone_row_q4_k(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
                    const int32_t* pairs, float* y, int64_t y_apart) {
@@ -579,8 +586,13 @@ void lone_row_q4_k(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* a
         VELA_UNROLL
         for (int h = 0; h < 2; ++h) {
           prefetch_ahead_slice<Packed, 8>(wg + i * apart + b, 2 * p + h);
-          dots[i][h] = lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[i * apart + b], p, h,
-                                                               a[b].qs + 64 * p, dots[i][h]);
+          // Opaque, so that each (group, half) loads its own activation broadcasts: GCC otherwise
+          // broadcast them once for all four and spilled them (49 stack accesses per sub-block
+          // pair of both streams, 4 with this).
+          const int8_t* q = a[b].qs + 64 * p;
+          asm volatile("" : "+r"(q));
+          dots[i][h] =
+              lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[i * apart + b], p, h, q, dots[i][h]);
         }
       }
     }
@@ -599,11 +611,7 @@ void lone_row_q4_k(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* a
 
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against both
 // halves of one group, each block read once for both.
-// - A lone row (R = 1, not decoded) takes the halves sub-block pair by pair
-//   (lone_sub_pair_q4_k), so that it walks the block's bytes in order. `vela bench matmul
-//   --tokens 1` on a Zen 3, against a half at a time, medians: in L3 (--rows 2048
-//   --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x, Q5_K 1.10x; from memory with -t 2
-//   (four alternations) Q4_K 1.08x, Q5_K 1.08x.
+// - A lone row (R = 1, not decoded) is lone_row_q4_k's single stream.
 // - Token tiles go sub-block by sub-block and vector by vector: each vector of levels (decoded
 //   here, or loaded from decoded when kDecoded: half h of block b's sub-block sub at
 //   decoded + 64 (h nb + b) + 8 sub) serves the R rows, and each activation broadcast both
@@ -674,8 +682,8 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const __m256i* decoded, const
     VELA_UNROLL
     for (int h = 0; h < 2; ++h) VELA_UNROLL
     for (int r = 0; r < R; ++r)
-      acc[h][r] = finish_half_block_q4_k(wb, h, dots[h][r], *a[r], pairs + (r * nb + b) * 4,
-                                         acc[h][r]);
+      acc[h][r] =
+          finish_half_block_q4_k(wb, h, dots[h][r], *a[r], pairs + (r * nb + b) * 4, acc[h][r]);
   }
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
@@ -713,9 +721,10 @@ inline __m256 finish_half_block_q6_k(const BlockQ6_Kx16& wb, int h, __m256i sum,
 
 // One activation row against S groups of Q6_K blocks, as lone_row_q4_k: sub-block by sub-block,
 // both halves of each (its 4 vectors of levels decoded in turn), so that each stream's bytes are
-// read in order. Two vpmaddubsw pair sums add up exactly in int16 (at most 2 * 2 * 63 * 127),
-// vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum (starts) and is
-// scaled by the sub-block scales with vpmulld.
+// read in order (against a half at a time: in L3 1.05x, from memory with -t 1 1.22x). Two
+// vpmaddubsw pair sums add up exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the
+// sum starts from -32 * the activations' sub-block sum (starts) and is scaled by the sub-block
+// scales with vpmulld.
 template <int S>
 void lone_row_q6_k(const BlockQ6_Kx16* wg, int64_t apart, int64_t nb, const uint8_t* act,
                    const int32_t* starts, float* y, int64_t y_apart) {
@@ -770,9 +779,7 @@ void lone_row_q6_k(const BlockQ6_Kx16* wg, int64_t apart, int64_t nb, const uint
 // (16 elements, 4 vectors of levels). Two vpmaddubsw pair sums add up exactly in int16 (at most
 // 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum
 // and is scaled by the sub-block scales with vpmulld.
-// - A lone row (R = 1, not decoded) decodes each half's 4 vectors in turn (both halves of each
-//   sub-block: in L3 1.05x, from memory with -t 1 1.22x, against a half at a time, measured as
-//   group_tile_q4_k's).
+// - A lone row (R = 1, not decoded) is lone_row_q6_k's single stream.
 // - Token tiles go vector by vector, each vector (decoded here, or loaded from decoded when
 //   kDecoded: half h of block b's sub-block sub at decoded + 64 (h nb + b) + 4 sub) serving the R
 //   rows and each activation broadcast both halves, as group_tile. `vela bench matmul -t 1` on a
