@@ -257,25 +257,23 @@ inline __m256i decode_q8_0_vector(const BlockQ8_0x16& blk, int h, int v) {
   return _mm256_xor_si256(loadu256(blk.qs[v][kHalfRows * h]), _mm256_set1_epi8(char(0x80)));
 }
 
-inline void decode_half(const BlockQ8_0x16& blk, int h, __m256i w[8]) {
-  VELA_UNROLL
-  for (int v = 0; v < 8; ++v) w[v] = decode_q8_0_vector(blk, h, v);
-}
-
 // The exact sums of one vector of levels w (|w| in w_abs) against one broadcast activation dword.
 inline __m256i q8_0_products(__m256i w_abs, __m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(x, w)),
                            _mm256_set1_epi16(1));
 }
 
-// acc plus one activation block a against rows 8h .. 8h + 7 of a block, decoded in w (a lone row).
-inline __m256 half_block_row(const __m256i w[8], const BlockQ8_0x16& blk, int h, __m256 dw,
-                             const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
+// acc plus one activation block a against rows 8h .. 8h + 7 of a block (a lone row), each vector
+// decoded just before its products, as the nibble formats' half_block_row_streamed.
+inline __m256 half_block_row_streamed(const BlockQ8_0x16& blk, int h, __m256 dw,
+                                      const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
   __m256i isum = _mm256_setzero_si256();
   VELA_UNROLL
-  for (int v = 0; v < 8; ++v)
-    isum = _mm256_add_epi32(isum, q8_0_products(_mm256_abs_epi8(w[v]), w[v],
+  for (int v = 0; v < 8; ++v) {
+    const __m256i w = decode_q8_0_vector(blk, h, v);
+    isum = _mm256_add_epi32(isum, q8_0_products(_mm256_abs_epi8(w), w,
                                                 _mm256_set1_epi32(load_i32(a.qs + 4 * v))));
+  }
   return finish_half_block(isum, blk, h, dw, a, 0, acc);
 }
 
@@ -406,6 +404,10 @@ void group_tile(const Packed* wg, int64_t nb, const __m256i* decoded, const uint
 // at y + i * y_apart, walked in lockstep (for_lone_group_pairs), both halves of each block at
 // once: each block is read from memory once, its halves' arithmetic overlapping the reads (a
 // half per pass would read the group in the first and compute the second from cache alone).
+template <class Packed>
+constexpr bool kReloadBroadcasts =
+    std::is_same_v<Packed, BlockQ8_0x16> || NibbleFormat<Packed>::kHighBit;
+
 template <class Packed, int S>
 void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
               const int32_t* starts, float* y, int64_t y_apart) {
@@ -421,19 +423,13 @@ void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
       VELA_UNROLL
       for (int h = 0; h < 2; ++h) {
         const int32_t start = kTakesStarts<Packed> ? starts[b] : 0;
-        if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
-          __m256i w[8];
-          decode_half(blk, h, w);
-          acc[i][h] = half_block_row(w, blk, h, half_scales(blk, h), a[b], start, acc[i][h]);
-        } else {
-          // With 5th bits, the plane and its mask leave no registers for the 8 activation
-          // broadcasts that GCC would otherwise load once per block and keep for all 4 of its
-          // halves: an opaque pointer has them loaded again (a broadcast load costs no ALU
-          // work), instead of spilled. Without 5th bits they fit, and reloading them was slower.
-          const ActOf<Packed>* ab = a + b;
-          if constexpr (NibbleFormat<Packed>::kHighBit) asm volatile("" : "+r"(ab));
-          acc[i][h] = half_block_row_streamed(blk, h, half_scales(blk, h), *ab, start, acc[i][h]);
-        }
+        // With 5th bits, the plane and its mask leave no registers for the 8 activation
+        // broadcasts that GCC would otherwise load once per block and keep for all 4 of its
+        // halves: an opaque pointer has them loaded again (a broadcast load costs no ALU
+        // work), instead of spilled. Without 5th bits they fit, and reloading them was slower.
+        const ActOf<Packed>* ab = a + b;
+        if constexpr (kReloadBroadcasts<Packed>) asm volatile("" : "+r"(ab));
+        acc[i][h] = half_block_row_streamed(blk, h, half_scales(blk, h), *ab, start, acc[i][h]);
       }
     }
   }
