@@ -265,14 +265,14 @@ inline __m256i q8_0_products(__m256i w_abs, __m256i w, __m256i x) {
 
 // acc plus one activation block a against rows 8h .. 8h + 7 of a block (a lone row), each vector
 // decoded just before its products, as the nibble formats' half_block_row_streamed.
-inline __m256 half_block_row_streamed(const BlockQ8_0x16& blk, int h, __m256 dw,
-                                      const BlockQ8_0& a, int32_t /*start*/, __m256 acc) {
+inline __m256 half_block_row_streamed(const BlockQ8_0x16& blk, int h, __m256 dw, const BlockQ8_0& a,
+                                      int32_t /*start*/, __m256 acc) {
   __m256i isum = _mm256_setzero_si256();
   VELA_UNROLL
   for (int v = 0; v < 8; ++v) {
     const __m256i w = decode_q8_0_vector(blk, h, v);
-    isum = _mm256_add_epi32(isum, q8_0_products(_mm256_abs_epi8(w), w,
-                                                _mm256_set1_epi32(load_i32(a.qs + 4 * v))));
+    isum = _mm256_add_epi32(
+        isum, q8_0_products(_mm256_abs_epi8(w), w, _mm256_set1_epi32(load_i32(a.qs + 4 * v))));
   }
   return finish_half_block(isum, blk, h, dw, a, 0, acc);
 }
@@ -404,6 +404,7 @@ void group_tile(const Packed* wg, int64_t nb, const __m256i* decoded, const uint
 // at y + i * y_apart, walked in lockstep (for_lone_group_pairs), both halves of each block at
 // once: each block is read from memory once, its halves' arithmetic overlapping the reads (a
 // half per pass would read the group in the first and compute the second from cache alone).
+// Whether lone_row reloads the activation broadcasts for each (stream, half) (see there).
 template <class Packed>
 constexpr bool kReloadBroadcasts =
     std::is_same_v<Packed, BlockQ8_0x16> || NibbleFormat<Packed>::kHighBit;
@@ -426,7 +427,9 @@ void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
         // With 5th bits, the plane and its mask leave no registers for the 8 activation
         // broadcasts that GCC would otherwise load once per block and keep for all 4 of its
         // halves: an opaque pointer has them loaded again (a broadcast load costs no ALU
-        // work), instead of spilled. Without 5th bits they fit, and reloading them was slower.
+        // work), instead of spilled. Q8_0's |w| and signed broadcasts take the same room (77
+        // stack accesses per step of both streams without the reload, 2 with it; from memory
+        // with -t 1 1.25x). Without 5th bits they fit, and reloading them was slower.
         const ActOf<Packed>* ab = a + b;
         if constexpr (kReloadBroadcasts<Packed>) asm volatile("" : "+r"(ab));
         acc[i][h] = half_block_row_streamed(blk, h, half_scales(blk, h), *ab, start, acc[i][h]);
