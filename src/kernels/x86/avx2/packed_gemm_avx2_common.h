@@ -1,0 +1,175 @@
+#pragma once
+// Internal to the AVX2 int8 packed kernels (packed_gemm_avx2.cpp: Q8_0 and the nibble formats;
+// packed_gemm_k_avx2.cpp: Q4_K, Q5_K, Q6_K): the 8-row halves of a 16-row group, the weight
+// prefetch, the walk over (group, token tile) pairs with its decode-once thresholds, 5th bits,
+// and the inner loops that pair vectors of levels with activation broadcasts.
+// Thread-safety: pure functions; disjoint outputs may be computed concurrently.
+#include <immintrin.h>
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/packed/packed_gemm.h"
+#include "kernels/thread_buffer.h"
+#include "kernels/x86/avx2/avx2_common.h"
+
+namespace vela::kernels {
+
+PackedGemmFn packed_gemm_k_avx2(GgmlType w_type);  // Q4_K, Q5_K, Q6_K; else null
+
+namespace avx2 {
+
+constexpr int kHalfRows = 8;  // rows per 256-bit half of a packed vector
+
+// The weight stream's lines kPrefetchBytes ahead of a packed block.
+template <class Packed>
+inline void prefetch_ahead(const Packed* block) {
+  prefetch_weights<sizeof(Packed)>(block);
+}
+
+// Slice `part` of kParts of those lines. The K blocks are 36-53 lines, and fetching all of them at
+// a block's start, then computing on it for some 100 ns, had a lone row read memory 1.2-1.5x
+// slower than one slice per sub-block does, issued as the sub-block starts: a burst that size
+// overruns the core's outstanding-miss slots (`vela bench matmul --tokens 1 -t 1` on a Zen 3,
+// three alternations, medians: Q4_K 1.31x, Q5_K 1.47x, Q6_K 1.22x; tg of Q4_K_M 1.13-1.37x and
+// Q5_K_M 1.19-1.25x with -t 2). The slices' bounds come from a table: computing them took some 15
+// instructions per slice, a quarter of the Q6_K lone row's loop (the table: 1.07x for Q4_K, Q5_K
+// and Q6_K in L3, the same from memory; the same lines in the same order). Slices of one size
+// instead (the last reaching into the next block, or taking the remainder) were 0.4-0.9x from
+// memory.
+template <class Packed, int kParts>
+inline void prefetch_ahead_slice(const Packed* block, int part) {
+  constexpr int kLines = int((sizeof(Packed) + 63) / 64);
+  // Byte offset of slice p's first line, p <= kParts: line kLines * p / kParts.
+  static constexpr auto kStart = [] {
+    std::array<int16_t, kParts + 1> start{};
+    for (int p = 0; p <= kParts; ++p) start[size_t(p)] = int16_t(64 * (kLines * p / kParts));
+    return start;
+  }();
+  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
+  const char* end = ahead + kStart[size_t(part) + 1];
+  for (const char* line = ahead + kStart[size_t(part)]; line < end; line += 64)
+    _mm_prefetch(line, _MM_HINT_T0);
+}
+
+// fn(std::integral_constant<int, R>, t) for the token tiles of n_act rows: kMaxR rows (4 or 2)
+// at a time, then 2 and 1 for the rest.
+template <int kMaxR, class Fn>
+void for_token_tiles(int64_t n_act, Fn&& fn) {
+  int64_t t = 0;
+  if constexpr (kMaxR == 4)
+    for (; t + 4 <= n_act; t += 4) fn(std::integral_constant<int, 4>{}, t);
+  for (; t + 2 <= n_act; t += 2) fn(std::integral_constant<int, 2>{}, t);
+  if (t < n_act) fn(std::integral_constant<int, 1>{}, t);
+}
+
+// Every tile takes both 8-row halves of a group and goes vector by vector (group_tile and its
+// kin), each vector of levels decoded just before its vpmaddubsw. From these many tokens on, the
+// formats whose decode costs most decode each group once instead, into a per-thread buffer that
+// the group's tiles load (for_group_tiles). `vela bench matmul -t 1` on a Zen 3, two
+// alternations, decoded once against on the fly: Q5_0 1.0-1.15x at 32-512 tokens, 0.85-0.9x at
+// 16 (Q5_1 alike, noisier); Q4_K 0.75-0.9x at 8-16, 1.1-1.25x at 512; Q5_K 0.5-0.8x at 2-8,
+// 1.2-1.45x from 64; Q6_K 0.8-0.9x at 16, 1.05-1.25x from 32. 4-bit nibbles (2 operations per
+// vector) and Q8_0 never gained from it.
+constexpr int64_t kQ5DecodeOnceMinTokens = 32;  // Q5_0, Q5_1
+constexpr int64_t kQ4_KDecodeOnceMinTokens = 32;
+constexpr int64_t kQ5_KDecodeOnceMinTokens = 16;
+constexpr int64_t kQ6_KDecodeOnceMinTokens = 32;
+
+// Every (group, token tile) of a call: fn(g, std::integral_constant<int, R>, t) with tiles of
+// kMaxR rows (4 or 2), then 2 and 1 for the rest.
+template <int kMaxR, class Fn>
+void for_group_tiles(const PackedGemmArgs& p, Fn&& fn) {
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) { fn(g, rows, t); });
+}
+
+// The same, fn(std::bool_constant<D>, g, std::integral_constant<int, R>, t, decoded). From
+// kDecodeFrom tokens on (D true), each group is decoded once first: decode(block, h, out) writes
+// kVectors vectors of a block's rows 8h .. 8h + 7, and decoded holds them for every block (half h
+// of block b at decoded + kVectors (h nb + b)). Below it (D false, decoded null), each tile
+// decodes its blocks itself.
+template <int kVectors, int kMaxR, class Packed, int64_t kDecodeFrom, class Decode, class Fn>
+void for_group_tiles(const PackedGemmArgs& p, int64_t nb, Decode&& decode, Fn&& fn) {
+  if (p.n_act < kDecodeFrom) {
+    for_group_tiles<kMaxR>(p, [&](int64_t g, auto rows, int64_t t) {
+      fn(std::false_type{}, g, rows, t, static_cast<const __m256i*>(nullptr));
+    });
+    return;
+  }
+  __m256i* decoded = thread_buffer<__m256i>(size_t(nb) * 2 * kVectors);
+  const auto* w = static_cast<const Packed*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      prefetch_ahead(w + g * nb + b);
+      for (int h = 0; h < 2; ++h) decode(w[g * nb + b], h, decoded + kVectors * (h * nb + b));
+    }
+    for_token_tiles<kMaxR>(p.n_act, [&](auto rows, int64_t t) {
+      fn(std::true_type{}, g, rows, t, static_cast<const __m256i*>(decoded));
+    });
+  }
+}
+
+// Vector v's 5th bits from a PackedHighBits plane (rows 8h .. 8h + 7 of it): bit v of each plane
+// byte, shifted to bit 4 (bits that cross into a neighbouring byte of the 16-bit lane land
+// outside bit 4 and are masked off).
+inline __m256i high_bits_of(__m256i plane, int v) {
+  const __m256i at4 = v <= 4 ? _mm256_slli_epi16(plane, 4 - v) : _mm256_srli_epi16(plane, v - 4);
+  return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+
+// The 5th bits of rows 8h .. 8h + 7 (plane_rows: their bytes of a plane) joined to the 8 vectors
+// of levels w.
+inline void join_high_bits(const uint8_t (*plane_rows)[4], __m256i w[8]) {
+  const __m256i plane = loadu256(plane_rows);
+  VELA_UNROLL
+  for (int v = 0; v < 8; ++v) w[v] = _mm256_or_si256(w[v], high_bits_of(plane, v));
+}
+
+// One vector of packed nibbles, raw, as two vectors of levels (low nibbles, then high; with
+// kHighBit, their 5th bits from bit v_lo of plane_lo and bit v_hi of plane_hi), each decoded just
+// before its vpmaddubsw against the 4 activation quants at q_lo or q_hi. The pair sums start s_lo
+// and s_hi (first) or are added to them with vpaddsw (see group_tile).
+template <bool kHighBit>
+inline void nibble_pair_products(__m256i raw, __m256i plane_lo, int v_lo, __m256i plane_hi,
+                                 int v_hi, const int8_t* q_lo, const int8_t* q_hi, bool first,
+                                 __m256i& s_lo, __m256i& s_hi) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256i lo = _mm256_and_si256(raw, low);
+  __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+  if constexpr (kHighBit) {
+    lo = _mm256_or_si256(lo, high_bits_of(plane_lo, v_lo));
+    hi = _mm256_or_si256(hi, high_bits_of(plane_hi, v_hi));
+  }
+  const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(q_lo)));
+  const __m256i p_hi = _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(q_hi)));
+  s_lo = first ? p_lo : _mm256_adds_epi16(s_lo, p_lo);
+  s_hi = first ? p_hi : _mm256_adds_epi16(s_hi, p_hi);
+}
+
+// The tiles' inner loop: the int16 pair sums s16[h][r] of kTerms vectors of levels of both halves
+// against R rows' activations, vector by vector. levels(h, i) gives half h's vector i, quants(r,
+// i) row r's 4 activation quants for it; so each vector serves the R rows and each broadcast both
+// halves. The sums are added with vpaddsw, which never saturates within the callers' bounds and
+// so gives vpaddw's sums, because GCC may reorder vpaddw: it regrouped the sums and kept every
+// product live (46 stack accesses per block with 2 rows).
+template <int R, int kTerms, class Levels, class Quants>
+inline void both_halves_pair_sums(Levels&& levels, Quants&& quants, __m256i s16[2][R]) {
+  VELA_UNROLL
+  for (int i = 0; i < kTerms; ++i) {
+    const __m256i w[2] = {levels(0, i), levels(1, i)};
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m256i x = _mm256_set1_epi32(load_i32(quants(r, i)));
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const __m256i products = _mm256_maddubs_epi16(w[h], x);
+        s16[h][r] = i == 0 ? products : _mm256_adds_epi16(s16[h][r], products);
+      }
+    }
+  }
+}
+
+}  // namespace avx2
+}  // namespace vela::kernels
