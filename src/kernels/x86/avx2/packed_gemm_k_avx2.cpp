@@ -94,80 +94,34 @@ inline __m256 finish_half_block_q4_k(const BlockQ4_Kx16& wb, int h, __m256i dots
   return _mm256_add_ps(acc, _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots), m));
 }
 
-// One activation row against S groups of Q4_K or Q5_K blocks, group i's nb blocks at
-// wg + i * apart and its 16 outputs at y + i * y_apart, walked in lockstep (for_lone_group_pairs):
-// block by block, sub-block pair by pair, both halves of each (lone_sub_pair_q4_k), so that each
-// stream's bytes are read in order, a slice of its lines fetched ahead per step.
-// - Both halves per sub-block pair, against a half at a time (`vela bench matmul --tokens 1` on a
-//   Zen 3, medians): in L3 (--rows 2048 --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x,
-//   Q5_K 1.10x; from memory with -t 2 (four alternations) Q4_K 1.08x, Q5_K 1.08x.
-// - Two streams against one (S = 2 against 1, all K formats): `vela bench -t 2 -p 0 -n 64 -r 3`,
-//   median decode step as a share of the read bandwidth, three alternations on a Zen 3: Q4_K_M
-//   72-82% -> 86-92%, Q5_K_M 74-79% -> 86-90%; `vela bench matmul --tokens 1 -t 1` from memory
-//   Q4_K 1.0-1.3x, Q6_K 1.1-1.2x, in L3 the same.
-template <class Packed, int S>
-void lone_row_q4_k(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
-                   const int32_t* pairs, float* y, int64_t y_apart) {
-  constexpr int kInt16Terms = std::is_same_v<Packed, BlockQ5_Kx16> ? 4 : 8;
-  const auto* a = reinterpret_cast<const BlockQ8_K*>(act);
-  __m256 acc[S][2];
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i dots[S][2];  // each (group, half)'s sub-block sums times their scales
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) dots[i][0] = dots[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-    for (int p = 0; p < 4; ++p) {
-      VELA_UNROLL
-      for (int i = 0; i < S; ++i) {
-        VELA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          prefetch_ahead_slice<Packed, 8>(wg + i * apart + b, 2 * p + h);
-          // Opaque, so that each (group, half) loads its own activation broadcasts: GCC otherwise
-          // broadcast them once for all four and spilled them (49 stack accesses per sub-block
-          // pair of both streams, 4 with this).
-          const int8_t* q = a[b].qs + 64 * p;
-          asm volatile("" : "+r"(q));
-          dots[i][h] =
-              lone_sub_pair_q4_k<Packed, kInt16Terms>(wg[i * apart + b], p, h, q, dots[i][h]);
-        }
-      }
-    }
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) {
-      VELA_UNROLL
-      for (int h = 0; h < 2; ++h)
-        acc[i][h] = finish_half_block_q4_k(k_scales(wg[i * apart + b]), h, dots[i][h], a[b],
-                                           pairs + 4 * b, acc[i][h]);
-    }
-  }
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i)
-    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
+// A lone row's step p of a Q4_K or Q5_K block (sub-blocks 2p and 2p + 1, lone_sub_pair_q4_k)
+// on rows 8h .. 8h + 7 against activation block a: dots plus their scaled sums.
+template <class Packed>
+inline __m256i lone_step_q4_k(const Packed& blk, int p, int h, const BlockQ8_K& a, __m256i dots) {
+  // Opaque, so that each (group, half) of lone_row_k loads its own activation broadcasts: GCC
+  // otherwise broadcast them once for all four and spilled them (49 stack accesses per step of
+  // both streams, 4 with this).
+  const int8_t* q = a.qs + 64 * p;
+  asm volatile("" : "+r"(q));
+  return lone_sub_pair_q4_k < Packed,
+         std::is_same_v<Packed, BlockQ5_Kx16> ? 4 : 8 > (blk, p, h, q, dots);
 }
 
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16, BlockQ5_Kx16): rows r < R of the token tile against both
-// halves of one group, each block read once for both.
-// - A lone row (R = 1, not decoded) is lone_row_q4_k's single stream.
-// - Token tiles go sub-block by sub-block and vector by vector: each vector of levels (decoded
-//   here, or loaded from decoded when kDecoded: half h of block b's sub-block sub at
-//   decoded + 64 (h nb + b) + 8 sub) serves the R rows, and each activation broadcast both
-//   halves, as the nibble formats' group_tile. Pair sums by vpmaddubsw add up exactly in int16
-//   (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at a time, at most 4 * 2 * 31 * 127)
-//   in both_halves_pair_sums, and one vpmaddwd by the sub-block scale (in both 16-bit halves
-//   of each row's lane) adds and scales them.
-//   `vela bench matmul -t 1` on a Zen 3, two alternations, against a half of 2 rows at a time
-//   (vpmaddwd by ones, then vpmulld): Q4_K 1.6x at 2 tokens, 1.8x at 4, 1.35-1.55x at 8-16,
-//   1.25x at 32-512; Q5_K 2.2x at 2, 1.8x at 4, 1.4x at 8, 1.1-1.2x at 16-512.
+// halves of one group, each block read once for both, sub-block by sub-block and vector by vector:
+// each vector of levels (decoded here, or loaded from decoded when kDecoded: half h of block b's
+// sub-block sub at decoded + 64 (h nb + b) + 8 sub) serves the R rows, and each activation
+// broadcast both halves, as the nibble formats' group_tile. Pair sums by vpmaddubsw add up exactly
+// in int16 (4-bit levels: all 8, at most 8 * 2 * 15 * 127; 5-bit: 4 at a time, at most 4 * 2 * 31
+// * 127) in both_halves_pair_sums, and one vpmaddwd by the sub-block scale (in both 16-bit halves
+// of each row's lane) adds and scales them. `vela bench matmul -t 1` on a Zen 3, two alternations,
+// against a half of 2 rows at a time (vpmaddwd by ones, then vpmulld): Q4_K 1.6x at 2 tokens, 1.8x
+// at 4, 1.35-1.55x at 8-16, 1.25x at 32-512; Q5_K 2.2x at 2, 1.8x at 4, 1.4x at 8, 1.1-1.2x at
+// 16-512. A lone row (R = 1, not decoded) goes to lone_row_k instead.
 // Then the mins by vpmaddwd with the activation sums and the reference's float steps.
 template <class Packed, int R, bool kDecoded>
 void group_tile_q4_k(const Packed* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
                      size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
-  if constexpr (R == 1 && !kDecoded) {
-    lone_row_q4_k<Packed, 1>(wg, 0, nb, act, pairs, y, 0);
-    return;
-  }
   constexpr bool kHighBit = std::is_same_v<Packed, BlockQ5_Kx16>;
   constexpr int kInt16Terms = kHighBit ? 4 : 8;
   __m256 acc[2][R];
@@ -257,79 +211,43 @@ inline __m256 finish_half_block_q6_k(const BlockQ6_Kx16& wb, int h, __m256i sum,
   return _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a.d)), _mm256_cvtepi32_ps(sum), acc);
 }
 
-// One activation row against S groups of Q6_K blocks, as lone_row_q4_k: sub-block by sub-block,
-// both halves of each (its 4 vectors of levels decoded in turn), so that each stream's bytes are
-// read in order (against a half at a time: in L3 1.05x, from memory with -t 1 1.22x). Two
-// vpmaddubsw pair sums add up exactly in int16 (at most 2 * 2 * 63 * 127), vpmaddwd by ones, the
-// sum starts from -32 * the activations' sub-block sum (starts) and is scaled by the sub-block
-// scales with vpmulld.
-template <int S>
-void lone_row_q6_k(const BlockQ6_Kx16* wg, int64_t apart, int64_t nb, const uint8_t* act,
-                   const int32_t* starts, float* y, int64_t y_apart) {
+// A lone row's step sub of a Q6_K block (sub-block sub, its 4 vectors of levels decoded in turn) on
+// rows 8h .. 8h + 7 against activation block a (starts: its 16 start sums): sum plus the
+// sub-block's scaled sum. Two vpmaddubsw pair sums add up exactly in int16 (at most 2 * 2 * 63 *
+// 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum and is scaled
+// by the sub-block scales with vpmulld.
+inline __m256i lone_step_q6_k(const BlockQ6_Kx16& wb, int sub, int h, const BlockQ8_K& a,
+                              const int32_t* starts, __m256i sum) {
   const __m256i ones = _mm256_set1_epi16(1);
-  const auto* a = reinterpret_cast<const BlockQ8_K*>(act);
-  __m256 acc[S][2];
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i sum[S][2];  // each (group, half)'s sub-block sums times their scales
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) sum[i][0] = sum[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-    for (int sub = 0; sub < 16; ++sub) {
-      const int8_t* qa = a[b].qs + 16 * sub;
-      VELA_UNROLL
-      for (int i = 0; i < S; ++i) {
-        const BlockQ6_Kx16& wb = wg[i * apart + b];
-        VELA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          prefetch_ahead_slice<BlockQ6_Kx16, 32>(&wb, 2 * sub + h);
-          __m256i q[4];
-          decode_q6_k_sub(wb, sub, h, q);
-          const __m256i s01 =
-              _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
-                               _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
-          const __m256i s23 =
-              _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
-                               _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
-          const __m256i dot = _mm256_add_epi32(
-              _mm256_set1_epi32(starts[b * 16 + sub]),
-              _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
-          const __m256i scale = _mm256_cvtepi8_epi32(
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
-          sum[i][h] = _mm256_add_epi32(sum[i][h], _mm256_mullo_epi32(dot, scale));
-        }
-      }
-    }
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) {
-      VELA_UNROLL
-      for (int h = 0; h < 2; ++h)
-        acc[i][h] = finish_half_block_q6_k(wg[i * apart + b], h, sum[i][h], a[b], acc[i][h]);
-    }
-  }
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i)
-    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
+  const int8_t* qa = a.qs + 16 * sub;
+  __m256i q[4];
+  decode_q6_k_sub(wb, sub, h, q);
+  const __m256i s01 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(q[0], _mm256_set1_epi32(load_i32(qa))),
+                       _mm256_maddubs_epi16(q[1], _mm256_set1_epi32(load_i32(qa + 4))));
+  const __m256i s23 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(q[2], _mm256_set1_epi32(load_i32(qa + 8))),
+                       _mm256_maddubs_epi16(q[3], _mm256_set1_epi32(load_i32(qa + 12))));
+  const __m256i dot = _mm256_add_epi32(
+      _mm256_set1_epi32(starts[sub]),
+      _mm256_add_epi32(_mm256_madd_epi16(s01, ones), _mm256_madd_epi16(s23, ones)));
+  const __m256i scale = _mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+  return _mm256_add_epi32(sum, _mm256_mullo_epi32(dot, scale));
 }
 
 // Q6_K: rows r < R of the token tile against both halves of one group, sub-block by sub-block
 // (16 elements, 4 vectors of levels). Two vpmaddubsw pair sums add up exactly in int16 (at most
 // 2 * 2 * 63 * 127), vpmaddwd by ones, the sum starts from -32 * the activations' sub-block sum
-// and is scaled by the sub-block scales with vpmulld.
-// - A lone row (R = 1, not decoded) is lone_row_q6_k's single stream.
-// - Token tiles go vector by vector, each vector (decoded here, or loaded from decoded when
-//   kDecoded: half h of block b's sub-block sub at decoded + 64 (h nb + b) + 4 sub) serving the R
-//   rows and each activation broadcast both halves, as group_tile. `vela bench matmul -t 1` on a
-//   Zen 3, two alternations, against a half of 4 rows at a time: 1.4-1.5x at 2 tokens, 1.25x at
-//   4, 1.05-1.1x at 8-16, the same from 32 on.
+// and is scaled by the sub-block scales with vpmulld. Vector by vector, each vector (decoded here,
+// or loaded from decoded when kDecoded: half h of block b's sub-block sub at decoded + 64 (h nb +
+// b) + 4 sub) serving the R rows and each activation broadcast both halves, as group_tile. `vela
+// bench matmul -t 1` on a Zen 3, two alternations, against a half of 4 rows at a time: 1.4-1.5x at
+// 2 tokens, 1.25x at 4, 1.05-1.1x at 8-16, the same from 32 on. A lone row (R = 1, not decoded)
+// goes to lone_row_k instead.
 template <int R, bool kDecoded>
 void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
                      size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
-  if constexpr (R == 1 && !kDecoded) {
-    lone_row_q6_k<1>(wg, 0, nb, act, starts, y, 0);
-    return;
-  }
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[2][R];
   VELA_UNROLL
@@ -402,9 +320,14 @@ struct Q4KKernel {
   static void tile(Args... args) {
     group_tile_q4_k<Packed, R, kDecoded>(args...);
   }
-  template <int S, class... Args>
-  static void lone(Args... args) {
-    lone_row_q4_k<Packed, S>(args...);
+  static constexpr int kLoneSteps = 4;  // sub-block pairs per block
+  static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
+                           const int32_t* /*block_sums*/, __m256i dots) {
+    return lone_step_q4_k(wb, step, h, a, dots);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i dots, const BlockQ8_K& a,
+                            const int32_t* block_sums, __m256 acc) {
+    return finish_half_block_q4_k(k_scales(wb), h, dots, a, block_sums, acc);
   }
 };
 
@@ -420,11 +343,67 @@ struct Q6KKernel {
   static void tile(Args... args) {
     group_tile_q6_k<R, kDecoded>(args...);
   }
-  template <int S, class... Args>
-  static void lone(Args... args) {
-    lone_row_q6_k<S>(args...);
+  static constexpr int kLoneSteps = 16;  // sub-blocks per block
+  static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
+                           const int32_t* block_sums, __m256i sum) {
+    return lone_step_q6_k(wb, step, h, a, block_sums, sum);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
+                            const int32_t* /*block_sums*/, __m256 acc) {
+    return finish_half_block_q6_k(wb, h, sum, a, acc);
   }
 };
+
+// One activation row against S groups of K blocks (K: Q4KKernel, Q6KKernel), group i's nb blocks
+// at wg + i * apart and its 16 outputs at y + i * y_apart, walked in lockstep
+// (for_lone_group_pairs) block by block and step by step (K::lone_step: a sub-block pair of Q4_K /
+// Q5_K, a sub-block of Q6_K), both halves of each step, so that each stream's bytes are read in
+// order, a slice of its lines fetched ahead per step. sums: the activation sums, K::kSumsPerBlock
+// per block.
+// - Both halves per step, against a half at a time (`vela bench matmul --tokens 1` on a Zen 3,
+//   medians): in L3 (--rows 2048 --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x, Q5_K
+//   1.10x, Q6_K 1.05x; from memory with -t 2 (four alternations) Q4_K 1.08x, Q5_K 1.08x, Q6_K with
+//   -t 1 1.22x.
+// - Two streams against one (S = 2 against 1): `vela bench -t 2 -p 0 -n 64 -r 3`, median decode
+//   step as a share of the read bandwidth, three alternations on a Zen 3: Q4_K_M 72-82% ->
+//   86-92%, Q5_K_M 74-79% -> 86-90%; `vela bench matmul --tokens 1 -t 1` from memory Q4_K
+//   1.0-1.3x, Q6_K 1.1-1.2x, in L3 the same.
+template <class K, int S>
+void lone_row_k(const typename K::Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
+                const int32_t* sums, float* y, int64_t y_apart) {
+  using Packed = typename K::Packed;
+  const auto* a = reinterpret_cast<const BlockQ8_K*>(act);
+  __m256 acc[S][2];
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const int32_t* block_sums = sums + b * K::kSumsPerBlock;
+    __m256i dots[S][2];  // each (group, half)'s scaled sums
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) dots[i][0] = dots[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int step = 0; step < K::kLoneSteps; ++step) {
+      VELA_UNROLL
+      for (int i = 0; i < S; ++i) {
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const Packed& wb = wg[i * apart + b];
+          prefetch_ahead_slice<Packed, 2 * K::kLoneSteps>(&wb, 2 * step + h);
+          dots[i][h] = K::lone_step(wb, step, h, a[b], block_sums, dots[i][h]);
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int i = 0; i < S; ++i) {
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h)
+        acc[i][h] = K::finish_half(wg[i * apart + b], h, dots[i][h], a[b], block_sums, acc[i][h]);
+    }
+  }
+  VELA_UNROLL
+  for (int i = 0; i < S; ++i)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
+}
 
 // Q4_K, Q5_K and Q6_K (K: Q4KKernel, Q6KKernel): every tile takes both halves of a group; a lone
 // token reads each group once, more tokens go through for_group_tiles.
@@ -436,8 +415,8 @@ void gemm_k(const PackedGemmArgs& p) {
   const auto* w = static_cast<const Packed*>(p.w);
   if (p.n_act == 1) {
     for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
-      K::template lone<decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act, sums,
-                                                 p.y + g * kPackedRows, apart * kPackedRows);
+      lone_row_k<K, decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act, sums,
+                                              p.y + g * kPackedRows, apart * kPackedRows);
     });
     return;
   }
@@ -448,9 +427,16 @@ void gemm_k(const PackedGemmArgs& p) {
           K::decode_sub(wb, sub, h, out + K::kSubVectors * sub);
       },
       [&](auto decoded_t, int64_t g, auto rows, int64_t t, const __m256i* decoded) {
-        K::template tile<decltype(rows)::value, decltype(decoded_t)::value>(
-            w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-            sums + t * nb * K::kSumsPerBlock, p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
+        constexpr int R = decltype(rows)::value;
+        constexpr bool kDecoded = decltype(decoded_t)::value;
+        const uint8_t* act = p.act + size_t(t) * p.act_stride;
+        const int32_t* tile_sums = sums + t * nb * K::kSumsPerBlock;
+        float* y = p.y + t * p.y_stride + g * kPackedRows;
+        if constexpr (R == 1 && !kDecoded)  // a tile's last row: one stream
+          lone_row_k<K, 1>(w + g * nb, 0, nb, act, tile_sums, y, 0);
+        else
+          K::template tile<R, kDecoded>(w + g * nb, nb, decoded, act, p.act_stride, tile_sums, y,
+                                        p.y_stride);
       });
 }
 
