@@ -37,13 +37,17 @@ const time = {
 };
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
+// JSON Schema's maxLength counts characters (code points); a JS string's length counts UTF-16
+// units, so an emoji counts twice there.
+const characters = (s) => [...s].length;
+
 function checkCall(call, names) {
   check(typeof call.id === 'string' && call.id.length > 0, 'call id');
   check(call.type === 'function', `type ${call.type}`);
   check(names.includes(call.function.name), `name ${call.function.name}`);
   const args = JSON.parse(call.function.arguments);
   if (call.function.name === 'get_weather') {
-    check(typeof args.city === 'string' && args.city.length <= 10, `city ${args.city}`);
+    check(typeof args.city === 'string' && characters(args.city) <= 10, `city ${args.city}`);
     check(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7, `days ${args.days}`);
   } else {
     check(['UTC', 'CET'].includes(args.zone), `zone ${args.zone}`);
@@ -152,9 +156,7 @@ async function responseFormat() {
     response_format: { type: 'json_schema', json_schema: { name: 'a', schema, strict: true } },
   });
   const doc = JSON.parse(r.choices[0].message.content);
-  // maxLength counts characters (code points); a JS string's length counts UTF-16 units, so an
-  // emoji counts twice there.
-  check(typeof doc.answer === 'string' && [...doc.answer].length <= 8, `answer ${doc.answer}`);
+  check(typeof doc.answer === 'string' && characters(doc.answer) <= 8, `answer ${doc.answer}`);
   check(doc.confidence >= 0 && doc.confidence <= 1, `confidence ${doc.confidence}`);
 }
 
