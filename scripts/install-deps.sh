@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config   # toolchain
   libgtest-dev libgmock-dev                      # tests
+  libsimde-dev                                   # portable AVX-512 intrinsics: kernel tests
   clang libclang-rt-dev                          # libFuzzer targets (fuzz/, scripts/fuzz.sh)
   nlohmann-json3-dev                             # JSON (references, later the HTTP API)
   libpcre2-dev                                   # Unicode regexes for BPE pre-tokenizers

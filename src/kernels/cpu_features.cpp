@@ -21,7 +21,7 @@ uint64_t xgetbv0() {
 }
 
 // Linux needs a process to ask for the AMX tile-data state before using it.
-bool request_amx_permission() {
+[[maybe_unused]] bool request_amx_permission() {
   constexpr long kArchReqXcompPerm = 0x1023;
   constexpr long kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
@@ -73,11 +73,20 @@ CpuFeatures detect() {
   const bool amx_bf16 = d & (1u << 22);
   __cpuid_count(7, 1, a, b, c, d);
   f.avx512_bf16 = f.avx512 && (a & (1u << 5));
-  f.bf16_dot_full_rate = f.bf16_dot_full_rate && f.avx512_bf16;
+#if defined(VELA_AVX512_EMULATED)
+  // This library's AVX-512 kernels run on portable intrinsics (avx512_emulation.h) beside its
+  // AVX2 ones, so every AVX-512 extension is there wherever AVX2 is; AMX tiles are not emulated.
+  f.avx512 = f.avx512_vnni = f.avx512_bf16 = f.avx2;
+  (void)amx_tile;
+  (void)amx_int8;
+  (void)amx_bf16;
+#else
   if (f.avx512 && amx_tile && request_amx_permission()) {
     f.amx_int8 = amx_int8;
     f.amx_bf16 = amx_bf16;
   }
+#endif
+  f.bf16_dot_full_rate = f.bf16_dot_full_rate && f.avx512_bf16;
   f.physical_cores = count_physical_cores();
   return f;
 }
@@ -139,6 +148,9 @@ std::string describe_cpu() {
   if (f.avx512_vnni) extras += " vnni";
   if (f.avx512_bf16) extras += " bf16";
   if (f.amx_int8) extras += " amx";
+#if defined(VELA_AVX512_EMULATED)
+  if (f.avx512) extras += " emulated";
+#endif
   if (!extras.empty()) s += " (" + extras.substr(1) + ")";
   return s + ", " + std::to_string(f.physical_cores) + " physical cores";
 }

@@ -1,8 +1,12 @@
 #pragma once
 // Internal helpers of the AVX-512 kernels; include only from files compiled with the -mavx512*
-// flags (src/kernels/CMakeLists.txt). All loads are unaligned-safe: blocks are packed at odd
-// strides (18, 34, 210 ... bytes).
+// flags, or for the emulated library with VELA_AVX512_EMULATED (src/kernels/CMakeLists.txt).
+// All loads are unaligned-safe: blocks are packed at odd strides (18, 34, 210 ... bytes).
+#if defined(VELA_AVX512_EMULATED)
+#include "kernels/x86/avx512/avx512_emulation.h"
+#else
 #include <immintrin.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
