@@ -6,6 +6,7 @@
 
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
+#include "kernels/ref/bf16_pair_dot.h"
 #include "quant/blocks.h"
 #include "util/half.h"
 
@@ -145,29 +146,19 @@ float f32_identity(float v) {
   return v;
 }
 
-// vdpbf16ps flushes subnormal inputs and results to zero.
-float flush_subnormal(float v) {
-  return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
-}
-
-// BF16 weights against BF16 activations, as vdpbf16ps adds each column pair (k, k + 1): the
-// product of column k + 1 first, then column k's, each one rounding (bf16 products are exact in
-// f32), subnormals flushed; pairs in order from 0.
+// BF16 weights against BF16 activations, as vdpbf16ps adds each column pair (k, k + 1)
+// (bf16_pair_dot.h); pairs in order from 0.
 void gemm_bf16_ref(const PackedGemmArgs& p) {
   const auto* w = static_cast<const uint16_t*>(p.w);
   const int64_t group_elems = kPackedRows * p.n_cols;
-  const auto in = [](uint16_t v) { return flush_subnormal(bf16_to_fp32(v)); };
   for (int64_t t = 0; t < p.n_act; ++t) {
     const auto* x = reinterpret_cast<const uint16_t*>(p.act + size_t(t) * p.act_stride);
     for (int64_t g = 0; g < p.n_groups; ++g)
       for (int n = 0; n < kPackedRows; ++n) {
         const uint16_t* wg = w + g * group_elems + n * kBf16PackedPair;
         float acc = 0.0f;
-        for (int64_t k = 0; k < p.n_cols; k += kBf16PackedPair) {
-          const uint16_t* pair = wg + k * kPackedRows;
-          acc = flush_subnormal(std::fma(in(pair[1]), in(x[k + 1]), acc));
-          acc = flush_subnormal(std::fma(in(pair[0]), in(x[k]), acc));
-        }
+        for (int64_t k = 0; k < p.n_cols; k += kBf16PackedPair)
+          acc = bf16_pair_dot(acc, wg + k * kPackedRows, x + k);
         p.y[t * p.y_stride + g * kPackedRows + n] = acc;
       }
   }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/ref/bf16_pair_dot.h"
 #include "util/half.h"
 
 namespace vela::kernels::avx512_emulation {
@@ -128,25 +129,14 @@ inline simde__m128 fmadd_ss(simde__m128 a, simde__m128 b, simde__m128 c) {
   return from_lanes<simde__m128>(x);
 }
 
-// vdpbf16ps: per f32 lane, the product of the odd bf16 pair element then the even one's, each
-// added with one rounding (bf16 products are exact in f32), subnormal inputs and results flushed
-// to zero whatever MXCSR says.
-inline float flush_subnormal(float v) {
-  return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
-}
-
+// vdpbf16ps, lane by lane as the scalar reference computes it (bf16_pair_dot.h).
 inline simde__m512 dpbf16_ps(simde__m512 src, simde__m512bh a, simde__m512bh b) {
   float acc[16];
   uint16_t x[32], y[32];
   to_lanes<float, 16>(src, acc);
   to_lanes<uint16_t, 32>(a, x);
   to_lanes<uint16_t, 32>(b, y);
-  const auto in = [](uint16_t v) { return flush_subnormal(bf16_to_fp32(v)); };
-  for (int i = 0; i < 16; ++i) {
-    float sum = flush_subnormal(acc[i]);
-    sum = flush_subnormal(std::fma(in(x[2 * i + 1]), in(y[2 * i + 1]), sum));
-    acc[i] = flush_subnormal(std::fma(in(x[2 * i]), in(y[2 * i]), sum));
-  }
+  for (int i = 0; i < 16; ++i) acc[i] = bf16_pair_dot(acc[i], x + 2 * i, y + 2 * i);
   return from_lanes<simde__m512>(acc);
 }
 
@@ -170,6 +160,18 @@ typedef simde__mmask64 __mmask64;
 #define _mm512_madd_epi16 simde_mm512_madd_epi16
 #undef _mm512_permutexvar_epi16
 #define _mm512_permutexvar_epi16 simde_mm512_permutexvar_epi16
+
+// SIMDe insists on constant shift counts under clang; the hardware intrinsics take any count
+// (a count over the lane width gives zero in both forms).
+#define VELA_EMU_SHIFT(shift, a, n) (shift(a, simde_mm_cvtsi32_si128(int(n))))
+#undef _mm256_slli_epi16
+#define _mm256_slli_epi16(a, n) VELA_EMU_SHIFT(simde_mm256_sll_epi16, a, n)
+#undef _mm512_slli_epi16
+#define _mm512_slli_epi16(a, n) VELA_EMU_SHIFT(simde_mm512_sll_epi16, a, n)
+#undef _mm512_srli_epi16
+#define _mm512_srli_epi16(a, n) VELA_EMU_SHIFT(simde_mm512_srl_epi16, a, n)
+#undef _mm512_slli_epi32
+#define _mm512_slli_epi32(a, n) VELA_EMU_SHIFT(simde_mm512_sll_epi32, a, n)
 
 #define VELA_EMU ::vela::kernels::avx512_emulation
 #undef _mm512_fmadd_ps

@@ -25,14 +25,16 @@ struct DecodedK {
   float dmin;           // Q4_K/Q5_K: fp16 super-scale of the mins
 };
 
-// Lane i of the result = v[first + i / group] for a vector v of int16 values: group = 16 spreads
-// two Q4_K/Q5_K sub-block scales over a register's two halves; group = 8 spreads four Q6_K
+// Lane i of the result = v[first + i / kGroup] for a vector v of int16 values: kGroup = 16 spreads
+// two Q4_K/Q5_K sub-block scales over a register's two halves; kGroup = 8 spreads four Q6_K
 // scales over its quarters.
-inline __m512i spread(__m512i v, int first, int group) {
+template <int kGroup>
+inline __m512i spread(__m512i v, int first) {
+  static_assert(kGroup == 16 || kGroup == 8);
   const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,
                                         16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i idx = _mm512_add_epi16(_mm512_set1_epi16(short(first)),
-                                       _mm512_srli_epi16(lane, group == 16 ? 4 : 3));
+                                       _mm512_srli_epi16(lane, kGroup == 16 ? 4 : 3));
   return _mm512_permutexvar_epi16(idx, v);
 }
 
@@ -53,7 +55,7 @@ inline __m128i unpack_scales_mins(const uint8_t* packed) {
 inline void set_affine_scales(const uint8_t* packed, DecodedK* k) {
   const __m256i sm = _mm256_cvtepu8_epi16(unpack_scales_mins(packed));  // 8 scales, 8 mins
   const __m512i v = _mm512_zextsi256_si512(sm);
-  for (int g = 0; g < 4; ++g) k->scales[g] = spread(v, 2 * g, 16);
+  for (int g = 0; g < 4; ++g) k->scales[g] = spread<16>(v, 2 * g);
   // bsum i covers elements 16i .. 16i+15, in sub-block i / 2.
   const __m256i idx = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
   k->bsum_scales = _mm256_permutexvar_epi16(idx, sm);
@@ -125,7 +127,7 @@ struct Q6_KFormat {
     const __m256i sc =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
     const __m512i v = _mm512_zextsi256_si512(sc);
-    for (int g = 0; g < 4; ++g) k->scales[g] = spread(v, 4 * g, 8);
+    for (int g = 0; g < 4; ++g) k->scales[g] = spread<8>(v, 4 * g);
     // Levels are stored +32: sum sc (q - 32) a = sum sc q a - 32 sum sc bsum.
     k->bsum_scales = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5));
     k->d = half_to_float(w.d);
