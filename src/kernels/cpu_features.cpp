@@ -68,18 +68,15 @@ CpuFeatures detect() {
   f.avx512 = f.avx2 && zmm_os && (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512DQ) &&
              (b & bit_AVX512VL);
   f.avx512_vnni = f.avx512 && (c & bit_AVX512VNNI);
-  const bool amx_tile = d & (1u << 24);
-  const bool amx_int8 = d & (1u << 25);
-  const bool amx_bf16 = d & (1u << 22);
+  [[maybe_unused]] const bool amx_tile = d & (1u << 24);
+  [[maybe_unused]] const bool amx_int8 = d & (1u << 25);
+  [[maybe_unused]] const bool amx_bf16 = d & (1u << 22);
   __cpuid_count(7, 1, a, b, c, d);
   f.avx512_bf16 = f.avx512 && (a & (1u << 5));
 #if defined(VELA_AVX512_EMULATED)
   // This library's AVX-512 kernels run on portable intrinsics (avx512_emulation.h) beside its
   // AVX2 ones, so every AVX-512 extension is there wherever AVX2 is; AMX tiles are not emulated.
   f.avx512 = f.avx512_vnni = f.avx512_bf16 = f.avx2;
-  (void)amx_tile;
-  (void)amx_int8;
-  (void)amx_bf16;
 #else
   if (f.avx512 && amx_tile && request_amx_permission()) {
     f.amx_int8 = amx_int8;
