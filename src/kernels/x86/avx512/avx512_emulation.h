@@ -62,33 +62,30 @@ inline void mask_storeu_ps(void* p, simde__mmask16 mask, simde__m512 v) {
     if ((mask >> i) & 1) std::memcpy(static_cast<char*>(p) + i * sizeof(float), &lanes[i], 4);
 }
 
-// Widens (or converts) each of kLanes lanes of `In` to `Out`.
-template <typename Out, typename In, int kLanes, typename OutVec, typename InVec>
-inline OutVec convert_lanes(InVec v) {
+// The first kLanes lanes of type In, each mapped by `fn` to a lane of type Out.
+template <typename Out, typename In, int kLanes, typename OutVec, typename InVec, typename Fn>
+inline OutVec map_lanes(InVec v, Fn fn) {
   In in[sizeof(InVec) / sizeof(In)];
   to_lanes<In, int(sizeof(InVec) / sizeof(In))>(v, in);
   Out out[kLanes];
-  for (int i = 0; i < kLanes; ++i) out[i] = static_cast<Out>(in[i]);
+  for (int i = 0; i < kLanes; ++i) out[i] = fn(in[i]);
   return from_lanes<OutVec>(out);
 }
 
+template <typename Out, typename In, int kLanes, typename OutVec, typename InVec>
+inline OutVec convert_lanes(InVec v) {
+  return map_lanes<Out, In, kLanes, OutVec>(v, [](In x) { return static_cast<Out>(x); });
+}
+
 inline simde__m512 cvtph_ps(simde__m256i h) {
-  uint16_t in[16];
-  to_lanes<uint16_t, 16>(h, in);
-  float out[16];
-  for (int i = 0; i < 16; ++i) out[i] = fp16_to_fp32(in[i]);
-  return from_lanes<simde__m512>(out);
+  return map_lanes<float, uint16_t, 16, simde__m512>(h, fp16_to_fp32);
 }
 
 // Round to nearest even, the only rounding the kernels ask for.
 template <int kRounding>
 inline simde__m256i cvtps_ph(simde__m512 v) {
   static_assert((kRounding & 7) == SIMDE_MM_FROUND_TO_NEAREST_INT, "only nearest-even rounding");
-  float in[16];
-  to_lanes<float, 16>(v, in);
-  uint16_t out[16];
-  for (int i = 0; i < 16; ++i) out[i] = fp32_to_fp16(in[i]);
-  return from_lanes<simde__m256i>(out);
+  return map_lanes<uint16_t, float, 16, simde__m256i>(v, fp32_to_fp16);
 }
 
 // The order and operand order of GCC's _mm512_reduce_add_ps / _mm512_reduce_max_ps: the upper
@@ -173,6 +170,7 @@ typedef simde__mmask64 __mmask64;
 #undef _mm512_slli_epi32
 #define _mm512_slli_epi32(a, n) VELA_EMU_SHIFT(simde_mm512_sll_epi32, a, n)
 
+// Those it rounds otherwise than the hardware.
 #define VELA_EMU ::vela::kernels::avx512_emulation
 #undef _mm512_fmadd_ps
 #define _mm512_fmadd_ps(a, b, c) (VELA_EMU::fused_multiply_add<1, 1>(a, b, c))
@@ -186,6 +184,8 @@ typedef simde__mmask64 __mmask64;
 #define _mm_fmadd_ss(a, b, c) (VELA_EMU::fmadd_ss(a, b, c))
 #undef _mm512_dpbf16_ps
 #define _mm512_dpbf16_ps(src, a, b) (VELA_EMU::dpbf16_ps(src, a, b))
+
+// The intrinsics SIMDe 0.7.4 lacks.
 #define _mm512_shuffle_f32x4(a, b, imm) \
   (simde_mm512_castsi512_ps(            \
       simde_mm512_shuffle_i32x4(simde_mm512_castps_si512(a), simde_mm512_castps_si512(b), imm)))
