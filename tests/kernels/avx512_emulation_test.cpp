@@ -18,18 +18,14 @@ namespace {
 
 template <typename Vec, typename T, int kLanes>
 Vec vec_of(const T (&lanes)[kLanes]) {
-  static_assert(sizeof(Vec) == sizeof(lanes));
-  Vec v;
-  std::memcpy(&v, lanes, sizeof(v));
-  return v;
+  return kernels::avx512_emulation::from_lanes<Vec>(lanes);
 }
 
 template <typename T, int kLanes, typename Vec>
 std::vector<T> lanes_of(Vec v) {
-  static_assert(sizeof(Vec) == kLanes * sizeof(T));
-  std::vector<T> out(kLanes);
-  std::memcpy(out.data(), &v, sizeof(v));
-  return out;
+  T lanes[kLanes];
+  kernels::avx512_emulation::to_lanes<T, kLanes>(v, lanes);
+  return std::vector<T>(lanes, lanes + kLanes);
 }
 
 TEST(Avx512Emulation, ReportsEveryExtensionWhereAvx2Runs) {

@@ -1,6 +1,6 @@
 #pragma once
 // The AVX-512 intrinsics in portable C++, for the emulated-AVX-512 kernel library that the tests
-// build beside the real one (VELA_AVX512_EMULATION, src/kernels/CMakeLists.txt). The AVX-512
+// build beside the real one (VELA_AVX512_EMULATED, src/kernels/CMakeLists.txt). The AVX-512
 // kernel sources compile unchanged against it, without any -mavx512 flag, and give the same
 // integer and IEEE float results as the hardware, so their tests against the scalar reference
 // run on a CPU without AVX-512 too. Speed means nothing there.
@@ -117,13 +117,9 @@ inline Vec fused_multiply_add(Vec a, Vec b, Vec c) {
   return from_lanes<Vec>(x);
 }
 
+// Lane 0 fused, lanes 1-3 from a.
 inline simde__m128 fmadd_ss(simde__m128 a, simde__m128 b, simde__m128 c) {
-  float x[4], y[4], z[4];
-  to_lanes<float, 4>(a, x);
-  to_lanes<float, 4>(b, y);
-  to_lanes<float, 4>(c, z);
-  x[0] = std::fma(x[0], y[0], z[0]);
-  return from_lanes<simde__m128>(x);
+  return simde_mm_move_ss(a, fused_multiply_add<1, 1>(a, b, c));
 }
 
 // vdpbf16ps, lane by lane as the scalar reference computes it (bf16_pair_dot.h).
