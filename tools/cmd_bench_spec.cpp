@@ -17,7 +17,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "engine/engine_factory.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "speculative_flags.h"
 
 namespace vela::cli {
@@ -32,7 +32,7 @@ double median(std::vector<double> v) {
 }
 
 // Seconds of a pass over n tokens at positions [context, context + n), median of `reps`.
-Result<double> pass_seconds(LlamaForward& fwd, KvCache& cache, const std::vector<int32_t>& table,
+Result<double> pass_seconds(DecoderForward& fwd, KvCache& cache, const std::vector<int32_t>& table,
                             int32_t context, int32_t n, int32_t reps, std::vector<float>& logits) {
   const size_t count = static_cast<size_t>(n);
   std::vector<int32_t> tokens(count), positions(count), seq(count, 0), rows(count);
@@ -169,10 +169,9 @@ int run_bench_spec(int argc, char** argv) {
     fo.max_logits = k + 1;
     fo.max_context = ctx + k + 1;
     fo.n_threads = int32_t(*threads);
-    LlamaForward fwd(*model, fo);
+    DecoderForward fwd(*model, fo);
     const ModelConfig& mc = (*model)->config();
-    KvCacheConfig kc{mc.n_layer,  mc.n_head_kv, mc.head_dim, 16, (ctx + k + 1 + 15) / 16,
-                     KvType::kF16};
+    const KvCacheConfig kc = model_cache_config(mc, 16, (ctx + k + 1 + 15) / 16, KvType::kF16);
     KvCache cache(kc);
     std::vector<int32_t> table(size_t(kc.n_blocks));
     for (int32_t i = 0; i < kc.n_blocks; ++i) table[size_t(i)] = i;

@@ -71,7 +71,7 @@ std::unique_ptr<Worker> load_worker(const std::string& setup_text,
   fo.n_threads = threads_per_rank(setup->n_threads);
   fo.tensor_parallel = group;
   fo.micro_batch_tokens = setup->micro_batch_tokens;
-  return std::unique_ptr<Worker>(new Worker{*model, LlamaForward(*model, fo), KvCache(kv)});
+  return std::unique_ptr<Worker>(new Worker{*model, DecoderForward(*model, fo), KvCache(kv)});
 }
 
 }  // namespace vela::dist

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "dist/tensor_group.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 
 namespace vela::dist {
 
@@ -19,7 +19,7 @@ Result<ShardSetup> decode_setup(const std::string& text);
 
 struct Worker {
   std::shared_ptr<const Model> model;  // this rank's slice
-  LlamaForward forward;
+  DecoderForward forward;
   KvCache cache;
 };
 

@@ -41,14 +41,11 @@ int32_t default_blocks(const EngineConfig& c) {
                  ((c.max_context + c.block_size - 1) / c.block_size));
 }
 
+// A recurrent model's running sequences each hold a state slot: one per sequence that may run.
 KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
-  const ModelConfig& m = model.config();
-  return KvCacheConfig{m.n_layer,
-                       m.n_head_kv,
-                       m.head_dim,
-                       c.block_size,
-                       c.n_blocks > 0 ? c.n_blocks : default_blocks(c),
-                       c.kv_type};
+  return model_cache_config(model.config(), c.block_size,
+                            c.n_blocks > 0 ? c.n_blocks : default_blocks(c), c.kv_type,
+                            c.scheduler.max_num_seqs);
 }
 
 // A speculating request takes K + 1 rows; never more rows than tokens in a pass.
@@ -73,10 +70,11 @@ ForwardOptions forward_options(const EngineConfig& c) {
 Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const EngineConfig& config)
     : config_(config),
       tokenizer_(std::move(tokenizer)),
-      forward_(std::make_unique<LlamaForward>(model, forward_options(config))),
+      forward_(std::make_unique<DecoderForward>(model, forward_options(config))),
       cache_(cache_config(*model, config)),
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
-      kv_(pool_, config.block_size),
+      state_slots_(cache_.config().n_state_slots),
+      kv_(pool_, config.block_size, model->config().recurrent() ? &state_slots_ : nullptr),
       scheduler_(config.scheduler, kv_),
       constraints_(std::make_unique<constraint::ConstraintCompiler>(
           [tok = tokenizer_] { return constraint::TokenVocabulary::from_tokenizer(tok); })),
@@ -89,6 +87,7 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_tokens_.resize(size_t(sc.max_num_batched_tokens));
   batch_positions_.resize(size_t(sc.max_num_batched_tokens));
   batch_seq_.resize(size_t(sc.max_num_batched_tokens));
+  batch_state_slots_.resize(size_t(sc.max_num_seqs));
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
   logits_rows_.resize(size_t(max_logits_rows(config)));
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
@@ -651,6 +650,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
     }
     std::copy(r.kv.blocks.begin(), r.kv.blocks.end(),
               block_tables_.begin() + long(i) * max_blocks_per_seq_);
+    batch_state_slots_[size_t(i)] = r.kv.state_slot;
     if (r.embedding) {
       add_hidden_rows(*requests_.at(r.id), n_tokens - s.num_new_tokens, s.num_new_tokens);
     } else if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
@@ -670,6 +670,8 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   batch.max_blocks_per_seq = max_blocks_per_seq_;
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
   batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
+  if (kv_.state_slots() != nullptr)
+    batch.state_slots = std::span<const int32_t>(batch_state_slots_.data(), size_t(n_seqs));
   phases.done();  // the forward pass has its own span
   TensorParallel* const group = config_.tensor_parallel.get();
   const TensorParallelTraffic traffic_before = group ? group->traffic() : TensorParallelTraffic{};

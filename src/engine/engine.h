@@ -19,7 +19,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_cache_manager.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
@@ -227,9 +227,10 @@ class Engine {
 
   EngineConfig config_;
   Tokenizer tokenizer_;
-  std::unique_ptr<LlamaForward> forward_;
+  std::unique_ptr<DecoderForward> forward_;
   KvCache cache_;
   BlockPool pool_;
+  StateSlotPool state_slots_;  // recurrent models' sequence states (unused otherwise)
   KvCacheManager kv_;
   Scheduler scheduler_;
   StepCostModel step_cost_;
@@ -249,6 +250,7 @@ class Engine {
   std::vector<int32_t> batch_tokens_;     // [max_num_batched_tokens]
   std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
   std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
+  std::vector<int32_t> batch_state_slots_;  // [max_num_seqs] state slot of each batch sequence
   std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
   std::vector<int32_t> logits_rows_;      // [max_logits]
   std::vector<float> logits_;             // [max_logits, n_vocab] the completing pass's

@@ -126,6 +126,10 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.speculative.prompt_lookup_max = o.prompt_lookup_max;
   c.speculative.adaptive = o.speculative_adaptive;
   if (auto st = validate(c.speculative); !st) return st.error();
+  if (c.speculative.enabled() && mc.recurrent())
+    return make_error("speculative decoding is not available for '" + mc.arch_name +
+                      "': its recurrent (Gated DeltaNet) layers' state cannot be rolled back past "
+                      "rejected proposals");
   if (*method == SpecMethod::kDraft) {
     auto draft = Model::load(o.draft_model_path);
     if (!draft) return make_error("draft model: " + draft.message());
@@ -140,7 +144,7 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   KvBudgetInput budget;
   // Every pipeline stage keeps the same blocks for its own layers: budget for the largest stage.
   const int32_t kv_layers =
-      most_stage_layers((*model)->whole_config().n_layer, o.pipeline_parallel_size);
+      most_stage_layers((*model)->whole_config().n_kv_layers, o.pipeline_parallel_size);
   budget.bytes_per_block = KvCache::bytes_per_block(
       KvCacheConfig{kv_layers, mc.n_head_kv, mc.head_dim, c.block_size, 1, c.kv_type});
   budget.max_num_seqs = o.max_num_seqs;
@@ -152,7 +156,11 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   auto blocks = kv_block_budget(budget);
   if (!blocks) return blocks.error();
   c.n_blocks = *blocks;
-  if (auto fits = check_memory_budget(uint64_t(*blocks) * budget.bytes_per_block,
+  // A recurrent model's sequences also hold a state each, whatever their length.
+  const uint64_t state_bytes =
+      uint64_t(o.max_num_seqs) *
+      KvCache::bytes_per_state_slot(model_cache_config(mc, c.block_size, 1, c.kv_type, 1));
+  if (auto fits = check_memory_budget(uint64_t(*blocks) * budget.bytes_per_block + state_bytes,
                                       uint64_t((*model)->gguf().file_size()), read_memory_limits());
       !fits)
     return fits.error();

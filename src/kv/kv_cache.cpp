@@ -126,11 +126,17 @@ size_t KvCache::bytes_per_block(const KvCacheConfig& c) {
          kv_head_row_bytes(c.type, c.head_dim);
 }
 
+size_t KvCache::bytes_per_state_slot(const KvCacheConfig& c) {
+  return size_t(c.n_state_layers) * size_t(c.state_floats) * sizeof(float);
+}
+
 KvCache::KvCache(const KvCacheConfig& config)
     : config_(config),
       head_bytes_(kv_head_row_bytes(config.type, config.head_dim)),
       row_bytes_(size_t(config.n_head_kv) * head_bytes_),
-      storage_(bytes_per_block(config) * size_t(config.n_blocks)) {}
+      storage_(bytes_per_block(config) * size_t(config.n_blocks)),
+      state_(size_t(config.n_state_slots) * size_t(config.n_state_layers) *
+             size_t(config.state_floats)) {}
 
 void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v) {
   auto* kd = static_cast<uint8_t*>(k_row(layer, slot));

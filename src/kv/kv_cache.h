@@ -1,8 +1,11 @@
 #pragma once
-// Paged key/value storage for every layer. Token slots are grouped in fixed-size blocks; a
+// Paged key/value storage for every attention layer, and the recurrent state of the layers that
+// keep one per sequence instead (Gated DeltaNet). Token slots are grouped in fixed-size blocks; a
 // sequence owns a list of blocks (its block table) and its token at position p lives in slot
 // block_table[p / block_size] * block_size + p % block_size. Which blocks belong to whom is the
-// business of the block allocator and the cache manager; this class only stores.
+// business of the block allocator and the cache manager; this class only stores. Recurrent state
+// lives in state slots, one per running sequence (StateSlotPool hands them out): a fixed number of
+// f32 values per state layer, whatever the sequence's length.
 //
 // Element types: f32, f16 (default), bf16, and q8_0 — per KV head row, int8 blocks of 32 values
 // with one f16 scale each (the GGUF Q8_0 block; a head_dim that is not a multiple of 32 ends in a
@@ -41,12 +44,16 @@ void kv_encode_head_row(KvType type, const float* x, int32_t head_dim, void* out
 void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* out);
 
 struct KvCacheConfig {
-  int32_t n_layer = 0;
+  int32_t n_layer = 0;  // layers with K/V
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int32_t block_size = 16;  // token slots per block
   int32_t n_blocks = 0;
   KvType type = KvType::kF16;
+  // Recurrent state: n_state_slots slots of state_floats f32 values for each of n_state_layers.
+  int32_t n_state_layers = 0;
+  int64_t state_floats = 0;
+  int32_t n_state_slots = 0;
 };
 
 class KvCache {
@@ -56,8 +63,16 @@ class KvCache {
   const KvCacheConfig& config() const { return config_; }
   int64_t n_slots() const { return int64_t(config_.n_blocks) * config_.block_size; }
   int64_t row_elems() const { return int64_t(config_.n_head_kv) * config_.head_dim; }
-  size_t bytes() const { return storage_.size(); }
+  size_t bytes() const { return storage_.size() + state_.size() * sizeof(float); }
   static size_t bytes_per_block(const KvCacheConfig& config);
+  // Bytes of one sequence's recurrent state over every state layer (0 without such layers).
+  static size_t bytes_per_state_slot(const KvCacheConfig& config);
+
+  // One state layer's recurrent state in one slot: [state_floats] f32.
+  float* state(int32_t state_layer, int32_t slot) {
+    return state_.data() + (size_t(slot) * size_t(config_.n_state_layers) + size_t(state_layer)) *
+                               size_t(config_.state_floats);
+  }
 
   // Bytes of one KV head's part of a row; a row is n_head_kv of these, head after head.
   size_t head_row_bytes() const { return head_bytes_; }
@@ -97,6 +112,7 @@ class KvCache {
   size_t row_bytes_ = 0;
   // [n_layer][K|V][n_slots][n_head_kv][head row]
   std::vector<uint8_t> storage_;
+  std::vector<float> state_;  // [n_state_slots][n_state_layers][state_floats]
 };
 
 }  // namespace vela

@@ -16,7 +16,7 @@ void KvCacheManager::hash_blocks(std::span<const int32_t> tokens, int32_t n_full
 
 int32_t KvCacheManager::acquire_cached_prefix(std::span<const int32_t> tokens, KvSequence& seq) {
   assert(seq.blocks.empty());
-  if (!pool_.prefix_caching() || tokens.empty()) return 0;
+  if (!pool_.prefix_caching() || tokens.empty() || state_slots_ != nullptr) return 0;
   const int32_t n_candidates = static_cast<int32_t>((tokens.size() - 1) / size_t(block_size_));
   hash_blocks(tokens, n_candidates, seq);
   for (int32_t b = 0; b < n_candidates; ++b) {
@@ -30,14 +30,17 @@ int32_t KvCacheManager::acquire_cached_prefix(std::span<const int32_t> tokens, K
 }
 
 bool KvCacheManager::allocate(KvSequence& seq, int32_t n_tokens) {
+  const bool need_slot = state_slots_ != nullptr && seq.state_slot < 0;
+  if (need_slot && state_slots_->n_free() == 0) return false;
   const int32_t need = blocks_for(n_tokens) - static_cast<int32_t>(seq.blocks.size());
-  if (need <= 0) return true;
-  return pool_.allocate(need, seq.blocks);
+  if (need > 0 && !pool_.allocate(need, seq.blocks)) return false;
+  if (need_slot) seq.state_slot = *state_slots_->allocate();
+  return true;
 }
 
 void KvCacheManager::cache_full_blocks(std::span<const int32_t> tokens, int32_t n_computed,
                                        KvSequence& seq) {
-  if (!pool_.prefix_caching()) return;
+  if (!pool_.prefix_caching() || state_slots_ != nullptr) return;
   const int32_t n_full =
       std::min(n_computed / block_size_, static_cast<int32_t>(seq.blocks.size()));
   if (n_full <= seq.n_cached_blocks) return;
@@ -52,6 +55,7 @@ void KvCacheManager::truncate(KvSequence& seq, int32_t n_tokens) {
   const int32_t have = static_cast<int32_t>(seq.blocks.size());
   if (keep >= have) return;
   assert(seq.n_cached_blocks <= keep);
+  assert(state_slots_ == nullptr);  // a recurrent state cannot be rolled back
   std::reverse(seq.blocks.begin() + keep, seq.blocks.end());
   pool_.release(std::span<const int32_t>(seq.blocks).subspan(size_t(keep)));
   seq.blocks.resize(size_t(keep));
@@ -62,6 +66,10 @@ void KvCacheManager::release(KvSequence& seq) {
   pool_.release(seq.blocks);
   seq.blocks.clear();
   seq.n_cached_blocks = 0;
+  if (seq.state_slot >= 0) {
+    state_slots_->release(seq.state_slot);
+    seq.state_slot = -1;
+  }
   // Hashes depend only on tokens: keep them for a re-admission after preemption.
 }
 

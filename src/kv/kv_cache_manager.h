@@ -2,6 +2,10 @@
 // Maps requests' tokens onto KV blocks: finds the cached prefix of a new request, allocates
 // slots for the tokens a step will compute (all or nothing, so the scheduler can preempt),
 // registers blocks as they fill up so later requests can share them, and frees a request.
+// For a model with recurrent layers it also gives each running sequence a state slot (taken with
+// its first blocks, all or none, and given back with them). Such a sequence's state covers
+// exactly the tokens it computed, so it finds no prefix in the cache (the blocks of another
+// sequence would come without the state after them) and cannot be truncated.
 // Thread-safety: not synchronised; the engine thread owns it (with the pool).
 #include <cstdint>
 #include <span>
@@ -9,6 +13,7 @@
 
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
+#include "kv/state_slot_pool.h"
 
 namespace vela {
 
@@ -18,21 +23,26 @@ struct KvSequence {
   std::vector<uint64_t>
       block_hashes;             // chained hashes of the full blocks of the token list known so far
   int32_t n_cached_blocks = 0;  // leading blocks already registered with the pool
+  int32_t state_slot = -1;      // recurrent-state slot while it holds blocks (recurrent models)
 };
 
 class KvCacheManager {
  public:
-  KvCacheManager(BlockPool& pool, int32_t block_size) : pool_(pool), block_size_(block_size) {}
+  // state_slots: the recurrent-state slots of a model with recurrent layers, else null.
+  KvCacheManager(BlockPool& pool, int32_t block_size, StateSlotPool* state_slots = nullptr)
+      : pool_(pool), block_size_(block_size), state_slots_(state_slots) {}
 
   int32_t block_size() const { return block_size_; }
   BlockPool& pool() { return pool_; }
+  const StateSlotPool* state_slots() const { return state_slots_; }
 
   // For a request with no blocks yet: takes references on the longest run of cached full blocks
   // that prefixes `tokens`, capped so at least the last token is left to compute (it must
   // produce logits). Returns how many tokens are already computed.
   int32_t acquire_cached_prefix(std::span<const int32_t> tokens, KvSequence& seq);
 
-  // Ensures blocks for the first n_tokens positions; all or none.
+  // Ensures blocks for the first n_tokens positions, and a state slot for a recurrent model; all
+  // or none.
   bool allocate(KvSequence& seq, int32_t n_tokens);
 
   // Registers every block fully covered by the first n_computed tokens with the prefix cache.
@@ -42,7 +52,8 @@ class KvCacheManager {
   // hold no verified full block, so none of them is registered with the prefix cache.
   void truncate(KvSequence& seq, int32_t n_tokens);
 
-  // Drops the request's references, tail first (so its shared head is evicted last).
+  // Drops the request's references, tail first (so its shared head is evicted last), and its
+  // state slot.
   void release(KvSequence& seq);
 
   // Blocks needed to hold n tokens.
@@ -54,6 +65,7 @@ class KvCacheManager {
 
   BlockPool& pool_;
   int32_t block_size_;
+  StateSlotPool* state_slots_;
   BlockHasher hasher_;
 };
 

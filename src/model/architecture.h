@@ -1,7 +1,8 @@
 #pragma once
 // What distinguishes one decoder family from another, as data the one forward pass
-// (llama_forward.h) follows: norm placement, Q/K norms, biases, fused projections, activation,
-// embedding scale, sliding-window layout, RoPE pairing and MoE routing. What a GGUF file states
+// (decoder_forward.h) follows: norm placement, Q/K norms, biases, fused projections, activation,
+// embedding scale, sliding-window layout, RoPE pairing, MoE routing, and which layers mix tokens
+// by attention and which by a recurrent state. What a GGUF file states
 // itself (head counts, windows, soft-caps, expert counts, RoPE scaling) is read from its
 // metadata by ModelConfig; a description holds only what the file leaves implicit.
 // Each family is one short file in model/arch/.
@@ -38,6 +39,14 @@ enum class FfnKind {
   kDenseOrMoe,  // MoE when <arch>.expert_count > 0 (llama: Mixtral files)
 };
 
+// Which mixer each layer has.
+enum class LayerPattern {
+  kAttention,  // every layer attends (some perhaps through a sliding window)
+  // Gated DeltaNet layers, with full attention on every full_attention_interval-th layer
+  // ((i + 1) % interval == 0; qwen35); the ssm.* keys give the DeltaNet geometry.
+  kDeltaNetHybrid,
+};
+
 struct ArchDescription {
   std::string_view name;  // general.architecture
   RopeStyle rope_style = RopeStyle::kNeox;
@@ -61,6 +70,16 @@ struct ArchDescription {
   // as the global layers.
   float default_rope_base_swa = 0.0f;
   bool longrope = false;  // rope_factors_short / rope_factors_long tensors (phi3)
+  LayerPattern layer_pattern = LayerPattern::kAttention;
+  int32_t default_full_attention_interval = 4;  // kDeltaNetHybrid without the key
+  // attn_q holds, per head, the query and then as many rows of an output gate: the head's
+  // attention output is multiplied by sigmoid(gate) (qwen35).
+  bool attention_output_gate = false;
+  // The norm in front of the FFN ("ffn_norm"; qwen35 calls it post_attention_norm).
+  std::string_view ffn_norm_name = "ffn_norm";
+  // A shared expert beside the routed ones (ffn_{gate,up,down}_shexp, expert_shared_feed_forward
+  // _length wide), its output scaled by sigmoid(ffn_gate_inp_shexp . x).
+  bool gated_shared_expert = false;
 };
 
 // The description of a supported architecture, or nullptr.
@@ -78,6 +97,8 @@ ArchDescription olmoe();
 ArchDescription gemma2();
 ArchDescription gemma3();
 ArchDescription phi3();
+ArchDescription qwen35();
+ArchDescription qwen35moe();
 }  // namespace arch
 
 }  // namespace vela

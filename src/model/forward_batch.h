@@ -1,7 +1,10 @@
 #pragma once
 // One forward pass's input: tokens from several sequences, each at its own position, with the
 // KV blocks each sequence owns. Prefill chunks and decode tokens mix freely: a sequence that has
-// N tokens cached contributes tokens at positions N, N+1, ... (consecutive, in order).
+// N tokens cached contributes tokens at positions N, N+1, ... (consecutive, in order). A model
+// with recurrent layers also needs each sequence's state slot, whose state covers exactly its N
+// computed tokens (a sequence at position 0 starts from a zero state), and each sequence's tokens
+// next to each other in the batch.
 // A plain view type over buffers the caller owns (sized once by the caller).
 #include <cstdint>
 #include <span>
@@ -18,6 +21,7 @@ struct ForwardBatch {
   std::span<const int32_t>
       logits_indices;  // [n_logits] indices of the tokens whose logits are wanted
   std::span<const int32_t> hidden_indices;  // [n_hidden] tokens whose final hidden state is wanted
+  std::span<const int32_t> state_slots;     // [n_seqs] recurrent-state slot of each sequence
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t n_seqs() const {

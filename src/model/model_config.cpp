@@ -138,6 +138,11 @@ Status read_experts(const GgufFile& g, const std::string& a, ModelConfig& c) {
                       " must be in [1, expert_count = " + std::to_string(c.n_expert) + "]");
   c.n_ff_expert = c.n_ff;
   VELA_TRY(read_int(g, a + "expert_feed_forward_length", c.n_ff_expert, false, 1, 1 << 20));
+  if (c.arch->gated_shared_expert) {
+    c.n_ff_shared_expert = c.n_ff_expert;
+    VELA_TRY(read_int(g, a + "expert_shared_feed_forward_length", c.n_ff_shared_expert, false, 1,
+                      1 << 20));
+  }
   c.renormalize_experts = c.arch->renormalize_experts;
   auto norm = g.get_bool(a + "expert_weights_norm");
   if (!norm) return norm.error();
@@ -145,7 +150,55 @@ Status read_experts(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return {};
 }
 
+// Which layers are Gated DeltaNet (kDeltaNetHybrid families) and the ssm.* geometry; then every
+// layer's place in the cache.
+Status read_mixers(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  if (c.arch->layer_pattern == LayerPattern::kDeltaNetHybrid) {
+    int32_t interval = c.arch->default_full_attention_interval;
+    VELA_TRY(read_int(g, a + "full_attention_interval", interval, false, 1, c.n_layer));
+    DeltaNetConfig& d = c.delta_net;
+    int32_t inner = 0;
+    VELA_TRY(read_int(g, a + "ssm.conv_kernel", d.conv_kernel, true, 2, 64));
+    VELA_TRY(read_int(g, a + "ssm.state_size", d.head_k_dim, true, 1, 1024));
+    VELA_TRY(read_int(g, a + "ssm.group_count", d.n_k_heads, true, 1, 1024));
+    VELA_TRY(read_int(g, a + "ssm.time_step_rank", d.n_v_heads, true, 1, 4096));
+    VELA_TRY(read_int(g, a + "ssm.inner_size", inner, true, 1, 1 << 20));
+    if (d.n_v_heads % d.n_k_heads != 0)
+      return make_error("ssm.time_step_rank (value heads) " + std::to_string(d.n_v_heads) +
+                        " is not a multiple of ssm.group_count (key heads) " +
+                        std::to_string(d.n_k_heads));
+    if (inner % d.n_v_heads != 0)
+      return make_error("ssm.inner_size " + std::to_string(inner) +
+                        " is not a multiple of ssm.time_step_rank " + std::to_string(d.n_v_heads));
+    d.head_v_dim = inner / d.n_v_heads;
+    if (d.head_v_dim != d.head_k_dim)
+      return make_error("DeltaNet value head size " + std::to_string(d.head_v_dim) +
+                        " differs from the key head size ssm.state_size " +
+                        std::to_string(d.head_k_dim));
+    for (int32_t i = 0; i < c.n_layer; ++i)
+      if ((i + 1) % interval != 0) c.layers[size_t(i)].mixer = MixerKind::kGatedDeltaNet;
+  }
+  for (LayerConfig& l : c.layers) {
+    if (l.mixer == MixerKind::kGatedDeltaNet)
+      l.state_index = c.n_state_layers++;
+    else
+      l.kv_index = c.n_kv_layers++;
+  }
+  return {};
+}
+
 }  // namespace
+
+KvCacheConfig model_cache_config(const ModelConfig& c, int32_t block_size, int32_t n_blocks,
+                                 KvType type, int32_t n_state_slots) {
+  KvCacheConfig k{c.n_kv_layers, c.n_head_kv, c.head_dim, block_size, n_blocks, type};
+  if (c.recurrent()) {
+    k.n_state_layers = c.n_state_layers;
+    k.state_floats = c.delta_net.state_floats();
+    k.n_state_slots = n_state_slots;
+  }
+  return k;
+}
 
 Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   ModelConfig c;
@@ -165,6 +218,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   constexpr int64_t kBig = int64_t(1) << 24;
   VELA_TRY(read_int(g, a + "embedding_length", c.n_embd, true, 1, 1 << 16));
   VELA_TRY(read_int(g, a + "block_count", c.n_layer, true, 1, 1024));
+  VELA_TRY(read_int(g, a + "nextn_predict_layers", c.n_nextn_layers, false, 0, c.n_layer - 1));
+  c.n_layer -= c.n_nextn_layers;
   VELA_TRY(read_int(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20));
   VELA_TRY(read_int(g, a + "attention.head_count", c.n_head, true, 1, 1024));
   c.n_head_kv = c.n_head;
@@ -194,6 +249,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   VELA_TRY(read_float(g, a + "attention.layer_norm_rms_epsilon", c.rms_eps, 0.0, 1.0));
   VELA_TRY(read_rope(g, a, c));
   VELA_TRY(read_windows(g, a, c));
+  VELA_TRY(read_mixers(g, a, c));
   VELA_TRY(read_float(g, a + "attn_logit_softcapping", c.attn_softcap, 0.0, 1e6));
   VELA_TRY(read_float(g, a + "final_logit_softcapping", c.final_softcap, 0.0, 1e6));
   if (c.arch->scale_embeddings) c.embed_scale = std::sqrt(float(c.n_embd));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "kv/kv_cache.h"
 #include "model/architecture.h"
 #include "util/result.h"
 
@@ -32,9 +33,41 @@ struct RopeConfig {
   float yarn_beta_slow = 1.0f;   // rotations per context where pairs are fully interpolated
 };
 
+// What mixes information across positions in a layer (the part before its FFN).
+enum class MixerKind {
+  kAttention,      // softmax attention over the K/V cache (global, or a sliding window)
+  kGatedDeltaNet,  // linear attention with a fixed-size recurrent state (gated_deltanet.h)
+};
+
 struct LayerConfig {
+  MixerKind mixer = MixerKind::kAttention;
   int32_t sliding_window = 0;  // 0 = global attention; else the last `window` positions
   bool local_rope = false;     // windowed with ModelConfig::separate_local_rope: rope_local
+  // Where the layer's cache lives: its K/V among the cache's attention layers, its recurrent
+  // state among the cache's state layers (-1: the layer has none of that kind).
+  int32_t kv_index = -1;
+  int32_t state_index = -1;
+};
+
+// Gated DeltaNet geometry (<arch>.ssm.* keys). The mixer's input projection attn_qkv yields
+// [q | k | v] = [n_k_heads * head_k_dim | n_k_heads * head_k_dim | n_v_heads * head_v_dim]
+// channels, which pass through a causal convolution of conv_kernel taps.
+struct DeltaNetConfig {
+  int32_t n_k_heads = 0;    // ssm.group_count
+  int32_t n_v_heads = 0;    // ssm.time_step_rank
+  int32_t head_k_dim = 0;   // ssm.state_size
+  int32_t head_v_dim = 0;   // ssm.inner_size / n_v_heads
+  int32_t conv_kernel = 0;  // ssm.conv_kernel
+
+  int64_t key_dim() const { return int64_t(n_k_heads) * head_k_dim; }
+  int64_t value_dim() const { return int64_t(n_v_heads) * head_v_dim; }
+  int64_t conv_channels() const { return 2 * key_dim() + value_dim(); }
+  // One sequence's state of one layer: the convolution's last conv_kernel - 1 inputs
+  // [conv_kernel - 1, conv_channels], then the delta rule's [n_v_heads, head_v_dim, head_k_dim].
+  int64_t conv_state_floats() const { return int64_t(conv_kernel - 1) * conv_channels(); }
+  int64_t state_floats() const {
+    return conv_state_floats() + int64_t(n_v_heads) * head_v_dim * head_k_dim;
+  }
 };
 
 struct ModelConfig {
@@ -61,6 +94,12 @@ struct ModelConfig {
   int32_t sliding_window = 0;       // as declared; which layers use it: layers[i].sliding_window
   int32_t window_pattern = 0;       // 0 = every layer windowed; n = layer i when i % n < n - 1
   std::vector<LayerConfig> layers;  // [n_layer]
+  int32_t n_kv_layers = 0;          // layers with K/V in the cache (attention mixers)
+  int32_t n_state_layers = 0;       // layers with a recurrent state per sequence
+  // Multi-token-prediction blocks stored after the decoder's layers (block_count includes them):
+  // their tensors are in the file and not run.
+  int32_t n_nextn_layers = 0;
+  DeltaNetConfig delta_net;  // meaningful when n_state_layers > 0
 
   float attn_softcap = 0.0f;   // scores -> cap * tanh(scores / cap); 0 = none
   float final_softcap = 0.0f;  // the same on the output logits
@@ -71,10 +110,19 @@ struct ModelConfig {
   int32_t n_expert_used = 0;
   int32_t n_ff_expert = 0;  // expert FFN width
   bool renormalize_experts = true;
+  int32_t n_ff_shared_expert = 0;  // the shared expert's FFN width (0: none)
 
   bool moe() const { return n_expert > 0; }
+  // Some layer keeps a recurrent state per sequence: the state of a sequence covers exactly the
+  // tokens it has computed, so it cannot be rolled back or taken from another sequence's cache.
+  bool recurrent() const { return n_state_layers > 0; }
 
   static Result<ModelConfig> from_gguf(const GgufFile& gguf);
 };
+
+// The cache a forward pass of `config` reads and writes: K/V for its attention layers in n_blocks
+// blocks of block_size slots, and n_state_slots recurrent-state slots for its DeltaNet layers.
+KvCacheConfig model_cache_config(const ModelConfig& config, int32_t block_size, int32_t n_blocks,
+                                 KvType type, int32_t n_state_slots = 0);
 
 }  // namespace vela

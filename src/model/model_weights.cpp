@@ -56,6 +56,22 @@ Result<std::vector<float>> get_vector(const GgufFile& g, const std::string& name
   return out;
 }
 
+// A small 2-D tensor [n_rows, n_cols] converted to f32, row-major.
+Result<std::vector<float>> get_f32_rows(const GgufFile& g, const std::string& name, int64_t n_rows,
+                                        int64_t n_cols) {
+  const GgufTensorInfo* t = g.find_tensor(name);
+  if (!t) return make_error("missing tensor '" + name + "'");
+  if (t->n_dims != 2 || t->ne[0] != n_cols || t->ne[1] != n_rows)
+    return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" +
+                      std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
+  const GgmlType type = t->ggml_type();
+  if (type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16)
+    return make_error("tensor '" + name + "' must be F32, F16 or BF16");
+  std::vector<float> out(static_cast<size_t>(n_rows * n_cols));
+  dequantize_row(type, t->data, out.data(), n_rows * n_cols);
+  return out;
+}
+
 // Drops the mapping's resident pages wholly inside [data, data + bytes): the repacked copy serves
 // every read, and the file pages would otherwise count a second time.
 void release_mapped_pages(const void* data, int64_t bytes) {
@@ -217,22 +233,38 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     LayerWeights& l = w.layers[size_t(i)];
     const std::string p = "blk." + std::to_string(stage->begin + i) + ".";
     VELA_TRY_ASSIGN(l.attn_norm, get_vector(g, p + "attn_norm.weight", c.n_embd, true));
-    if (arch.fused_qkv) {
+    if (c.layers[size_t(stage->begin + i)].mixer == MixerKind::kGatedDeltaNet) {
+      const DeltaNetConfig& d = c.delta_net;
+      DeltaNetWeights& dn = l.delta_net;
+      const int64_t channels = d.conv_channels();
+      VELA_TRY_ASSIGN(dn.qkv, get_matrix(g, p + "attn_qkv.weight", channels, c.n_embd));
+      VELA_TRY_ASSIGN(dn.gate, get_matrix(g, p + "attn_gate.weight", d.value_dim(), c.n_embd));
+      VELA_TRY_ASSIGN(dn.beta, get_matrix(g, p + "ssm_beta.weight", d.n_v_heads, c.n_embd));
+      VELA_TRY_ASSIGN(dn.alpha, get_matrix(g, p + "ssm_alpha.weight", d.n_v_heads, c.n_embd));
+      VELA_TRY_ASSIGN(dn.out, get_matrix(g, p + "ssm_out.weight", c.n_embd, d.value_dim()));
+      VELA_TRY_ASSIGN(dn.conv, get_f32_rows(g, p + "ssm_conv1d.weight", channels, d.conv_kernel));
+      VELA_TRY_ASSIGN(dn.dt_bias, get_vector(g, p + "ssm_dt.bias", d.n_v_heads, true));
+      VELA_TRY_ASSIGN(dn.a, get_vector(g, p + "ssm_a", d.n_v_heads, true));
+      VELA_TRY_ASSIGN(dn.norm, get_vector(g, p + "ssm_norm.weight", d.head_v_dim, true));
+    } else if (arch.fused_qkv) {
       VELA_TRY_ASSIGN(fused_qkv[size_t(i)],
                       get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
     } else {
-      VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_dim, c.n_embd));
+      const int64_t q_rows = arch.attention_output_gate ? 2 * q_dim : q_dim;
+      VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_rows, c.n_embd));
       VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", kv_dim, c.n_embd));
       VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", kv_dim, c.n_embd));
     }
-    VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
-    if (arch.qkv_bias != TensorRule::kAbsent) {
+    const bool attends = c.layers[size_t(stage->begin + i)].mixer == MixerKind::kAttention;
+    if (attends)
+      VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
+    if (attends && arch.qkv_bias != TensorRule::kAbsent) {
       const bool required = arch.qkv_bias == TensorRule::kRequired;
       VELA_TRY_ASSIGN(l.bq, get_vector(g, p + "attn_q.bias", q_dim, required));
       VELA_TRY_ASSIGN(l.bk, get_vector(g, p + "attn_k.bias", kv_dim, required));
       VELA_TRY_ASSIGN(l.bv, get_vector(g, p + "attn_v.bias", kv_dim, required));
     }
-    if (arch.qk_norm != QkNorm::kNone) {
+    if (attends && arch.qk_norm != QkNorm::kNone) {
       VELA_TRY_ASSIGN(l.q_norm, get_vector(g, p + "attn_q_norm.weight", q_norm_len, true));
       VELA_TRY_ASSIGN(l.k_norm, get_vector(g, p + "attn_k_norm.weight", k_norm_len, true));
     }
@@ -241,7 +273,8 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
                       get_vector(g, p + "post_attention_norm.weight", c.n_embd, true));
       VELA_TRY_ASSIGN(l.post_ffn_norm, get_vector(g, p + "post_ffw_norm.weight", c.n_embd, true));
     }
-    VELA_TRY_ASSIGN(l.ffn_norm, get_vector(g, p + "ffn_norm.weight", c.n_embd, true));
+    VELA_TRY_ASSIGN(l.ffn_norm,
+                    get_vector(g, p + std::string(arch.ffn_norm_name) + ".weight", c.n_embd, true));
     if (c.moe()) {
       const int64_t ne = c.n_expert, ff = c.n_ff_expert;
       ExpertStacks& st = stacks[size_t(i)];
@@ -249,6 +282,15 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(st.gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
       VELA_TRY_ASSIGN(st.up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
       VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
+      if (arch.gated_shared_expert) {
+        const int64_t sff = c.n_ff_shared_expert;
+        ExpertWeights& sh = l.shared_expert;
+        VELA_TRY_ASSIGN(sh.gate, get_matrix(g, p + "ffn_gate_shexp.weight", sff, c.n_embd));
+        VELA_TRY_ASSIGN(sh.up, get_matrix(g, p + "ffn_up_shexp.weight", sff, c.n_embd));
+        VELA_TRY_ASSIGN(sh.down, get_matrix(g, p + "ffn_down_shexp.weight", c.n_embd, sff));
+        VELA_TRY_ASSIGN(l.shared_expert_gate,
+                        get_vector(g, p + "ffn_gate_inp_shexp.weight", c.n_embd, true));
+      }
     } else if (arch.fused_gate_up) {
       VELA_TRY_ASSIGN(fused_gate_up[size_t(i)],
                       get_matrix(g, p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd));
@@ -312,7 +354,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   if (repack) {
     std::vector<WeightMatrix*> matrices;
     for (LayerWeights& l : w.layers)
-      for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      for (WeightMatrix* m : l.matrices())
         if (m->data != nullptr) matrices.push_back(m);
     // A fused matrix is repacked whole only when each of its row views is whole groups of 16.
     for (size_t i = 0; i < w.layers.size(); ++i) {

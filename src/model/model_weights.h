@@ -5,6 +5,7 @@
 // released, so resident memory stays about the file size. The small 1-D tensors (norms, biases)
 // are converted to f32 at load.
 // Thread-safety: immutable after load(); concurrent reads are safe.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,9 +42,23 @@ struct ExpertWeights {
   WeightMatrix down;  // [n_embd, n_ff_expert]
 };
 
+// A Gated DeltaNet mixer's tensors (shapes with the DeltaNetConfig's names).
+struct DeltaNetWeights {
+  WeightMatrix qkv;              // attn_qkv [conv_channels, n_embd]: rows q, k, v
+  WeightMatrix gate;             // attn_gate [value_dim, n_embd]: z of the gated norm
+  WeightMatrix beta;             // ssm_beta [n_v_heads, n_embd]: write strength before sigmoid
+  WeightMatrix alpha;            // ssm_alpha [n_v_heads, n_embd]: decay rate before softplus
+  WeightMatrix out;              // ssm_out [n_embd, value_dim]
+  std::vector<float> conv;       // ssm_conv1d [conv_channels, conv_kernel] taps, oldest first
+  std::vector<float> dt_bias;    // ssm_dt.bias [n_v_heads]
+  std::vector<float> a;          // ssm_a [n_v_heads]: -exp(A_log), the decay's scale
+  std::vector<float> norm;       // ssm_norm [head_v_dim]
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;  // [n_embd]
-  // Separate or, for a fused attn_qkv, row views of it (rows Q, K, V).
+  // Attention mixers. Separate or, for a fused attn_qkv, row views of it (rows Q, K, V). With an
+  // output gate, wq has 2 * n_head * head_dim rows: each head's query rows, then its gate rows.
   WeightMatrix wq;            // [n_head * head_dim, n_embd]
   WeightMatrix wk;            // [n_head_kv * head_dim, n_embd]
   WeightMatrix wv;            // [n_head_kv * head_dim, n_embd]
@@ -64,8 +79,26 @@ struct LayerWeights {
   // experts no token chooses are never read.
   WeightMatrix router;                 // [n_expert, n_embd]
   std::vector<ExpertWeights> experts;  // [n_expert]; a TP rank's others' experts empty
+  // The gated shared expert beside the routed ones (n_ff_shared_expert wide), or empty.
+  ExpertWeights shared_expert;
+  std::vector<float> shared_expert_gate;  // ffn_gate_inp_shexp [n_embd]
+  DeltaNetWeights delta_net;              // Gated DeltaNet mixers only
 
   bool moe() const { return router.data != nullptr; }
+  // The matrices a pass multiplies as a whole (not the routed experts): a null data pointer
+  // for those the layer does not have.
+  std::array<WeightMatrix*, 15> matrices() {
+    DeltaNetWeights& d = delta_net;
+    ExpertWeights& s = shared_expert;
+    return {&wq,     &wk,    &wv,     &wo,    &w_gate, &w_up,   &w_down, &d.qkv,
+            &d.gate, &d.beta, &d.alpha, &d.out, &s.gate, &s.up,   &s.down};
+  }
+  std::array<const WeightMatrix*, 15> matrices() const {
+    std::array<const WeightMatrix*, 15> out;
+    const auto all = const_cast<LayerWeights*>(this)->matrices();
+    for (size_t i = 0; i < all.size(); ++i) out[i] = all[i];
+    return out;
+  }
 };
 
 struct ModelWeights {

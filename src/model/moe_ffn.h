@@ -10,7 +10,7 @@
 // rows that do not depend on the other rows of the product: a token's result does not depend on
 // what else is in the batch.
 // Thread-safety: one MoeFeedForward runs one layer at a time (it owns the work buffers); owned by
-// one LlamaForward.
+// one DecoderForward.
 #include <cstdint>
 #include <span>
 #include <vector>

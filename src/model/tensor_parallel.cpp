@@ -1,6 +1,6 @@
 #include "model/tensor_parallel.h"
 
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 
 namespace vela {
 
@@ -46,7 +46,7 @@ Result<ForwardBatch> BatchMessage::decode(std::span<const int32_t> w) {
   return b;
 }
 
-Status run_tensor_parallel_worker(LlamaForward& forward, KvCache& cache, TensorParallel& group) {
+Status run_tensor_parallel_worker(DecoderForward& forward, KvCache& cache, TensorParallel& group) {
   while (std::optional<ForwardBatch> batch = group.receive_batch()) {
     if (auto st = forward.forward(*batch, cache, {}); !st)
       return make_error("tensor-parallel rank " + std::to_string(group.world_rank()) + ": " +

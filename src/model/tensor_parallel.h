@@ -22,7 +22,7 @@
 namespace vela {
 
 class KvCache;
-class LlamaForward;
+class DecoderForward;
 
 // What one rank has sent and how long it spent in the group's calls, since it joined.
 struct TensorParallelTraffic {
@@ -107,6 +107,6 @@ class BatchMessage {
 // A non-zero rank's life: runs every pass rank 0 sends, on its own slice and KV cache, until
 // rank 0 closes the group. A pass that fails returns its error (the group cannot go on without
 // this rank).
-Status run_tensor_parallel_worker(LlamaForward& forward, KvCache& cache, TensorParallel& group);
+Status run_tensor_parallel_worker(DecoderForward& forward, KvCache& cache, TensorParallel& group);
 
 }  // namespace vela

@@ -44,6 +44,9 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
   if (!layers) return layers.error();
   r.layer_begin = layers->begin;
   r.n_layer = layers->count;
+  if (c.recurrent() && (s.sharded() || s.n_stages > 1))
+    return make_error("tensor and pipeline parallelism do not split a model with recurrent "
+                      "(Gated DeltaNet) layers (" + c.arch_name + ")");
   if (s.size < 1 || s.rank < 0 || s.rank >= s.size)
     return make_error("rank " + str(s.rank) + " is outside a tensor-parallel group of " +
                       str(s.size));
@@ -101,6 +104,12 @@ ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
     local.n_layer = r.n_layer;
     local.layers.assign(c.layers.begin() + r.layer_begin,
                         c.layers.begin() + r.layer_begin + r.n_layer);
+    // The stage's cache holds its own layers only.
+    local.n_kv_layers = local.n_state_layers = 0;
+    for (LayerConfig& l : local.layers) {
+      if (l.kv_index >= 0) l.kv_index = local.n_kv_layers++;
+      if (l.state_index >= 0) l.state_index = local.n_state_layers++;
+    }
   }
   return local;
 }

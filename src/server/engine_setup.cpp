@@ -69,7 +69,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
 
   const EngineConfig& actual = (*engine)->config();
   const uint64_t bytes_per_block = KvCache::bytes_per_block(
-      KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, actual.block_size, 1, actual.kv_type});
+      model_cache_config(mc, actual.block_size, 1, actual.kv_type));
   loaded->block_size = actual.block_size;
   loaded->max_model_len =
       int32_t(std::min<int64_t>(actual.max_context, int64_t(actual.n_blocks) * actual.block_size));

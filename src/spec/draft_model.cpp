@@ -48,12 +48,8 @@ ForwardOptions draft_forward_options(const DraftModelOptions& o) {
 KvCacheConfig draft_cache_config(const Model& m, const DraftModelOptions& o) {
   const ModelConfig& c = m.config();
   const int32_t per_seq = (o.max_context + o.block_size - 1) / o.block_size;
-  return KvCacheConfig{c.n_layer,
-                       c.n_head_kv,
-                       c.head_dim,
-                       o.block_size,
-                       o.n_blocks > 0 ? o.n_blocks : o.max_seqs * per_seq,
-                       o.kv_type};
+  return model_cache_config(c, o.block_size, o.n_blocks > 0 ? o.n_blocks : o.max_seqs * per_seq,
+                            o.kv_type);
 }
 
 }  // namespace

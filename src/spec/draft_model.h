@@ -19,7 +19,7 @@
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_cache_manager.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -103,7 +103,7 @@ class DraftModel {
   int32_t pick(Active& a, std::span<const float> logits, int32_t j);
 
   DraftModelOptions options_;
-  LlamaForward forward_;
+  DecoderForward forward_;
   KvCache cache_;
   BlockPool pool_;
   KvCacheManager kv_;

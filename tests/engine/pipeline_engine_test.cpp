@@ -95,7 +95,7 @@ Outcome run(const PipelineCase& pc, bool overlap, int cancel = -1) {
       fo.max_context = base.max_context;
       fo.n_threads = 1;
       fo.tensor_parallel = std::make_shared<test::ThreadGroup::Rank>(group, w);
-      LlamaForward forward(model, fo);
+      DecoderForward forward(model, fo);
       const ModelConfig& mc = model->config();
       KvCache cache(KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, base.block_size,
                                   engine->config().n_blocks, KvType::kF16});

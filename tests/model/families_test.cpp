@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "model_rewrite.h"
 #include "support/shared_data.h"
 
@@ -37,7 +37,7 @@ struct Piece {
 };
 
 // Logits of every token of the pieces, keyed by (seq, position).
-std::map<std::pair<int32_t, int32_t>, std::vector<float>> run(LlamaForward& fwd, KvCache& cache,
+std::map<std::pair<int32_t, int32_t>, std::vector<float>> run(DecoderForward& fwd, KvCache& cache,
                                                               const std::vector<int32_t>& table,
                                                               const std::vector<Piece>& pieces,
                                                               bool interleave) {
@@ -84,7 +84,7 @@ TEST_P(Families, BatchedAndChunkedPrefillMatchEachSequenceAlone) {
   VELA_REQUIRE_SHARED();
   auto model = load_shared(GetParam());
   ASSERT_TRUE(model);
-  LlamaForward fwd(model, ForwardOptions{64, 64, kBlock * kMaxBlocks, 2, 0});
+  DecoderForward fwd(model, ForwardOptions{64, 64, kBlock * kMaxBlocks, 2, 0});
   const std::vector<int32_t> a = prompt(30, 1), b = prompt(22, 2);
   // Alone: one pass each, blocks in order.
   std::vector<int32_t> table(2 * kMaxBlocks, -1);
@@ -129,7 +129,7 @@ TEST(MixtureOfExperts, ExpertsNoTokenChoosesAreNeverMultiplied) {
   const ModelConfig& c = model->config();
   ASSERT_EQ(c.n_expert, 8);
   ASSERT_EQ(c.n_expert_used, 2);
-  LlamaForward fwd(model, ForwardOptions{64, 64, kBlock * kMaxBlocks, 2, 0});
+  DecoderForward fwd(model, ForwardOptions{64, 64, kBlock * kMaxBlocks, 2, 0});
   ASSERT_NE(fwd.moe(), nullptr);
   std::vector<int32_t> table(kMaxBlocks, -1);
   for (int32_t i = 0; i < kMaxBlocks; ++i) table[size_t(i)] = i;

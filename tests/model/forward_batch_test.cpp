@@ -7,7 +7,7 @@
 
 #include "io/gguf_writer.h"
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "model_rewrite.h"
 #include "support/shared_data.h"
 
@@ -38,7 +38,7 @@ struct SeqInput {
 
 // Runs one batch holding every token of every sequence; returns logits of all tokens in batch
 // order.
-std::vector<float> run_batch(LlamaForward& fwd, KvCache& cache, const std::vector<SeqInput>& seqs,
+std::vector<float> run_batch(DecoderForward& fwd, KvCache& cache, const std::vector<SeqInput>& seqs,
                              bool interleave) {
   const int32_t max_blocks = 16;
   std::vector<int32_t> ids, pos, seq, table(seqs.size() * max_blocks, -1);
@@ -73,7 +73,7 @@ TEST(ForwardBatch, SeveralSequencesInOneBatchMatchEachAlone) {
   auto model = load_shared("tiny-llama-gqa.gguf");
   ASSERT_TRUE(model);
   const int32_t V = model->config().n_vocab;
-  LlamaForward fwd(model, ForwardOptions{64, 64, 256});
+  DecoderForward fwd(model, ForwardOptions{64, 64, 256});
   const std::vector<int32_t> a = {1, 9038, 2501, 263, 931, 727};
   const std::vector<int32_t> b = {1, 450, 4996, 17354};
   const std::vector<int32_t> c = {1, 15043};
@@ -116,7 +116,7 @@ TEST(ForwardBatch, ChunkedPrefillAcrossScatteredBlocksMatchesOnePass) {
   auto model = load_shared("aidreams260K.gguf");
   ASSERT_TRUE(model);
   const int32_t V = model->config().n_vocab;
-  LlamaForward fwd(model, ForwardOptions{64, 64, 128});
+  DecoderForward fwd(model, ForwardOptions{64, 64, 128});
   std::vector<int32_t> prompt(40);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + (i * 37) % 500);
 
@@ -151,7 +151,7 @@ TEST(ForwardBatch, SlidingWindowLimitsWhatATokenSees) {
   EXPECT_EQ((*model)->config().sliding_window, window);
   const int32_t V = (*model)->config().n_vocab;
   const int32_t L = (*model)->config().n_layer;
-  LlamaForward fwd(*model, ForwardOptions{64, 64, 128});
+  DecoderForward fwd(*model, ForwardOptions{64, 64, 128});
   // Two sequences that differ only in their first token. Information travels at most window-1
   // positions per layer, so from position 1 + L*(window-1) on the logits are identical.
   std::vector<int32_t> x(24), y;
@@ -179,7 +179,7 @@ TEST(ForwardBatch, BadBatchesAreErrors) {
   VELA_REQUIRE_SHARED();
   auto model = load_shared("aidreams260K.gguf");
   ASSERT_TRUE(model);
-  LlamaForward fwd(model, ForwardOptions{8, 8, 64});
+  DecoderForward fwd(model, ForwardOptions{8, 8, 64});
   KvCache cache = make_cache(*model, 4);
   std::vector<float> logits(size_t(model->config().n_vocab) * 8);
   const std::vector<int32_t> table = {0, 1, -1, -1};

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "support/shared_data.h"
 #include "two_sequence_passes.h"
 
@@ -18,7 +18,7 @@ std::vector<float> run_passes(const std::shared_ptr<const Model>& model, KvType 
                               int32_t n_threads, std::shared_ptr<ThreadPool> pool = nullptr) {
   ForwardOptions options{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, n_threads,
                          /*min_parallel_work=*/0};
-  LlamaForward fwd(model, options, std::move(pool));
+  DecoderForward fwd(model, options, std::move(pool));
   const ModelConfig& c = model->config();
   KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, test::kTwoSeqBlock,
                               test::kTwoSeqBlocks, kv_type});
@@ -75,7 +75,7 @@ TEST(ParallelForwardPool, SharedPoolGivesTheSameLogits) {
   const auto own = run_passes(*model, KvType::kF16, 1);
   expect_bit_identical(own, run_passes(*model, KvType::kF16, 0, pool), "shared pool, first user");
   expect_bit_identical(own, run_passes(*model, KvType::kF16, 0, pool), "shared pool, second user");
-  LlamaForward fwd(*model, ForwardOptions{}, pool);
+  DecoderForward fwd(*model, ForwardOptions{}, pool);
   EXPECT_EQ(fwd.n_threads(), 3);
   EXPECT_EQ(fwd.options().n_threads, 3);
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
@@ -53,8 +53,8 @@ class SequenceRunner {
   SequenceRunner(std::shared_ptr<const Model> model, KvType kv_type, int32_t max_context = 256,
                  int32_t n_threads = 0)
       : forward_(model, ForwardOptions{64, 64, max_context, n_threads}),
-        cache_(KvCacheConfig{model->config().n_layer, model->config().n_head_kv,
-                             model->config().head_dim, 16, max_context / 16, kv_type}),
+        cache_(model_cache_config(model->config(), 16, max_context / 16, kv_type,
+                                  /*n_state_slots=*/1)),
         n_vocab_(model->config().n_vocab) {
     // Deliberately scattered blocks (reverse order) so paging is exercised.
     for (int32_t b = max_context / 16 - 1; b >= 0; --b) table_.push_back(b);
@@ -71,6 +71,8 @@ class SequenceRunner {
     }
     std::vector<float> logits(size_t(n) * size_t(n_vocab_));
     ForwardBatch b{tokens, pos, seq, table_, static_cast<int32_t>(table_.size()), want};
+    const int32_t state_slot = 0;
+    b.state_slots = std::span<const int32_t>(&state_slot, 1);
     const Status st = forward_.forward(b, cache_, logits);
     EXPECT_TRUE(st.ok()) << st.message();
     n_past_ += n;
@@ -78,7 +80,7 @@ class SequenceRunner {
   }
 
  private:
-  LlamaForward forward_;
+  DecoderForward forward_;
   KvCache cache_;
   std::vector<int32_t> table_;
   int32_t n_vocab_;

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "model/tensor_parallel.h"
 #include "support/shared_data.h"
 #include "support/thread_group.h"
@@ -50,7 +50,7 @@ std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks, int3
         std::abort();  // the other ranks would wait at the barrier for ever
       }
       auto rank = std::make_shared<test::ThreadGroup::Rank>(group, w);
-      LlamaForward fwd(*model, options(rank));
+      DecoderForward fwd(*model, options(rank));
       KvCache cache = make_cache(**model);
       if (w == 0) {
         logits = test::run_two_sequence_passes(fwd, cache);
@@ -79,7 +79,7 @@ TEST_P(TensorParallelForward, MatchesTheWholeModel) {
       test::shared_path(std::string("models/") + GetParam().model + ".gguf").string();
   auto whole = Model::load(path);
   ASSERT_TRUE(whole.ok()) << whole.message();
-  LlamaForward fwd(*whole, options());
+  DecoderForward fwd(*whole, options());
   KvCache cache = make_cache(**whole);
   const std::vector<float> expected = test::run_two_sequence_passes(fwd, cache);
   const std::vector<float> got = sharded_logits(path, GetParam().n_ranks, GetParam().n_stages);

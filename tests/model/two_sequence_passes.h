@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 
 namespace vela::test {
 
@@ -17,7 +17,7 @@ inline constexpr int32_t kTwoSeqMaxBlocks = 8;                  // blocks per se
 inline constexpr int32_t kTwoSeqBlocks = 2 * kTwoSeqMaxBlocks;  // blocks the KV cache needs
 
 // The logits of all four passes, [43 + 2 * 3, n_vocab].
-inline std::vector<float> run_two_sequence_passes(LlamaForward& fwd, KvCache& cache) {
+inline std::vector<float> run_two_sequence_passes(DecoderForward& fwd, KvCache& cache) {
   const ModelConfig& c = fwd.model().config();
   const std::vector<int32_t> table = {9, 2, 14, 5, -1, -1, -1, -1, 0, 11, 7, -1, -1, -1, -1, -1};
   std::vector<float> all;

@@ -12,7 +12,7 @@
 #include "io/gguf.h"
 #include "kernels/packed/packed_layout.h"
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "model/model.h"
 #include "quant/dequantize.h"
 #include "support/shared_data.h"
@@ -240,7 +240,7 @@ TEST(Synth, SameWeightsInEveryType) {
 std::vector<float> prompt_logits(const std::shared_ptr<const Model>& model,
                                  const std::vector<int32_t>& tokens) {
   const ModelConfig& c = model->config();
-  LlamaForward fwd(model, ForwardOptions{64, 64, 64});
+  DecoderForward fwd(model, ForwardOptions{64, 64, 64});
   KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, 16, 4, KvType::kF16});
   const std::vector<int32_t> table = {0, 1, 2, 3};
   std::vector<int32_t> pos(tokens.size()), seq(tokens.size(), 0), want(tokens.size());

@@ -153,15 +153,10 @@ ModelBench::ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, in
   fo.max_context = max_context;
   set_forward_threads(fo, n_threads);
   fo.tensor_parallel = std::move(group);
-  forward_ = std::make_unique<LlamaForward>(model_, fo);
+  forward_ = std::make_unique<DecoderForward>(model_, fo);
 
-  KvCacheConfig kc;
-  kc.n_layer = c.n_layer;
-  kc.n_head_kv = c.n_head_kv;
-  kc.head_dim = c.head_dim;
-  kc.block_size = 16;
-  kc.n_blocks = (max_context + kc.block_size - 1) / kc.block_size;
-  kc.type = KvType::kF16;
+  const KvCacheConfig kc =
+      model_cache_config(c, 16, (max_context + 15) / 16, KvType::kF16, /*n_state_slots=*/1);
   cache_ = std::make_unique<KvCache>(kc);
 
   block_table_.resize(size_t(kc.n_blocks));
@@ -187,6 +182,8 @@ Status ModelBench::pass(int32_t first, int32_t n) {
   b.block_tables = block_table_;
   b.max_blocks_per_seq = int32_t(block_table_.size());
   b.logits_indices = std::span<const int32_t>(&last, 1);
+  const int32_t state_slot = 0;  // its one sequence's, for a recurrent model
+  if (model_->config().recurrent()) b.state_slots = std::span<const int32_t>(&state_slot, 1);
   return forward_->forward(b, *cache_, logits_);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Times a model's prompt processing (one sequence, its prompt in batches of up to n_batch tokens)
-// and token generation (single-token decode steps), llama-bench style, directly on LlamaForward
+// and token generation (single-token decode steps), llama-bench style, directly on DecoderForward
 // and a KvCache (no tokenizer, sampler or request loop in the measurement). With a tensor- or
 // pipeline-parallel group, the model is world rank 0's slice and every pass runs on all ranks
 // (the caller sets the other ranks up with the geometry cache_config() and friends report).
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 #include "model/model.h"
 #include "tools_support/bench/roofline.h"
 #include "util/result.h"
@@ -53,7 +53,7 @@ ModelProfile per_rank_profile(const ModelProfile& rank0, const ModelProfile& who
 // Attention's own products are left out (small next to the weights at these lengths).
 double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch);
 
-// Whether this build's LlamaForward takes a thread count (ForwardOptions::n_threads); when it
+// Whether this build's DecoderForward takes a thread count (ForwardOptions::n_threads); when it
 // does not, every run is single-threaded whatever n_threads says.
 bool forward_supports_threads();
 
@@ -86,7 +86,7 @@ class ModelBench {
 
   std::shared_ptr<const Model> model_;
   int32_t n_batch_;
-  std::unique_ptr<LlamaForward> forward_;
+  std::unique_ptr<DecoderForward> forward_;
   std::unique_ptr<KvCache> cache_;
   std::vector<int32_t> tokens_;       // [max_context] random token ids
   std::vector<int32_t> positions_;    // [max_context] 0, 1, 2, ...

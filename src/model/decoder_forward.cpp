@@ -1,4 +1,4 @@
-#include "model/llama_forward.h"
+#include "model/decoder_forward.h"
 
 #include <algorithm>
 #include <cassert>
@@ -26,7 +26,7 @@ std::shared_ptr<ThreadPool> make_pool(int32_t n_threads) {
 
 }  // namespace
 
-LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
+DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
                            std::shared_ptr<ThreadPool> pool)
     : model_(std::move(model)),
       options_(options),
@@ -43,11 +43,20 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   k_.resize(T * kv_dim);
   v_.resize(T * kv_dim);
   attn_.resize(T * q_dim);
-  if (c.moe()) {
-    moe_ = std::make_unique<MoeFeedForward>(*model_, options_.max_batch_tokens);
-  } else {
-    gate_.resize(T * size_t(c.n_ff));
-    up_.resize(T * size_t(c.n_ff));
+  if (c.arch->attention_output_gate) {
+    q_gate_.resize(T * 2 * q_dim);
+    attn_gate_.resize(T * q_dim);
+  }
+  if (c.moe()) moe_ = std::make_unique<MoeFeedForward>(*model_, options_.max_batch_tokens);
+  // The dense FFN's, or the shared expert's, gate and up products.
+  const size_t ff = size_t(c.moe() ? c.n_ff_shared_expert : c.n_ff);
+  gate_.resize(T * ff);
+  up_.resize(T * ff);
+  if (c.n_ff_shared_expert > 0) shared_out_.resize(T * size_t(c.n_embd));
+  if (c.recurrent()) {
+    delta_net_ = std::make_unique<GatedDeltaNetMixer>(c, options_.max_batch_tokens,
+                                                      pool_->n_threads());
+    spans_.reserve(T);
   }
   proj_.resize(T * size_t(c.n_embd));
   rope_cs_.resize(2 * T * size_t(c.n_rot));
@@ -70,17 +79,12 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   for (const LayerConfig& lc : c.layers) any_local_rope_ |= lc.local_rope;
   if (any_local_rope_) rope_local_ = rope_frequencies(c.rope_local, c.n_rot, {});
 
-  // Room for the largest converted activation any matmul of the pass needs, in every scratch
-  // (a projection group may use up to three activation types).
-  size_t scratch = 0;
-  const auto need = [&](const WeightMatrix& m, int64_t rows) {
-    scratch = std::max(scratch, matmul_scratch_bytes(m.type, m.n_cols, rows, m.layout));
-  };
+  // Room for the largest converted activation any matmul of the pass needs.
+  projector_ = std::make_unique<Projector>(*pool_, min_work_, options_.min_parallel_work);
   for (const LayerWeights& l : model_->weights().layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      if (m->data != nullptr) need(*m, options_.max_batch_tokens);
-  need(model_->weights().output, options_.max_logits);
-  for (MatmulScratch& s : scratch_) s.reserve(scratch);
+    for (const WeightMatrix* m : l.matrices())
+      if (m->data != nullptr) projector_->reserve(*m, options_.max_batch_tokens);
+  projector_->reserve(model_->weights().output, options_.max_logits);
 
   tp_ = options_.tensor_parallel.get();
   if (tp_ != nullptr) {
@@ -123,7 +127,7 @@ LlamaForward::LlamaForward(std::shared_ptr<const Model> model, const ForwardOpti
   }
 }
 
-void LlamaForward::gather_columns(const float* local, int64_t n_rows,
+void DecoderForward::gather_columns(const float* local, int64_t n_rows,
                                   std::span<const int64_t> split, float* out, bool everyone) {
   const int32_t n_ranks = tp_->size();
   const int32_t rank = tp_->rank();
@@ -146,7 +150,7 @@ void LlamaForward::gather_columns(const float* local, int64_t n_rows,
   }
 }
 
-void LlamaForward::output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
+void DecoderForward::output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
                                      std::span<const int64_t> split, std::vector<float>& full) {
   if (split_layers_ && !full.empty()) {
     gather_columns(x, n_tokens, split, full.data(), true);
@@ -157,7 +161,7 @@ void LlamaForward::output_projection(const WeightMatrix& w, const float* x, int6
     tp_->all_reduce_sum({proj_.data(), size_t(n_tokens * model_->config().n_embd)});
 }
 
-void LlamaForward::output_head(int64_t n_logits, std::span<float> logits) {
+void DecoderForward::output_head(int64_t n_logits, std::span<float> logits) {
   const ModelConfig& c = model_->config();
   const WeightMatrix& head = model_->weights().output;
   float* out = split_layers_ ? local_logits_.data() : logits.data();
@@ -169,36 +173,19 @@ void LlamaForward::output_head(int64_t n_logits, std::span<float> logits) {
 }
 
 template <class Fn>
-void LlamaForward::for_ranges(int64_t n, int64_t item_cost, const Fn& fn) {
+void DecoderForward::for_ranges(int64_t n, int64_t item_cost, const Fn& fn) {
   parallel_ranges(*pool_, n, item_cost, min_work_, fn);
 }
 
-void LlamaForward::project(const float* x, int64_t n_tokens,
-                           std::initializer_list<Projection> outs) {
-  split_.clear();
-  QuantizedActivations acts[3];
-  int n_acts = 0;
-  for (const Projection& o : outs) {
-    const WeightMatrix& w = *o.w;
-    QuantizedActivations act =
-        prepare_activations(w.type, x, w.n_cols, n_tokens, scratch_[n_acts], w.layout);
-    int a = 0;
-    while (a < n_acts && acts[a].type != act.type) ++a;
-    if (a == n_acts) {  // a new activation type: convert x once for it
-      acts[n_acts++] = act;
-      MatmulScratch& scratch = scratch_[a];
-      for_ranges(n_tokens, w.n_cols * 4, [&](int64_t begin, int64_t end) {
-        convert_activations(act, x, w.n_cols, begin, end, scratch);
-      });
-    }
-    split_.add(w.type, w.data, w.n_rows, w.n_cols, acts[a], n_tokens, o.y, w.layout);
-  }
-  run_matmul_split(split_, *pool_, options_.min_parallel_work);
+void DecoderForward::project(const float* x, int64_t n_tokens,
+                             std::initializer_list<Projector::Output> outs) {
+  projector_->project(x, n_tokens, outs);
 }
 
-void LlamaForward::find_token_runs(const ForwardBatch& b) {
+void DecoderForward::find_token_runs(const ForwardBatch& b) {
   const ModelConfig& c = model_->config();
   runs_.clear();
+  spans_.clear();
   attention_work_ = 0;
   for (int32_t t = 0; t < b.n_tokens(); ++t) {
     TokenRun* last = runs_.empty() ? nullptr : &runs_.back();
@@ -210,13 +197,20 @@ void LlamaForward::find_token_runs(const ForwardBatch& b) {
       runs_.push_back({t, 1});
     }
     const int32_t pos = b.positions[size_t(t)];
+    if (delta_net_) {  // a sequence's tokens are next to each other (validate())
+      const int32_t s = b.seq_index[size_t(t)];
+      if (t > 0 && b.seq_index[size_t(t - 1)] == s)
+        ++spans_.back().n_tokens;
+      else
+        spans_.push_back({t, 1, pos, b.state_slots[size_t(s)]});
+    }
     // An estimate for the threading decision: windowed layers see fewer positions.
     const int32_t visible = c.sliding_window > 0 ? std::min(pos + 1, c.sliding_window) : pos + 1;
     attention_work_ += int64_t(visible) * c.n_head * c.head_dim * 2;
   }
 }
 
-void LlamaForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
+void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
                              const AttentionParams& p) {
   const int64_t q_dim = int64_t(p.n_head) * p.head_dim;
   const int32_t group = p.group();
@@ -250,7 +244,7 @@ void LlamaForward::attention(const ForwardBatch& b, const KvCache& cache, int32_
   }
 }
 
-Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_t logits_size,
+Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, size_t logits_size,
                               size_t hidden_size) const {
   const ModelConfig& c = model_->config();
   const int32_t T = b.n_tokens();
@@ -263,8 +257,34 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
   if (b.max_blocks_per_seq <= 0 || b.block_tables.size() % size_t(b.max_blocks_per_seq) != 0)
     return make_error("batch block table shape is invalid");
   const KvCacheConfig& kc = cache.config();
-  if (kc.n_layer != c.n_layer || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim)
+  if (kc.n_layer != c.n_kv_layers || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim)
     return make_error("KV cache geometry does not match the model");
+  if (c.recurrent()) {
+    if (kc.n_state_layers != c.n_state_layers || kc.state_floats != c.delta_net.state_floats())
+      return make_error("the cache's recurrent-state geometry does not match the model");
+    if (b.state_slots.size() != size_t(b.n_seqs()))
+      return make_error("batch has no recurrent-state slot for every sequence");
+    for (size_t i = 0; i < b.state_slots.size(); ++i) {
+      const int32_t slot = b.state_slots[i];
+      if (slot < 0 || slot >= kc.n_state_slots)
+        return make_error("state slot " + std::to_string(slot) + " out of range");
+      for (size_t j = 0; j < i; ++j)
+        if (b.state_slots[j] == slot)
+          return make_error("two sequences share state slot " + std::to_string(slot));
+    }
+    // Each sequence's tokens are one run of the batch: its state advances in token order.
+    for (int32_t t = 1; t < T; ++t) {
+      const int32_t s = b.seq_index[size_t(t)];
+      if (s == b.seq_index[size_t(t - 1)]) {
+        if (b.positions[size_t(t)] != b.positions[size_t(t - 1)] + 1)
+          return make_error("a sequence's tokens are not at consecutive positions");
+        continue;
+      }
+      for (int32_t u = 0; u < t - 1; ++u)
+        if (b.seq_index[size_t(u)] == s)
+          return make_error("a sequence's tokens are not next to each other in the batch");
+    }
+  }
   for (int32_t b_id : b.block_tables)
     if (b_id < -1 || b_id >= kc.n_blocks)
       return make_error("block id " + std::to_string(b_id) + " out of range");
@@ -301,14 +321,14 @@ Status LlamaForward::validate(const ForwardBatch& b, const KvCache& cache, size_
   return {};
 }
 
-Status LlamaForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+Status DecoderForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
                              std::span<float> hidden) {
   if (auto st = begin_forward(b, cache, logits, hidden); !st) return st;
   finish_forward();
   return {};
 }
 
-Status LlamaForward::begin_forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+Status DecoderForward::begin_forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
                                    std::span<float> hidden) {
   assert(passes_in_flight() < max_passes_in_flight());
   // Trace (when on): the pass, partitioned into prepare, each layer (itself partitioned into
@@ -327,7 +347,7 @@ Status LlamaForward::begin_forward(const ForwardBatch& b, KvCache& cache, std::s
   return {};
 }
 
-void LlamaForward::finish_forward() {
+void DecoderForward::finish_forward() {
   if (pending_.empty()) return;
   trace::Span wait("forward_outputs", "forward");
   const PendingPass p = pending_.front();
@@ -343,7 +363,7 @@ void LlamaForward::finish_forward() {
   tp_->finish_batches(pending_.size());
 }
 
-void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+void DecoderForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
                                 std::span<float> hidden) {
   const ModelConfig& c = model_->config();
   const int64_t T = b.n_tokens(), V = c.n_vocab, E = c.n_embd;
@@ -392,7 +412,7 @@ void LlamaForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span
   }
 }
 
-void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
+void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
                              std::span<float> hidden, int64_t send_offset) {
   // Trace (when on): the stage's pass, partitioned into prepare, each layer (itself partitioned
   // into its operations) and the output head.
@@ -454,8 +474,6 @@ void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<fl
     });
   };
 
-  const QkNorm qk_norm = c.arch->qk_norm;
-  const float attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   parts.done();
   for (int32_t il = 0; il < c.n_layer; ++il) {
     trace::Span layer_span("layer", "layer");
@@ -463,47 +481,15 @@ void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<fl
     trace::Phases ops("op");
     const LayerWeights& l = w.layers[size_t(il)];
     const LayerConfig& lc = c.layers[size_t(il)];
-    const float* cs_all = lc.local_rope ? rope_local_cs : rope_cs_.data();
-    // Attention block.
     ops.next("attn_norm");
     norm(l.attn_norm);
-    ops.next("qkv_matmul");
-    project(xn_.data(), T, {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
-    ops.next("rope_kv_write");
-    for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
-      const int64_t n = t1 - t0;
-      float* q = q_.data() + t0 * q_dim;
-      float* k = k_.data() + t0 * kv_dim;
-      if (!l.bq.empty()) add_bias(q, l.bq.data(), n, q_dim);
-      if (!l.bk.empty()) add_bias(k, l.bk.data(), n, kv_dim);
-      if (!l.bv.empty()) add_bias(v_.data() + t0 * kv_dim, l.bv.data(), n, kv_dim);
-      if (qk_norm == QkNorm::kPerHead) {
-        rms_norm(q, l.q_norm.data(), n * c.n_head, c.head_dim, c.rms_eps, q);
-        rms_norm(k, l.k_norm.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, k);
-      } else if (qk_norm == QkNorm::kWhole) {
-        rms_norm(q, l.q_norm.data(), n, q_dim, c.rms_eps, q);
-        rms_norm(k, l.k_norm.data(), n, kv_dim, c.rms_eps, k);
-      }
-      const float* cs = cs_all + t0 * half_rot * 2;
-      rope_apply(q, n, c.n_head, c.head_dim, c.n_rot, c.rope_style, cs);
-      rope_apply(k, n, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, cs);
-      if (c.arch->prescale_query)
-        for (int64_t i = 0; i < n * q_dim; ++i) q[i] *= attn_scale;
-      // All of the batch's K/V go in before any attention, so a token can attend to earlier
-      // tokens of its own chunk; each token writes only its own slot.
-      for (int64_t t = t0; t < t1; ++t)
-        cache.write(il, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
-    });
-    const AttentionParams attn{c.n_head,
-                               c.n_head_kv,
-                               c.head_dim,
-                               lc.sliding_window,
-                               c.arch->prescale_query ? 1.0f : attn_scale,
-                               c.attn_softcap};
-    ops.next("attention");
-    attention(b, cache, il, attn);
-    ops.next("attn_out_matmul");
-    output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
+    if (lc.mixer == MixerKind::kGatedDeltaNet) {
+      ops.next("delta_net");
+      delta_net_->run(spans_, cache, l.delta_net, lc.state_index, xn_.data(), T, *projector_,
+                      *pool_, min_work_, proj_.data());
+    } else {
+      attention_mixer(b, cache, l, lc, T, ops);
+    }
     add_residual(l.post_attn_norm);
 
     ops.next("ffn_norm");
@@ -539,10 +525,77 @@ void LlamaForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<fl
   if (n_logits > 0) output_head(n_logits, logits);
 }
 
-void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
+void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
+                                     const LayerConfig& lc, int64_t T, trace::Phases& ops) {
+  const ModelConfig& c = model_->config();
+  const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
+  const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
+  const int32_t half_rot = c.n_rot / 2;
+  const float* cs_all = rope_cs_.data() + (lc.local_rope ? T * half_rot * 2 : 0);
+  const QkNorm qk_norm = c.arch->qk_norm;
+  const float attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  const bool gated = c.arch->attention_output_gate;
+  const int32_t kv_layer = lc.kv_index;
+  ops.next("qkv_matmul");
+  project(xn_.data(), T,
+          {{&l.wq, gated ? q_gate_.data() : q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
+  ops.next("rope_kv_write");
+  for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
+    const int64_t n = t1 - t0;
+    float* q = q_.data() + t0 * q_dim;
+    float* k = k_.data() + t0 * kv_dim;
+    if (gated) {  // each head's query rows, then its gate rows
+      const int64_t hd = c.head_dim;
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t h = 0; h < c.n_head; ++h) {
+          const float* from = q_gate_.data() + (t * c.n_head + h) * 2 * hd;
+          std::copy_n(from, hd, q_.data() + t * q_dim + h * hd);
+          std::copy_n(from + hd, hd, attn_gate_.data() + t * q_dim + h * hd);
+        }
+    }
+    if (!l.bq.empty()) add_bias(q, l.bq.data(), n, q_dim);
+    if (!l.bk.empty()) add_bias(k, l.bk.data(), n, kv_dim);
+    if (!l.bv.empty()) add_bias(v_.data() + t0 * kv_dim, l.bv.data(), n, kv_dim);
+    if (qk_norm == QkNorm::kPerHead) {
+      rms_norm(q, l.q_norm.data(), n * c.n_head, c.head_dim, c.rms_eps, q);
+      rms_norm(k, l.k_norm.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, k);
+    } else if (qk_norm == QkNorm::kWhole) {
+      rms_norm(q, l.q_norm.data(), n, q_dim, c.rms_eps, q);
+      rms_norm(k, l.k_norm.data(), n, kv_dim, c.rms_eps, k);
+    }
+    const float* cs = cs_all + t0 * half_rot * 2;
+    rope_apply(q, n, c.n_head, c.head_dim, c.n_rot, c.rope_style, cs);
+    rope_apply(k, n, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, cs);
+    if (c.arch->prescale_query)
+      for (int64_t i = 0; i < n * q_dim; ++i) q[i] *= attn_scale;
+    // All of the batch's K/V go in before any attention, so a token can attend to earlier
+    // tokens of its own chunk; each token writes only its own slot.
+    for (int64_t t = t0; t < t1; ++t)
+      cache.write(kv_layer, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
+  });
+  const AttentionParams attn{c.n_head,
+                             c.n_head_kv,
+                             c.head_dim,
+                             lc.sliding_window,
+                             c.arch->prescale_query ? 1.0f : attn_scale,
+                             c.attn_softcap};
+  ops.next("attention");
+  attention(b, cache, kv_layer, attn);
+  if (gated) {
+    for_ranges(T * q_dim, 16, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        attn_[size_t(i)] *= 1.0f / (1.0f + std::exp(-attn_gate_[size_t(i)]));
+    });
+  }
+  ops.next("attn_out_matmul");
+  output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
+}
+
+void DecoderForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
     if (split_layers_) tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
+    if (!l.shared_expert_gate.empty()) shared_expert(l, T);
     return;
   }
   const int64_t n_ff = model_->config().n_ff;
@@ -553,6 +606,29 @@ void LlamaForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T)
     gated_activation(act, gate_.data() + i0, up_.data() + i0, i1 - i0);
   });
   output_projection(l.w_down, gate_.data(), T, ff_split_, ffn_full_);
+}
+
+void DecoderForward::shared_expert(const LayerWeights& l, int64_t T) {
+  const ModelConfig& c = model_->config();
+  const int64_t E = c.n_embd, ff = c.n_ff_shared_expert;
+  const ExpertWeights& sh = l.shared_expert;
+  project(xn_.data(), T, {{&sh.gate, gate_.data()}, {&sh.up, up_.data()}});
+  for_ranges(T * ff, 16, [&](int64_t i0, int64_t i1) {
+    silu_mul(gate_.data() + i0, up_.data() + i0, i1 - i0);
+  });
+  project(gate_.data(), T, {{&sh.down, shared_out_.data()}});
+  // proj += sigmoid(ffn_gate_inp_shexp . xn) * shared
+  for_ranges(T, 2 * E, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xn = xn_.data() + t * E;
+      float dot = 0.0f;
+      for (int64_t i = 0; i < E; ++i) dot += xn[i] * l.shared_expert_gate[size_t(i)];
+      const float gate = 1.0f / (1.0f + std::exp(-dot));
+      const float* from = shared_out_.data() + t * E;
+      float* to = proj_.data() + t * E;
+      for (int64_t i = 0; i < E; ++i) to[i] += gate * from[i];
+    }
+  });
 }
 
 }  // namespace vela

@@ -1,12 +1,15 @@
 #pragma once
 // The decoder forward pass over a batch of tokens from several sequences, reading and writing
-// K/V through block tables in a paged KV cache. One pass serves every architecture: it follows
-// the model's description (architecture.h: Q/K norms, biases, post-norms, activation, soft-caps,
-// windowed layers, dense or mixture-of-experts FFN) and its config (per-layer windows and RoPE). A
+// K/V through block tables in a paged KV cache, and the recurrent state of sequences through
+// their state slots. One pass serves every architecture: each layer is norm -> mixer -> norm ->
+// FFN, the mixer attention (global or windowed) or Gated DeltaNet (gated_deltanet.h), the FFN
+// dense, a mixture of experts, or experts beside a gated shared expert. It follows the model's
+// description (architecture.h: Q/K norms, biases, post-norms, output gates, activation,
+// soft-caps) and its config (each layer's mixer, window, RoPE and cache place). A
 // pass runs on a thread pool: matmuls split by weight rows, attention by (token run, KV head),
 // element-wise steps by tokens when the batch is large. Every output value is computed by exactly
 // one thread in a fixed order, so the logits are bit-identical for any number of threads.
-// Thread-safety: one LlamaForward runs one pass at a time (it owns the pass's work buffers);
+// Thread-safety: one DecoderForward runs one pass at a time (it owns the pass's work buffers);
 // use one per engine thread. The Model it reads is shared and immutable; a shared pool serialises
 // the loops of several users.
 #include <cstdint>
@@ -20,12 +23,15 @@
 #include "kv/kv_cache.h"
 #include "model/attention.h"
 #include "model/forward_batch.h"
+#include "model/gated_deltanet.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
+#include "model/projector.h"
 #include "model/rope.h"
 #include "model/tensor_parallel.h"
 #include "util/result.h"
 #include "util/thread_pool.h"
+#include "util/trace.h"
 
 namespace vela {
 
@@ -46,11 +52,11 @@ struct ForwardOptions {
   int32_t micro_batch_tokens = 64;
 };
 
-class LlamaForward {
+class DecoderForward {
  public:
   // Runs on `pool` when given (its size decides the thread count), else on a pool of its own
   // with options.n_threads threads.
-  LlamaForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
+  DecoderForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
                std::shared_ptr<ThreadPool> pool = nullptr);
 
   const Model& model() const { return *model_; }
@@ -89,10 +95,6 @@ class LlamaForward {
   const MoeFeedForward* moe() const { return moe_.get(); }
 
  private:
-  struct Projection {
-    const WeightMatrix* w;
-    float* y;  // [n_tokens, w->n_rows]
-  };
   // Consecutive batch tokens of one sequence at consecutive positions: one attention call.
   struct TokenRun {
     int32_t first;  // batch index of the first token
@@ -114,15 +116,22 @@ class LlamaForward {
   // y = W x for each of up to three projections of the same input x: [n_tokens, n_cols];
   // activations converted once per activation type, all products split over the pool in one
   // loop.
-  void project(const float* x, int64_t n_tokens, std::initializer_list<Projection> outs);
+  void project(const float* x, int64_t n_tokens, std::initializer_list<Projector::Output> outs);
   // fn(begin, end) over [0, n) in ranges spread over the pool, or fn(0, n) inline when
   // n * item_cost (roughly, in multiply-adds) is too little to share.
   template <class Fn>
   void for_ranges(int64_t n, int64_t item_cost, const Fn& fn);
   void find_token_runs(const ForwardBatch& b);
-  void attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
+  void attention(const ForwardBatch& b, const KvCache& cache, int32_t kv_layer,
                  const AttentionParams& p);
+  // The attention mixer of a layer: xn_ in, its output projection in proj_ (the projections, q/k
+  // norms, RoPE, the batch's K/V into the cache, attention, the output gate where the family has
+  // one).
+  void attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
+                       const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
+  // proj_ += the gated shared expert of xn_.
+  void shared_expert(const LayerWeights& l, int64_t n_tokens);
   // The output head over final_'s n_logits rows into logits (gathering the ranks' vocabulary
   // slices when tensor-parallel).
   void output_head(int64_t n_logits, std::span<float> logits);
@@ -141,12 +150,12 @@ class LlamaForward {
   ForwardOptions options_;
   std::shared_ptr<ThreadPool> pool_;
   int64_t min_work_ = 0;      // element-wise and attention steps below this run inline
-  MatmulScratch scratch_[3];  // converted activations, one per activation type of a projection
-  MatmulSplit split_;
+  std::unique_ptr<Projector> projector_;
   RopeFrequencies rope_global_;          // every layer's RoPE, or the global layers'
   RopeFrequencies rope_local_;           // the windowed layers' when the model has a separate one
   bool any_local_rope_ = false;          // some layer uses rope_local_
   std::unique_ptr<MoeFeedForward> moe_;  // MoE models only
+  std::unique_ptr<GatedDeltaNetMixer> delta_net_;  // models with Gated DeltaNet layers only
 
   // Work buffers, sized once for max_batch_tokens (T).
   std::vector<float> x_;        // [T, n_embd] residual stream
@@ -155,13 +164,17 @@ class LlamaForward {
   std::vector<float> k_;        // [T, n_head_kv * head_dim]
   std::vector<float> v_;        // [T, n_head_kv * head_dim]
   std::vector<float> attn_;     // [T, n_head * head_dim]
-  std::vector<float> gate_;     // [T, n_ff] (dense FFN)
-  std::vector<float> up_;       // [T, n_ff] (dense FFN)
+  std::vector<float> q_gate_;   // [T, n_head, 2, head_dim] query and gate rows (output gate)
+  std::vector<float> attn_gate_;  // [T, n_head * head_dim] the output gate (before sigmoid)
+  std::vector<float> gate_;       // [T, n_ff] (dense FFN; n_ff_shared_expert: shared expert)
+  std::vector<float> up_;         // [T, n_ff] (the same)
+  std::vector<float> shared_out_;  // [T, n_embd] the shared expert's output
   std::vector<float> proj_;     // [T, n_embd] output of attn_output / ffn_down
   std::vector<float> rope_cs_;  // [2, T, n_rot / 2, 2] global, then local (if separate) tables
   std::vector<int64_t> slots_;  // [T] KV slot of each token
   std::vector<float> final_;    // [max_logits, n_embd] normalised rows that get logits
   std::vector<TokenRun> runs_;  // [<= T] this pass's attention runs
+  std::vector<SequenceSpan> spans_;  // [<= T] this pass's sequences (recurrent models)
   int64_t attention_work_ = 0;  // multiply-adds of one layer's attention in this pass
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
   // Tensor-parallel only.

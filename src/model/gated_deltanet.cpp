@@ -1,0 +1,147 @@
+#include "model/gated_deltanet.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/layer_ops.h"
+#include "model/pass_parallel.h"
+
+namespace vela {
+
+namespace {
+
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// x / max(|x|, eps).  x: [n]
+void l2_normalize(float* x, int32_t n, float eps) {
+  double sum = 0.0;
+  for (int32_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
+  for (int32_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
+}  // namespace
+
+GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config, int32_t max_tokens,
+                                       int32_t n_threads)
+    : config_(config), d_(config.delta_net) {
+  const size_t T = size_t(max_tokens);
+  qkv_.resize(T * size_t(d_.conv_channels()));
+  conv_.resize(T * size_t(d_.conv_channels()));
+  z_.resize(T * size_t(d_.value_dim()));
+  beta_.resize(T * size_t(d_.n_v_heads));
+  g_.resize(T * size_t(d_.n_v_heads));
+  o_.resize(T * size_t(d_.value_dim()));
+  scratch_.reserve(size_t(n_threads));
+  for (int32_t i = 0; i < n_threads; ++i) scratch_.emplace_back(d_.head_k_dim, d_.head_v_dim);
+}
+
+void GatedDeltaNetMixer::reserve(const DeltaNetWeights& w, int32_t max_tokens,
+                                 Projector& projector) const {
+  for (const WeightMatrix* m : {&w.qkv, &w.gate, &w.beta, &w.alpha, &w.out})
+    projector.reserve(*m, max_tokens);
+}
+
+void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans, KvCache& cache,
+                             const DeltaNetWeights& w, int32_t state_layer, const float* xn,
+                             int64_t T, Projector& projector, ThreadPool& pool, int64_t min_work,
+                             float* out) {
+  const int64_t C = d_.conv_channels();
+  const int32_t K = d_.conv_kernel;
+  const int32_t n_v = d_.n_v_heads, n_k = d_.n_k_heads;
+  const int32_t dk = d_.head_k_dim, dv = d_.head_v_dim;
+  const int64_t key_dim = d_.key_dim(), value_dim = d_.value_dim();
+  const float eps = config_.rms_eps;
+
+  projector.project(xn, T,
+                    {{&w.qkv, qkv_.data()}, {&w.gate, z_.data()}, {&w.beta, beta_.data()},
+                     {&w.alpha, g_.data()}});
+
+  // A sequence that starts here starts from a zero state.
+  for (const SequenceSpan& s : spans)
+    if (s.position == 0)
+      std::fill_n(cache.state(state_layer, s.state_slot), d_.state_floats(), 0.0f);
+
+  // Causal convolution per (span, channel): the K - 1 carried inputs, then the span's own.
+  const int64_t n_conv = int64_t(spans.size()) * C;
+  parallel_ranges(pool, n_conv, 4 * K, min_work, [&](int64_t i0, int64_t i1) {
+    float window[64];  // [K - 1] the channel's carried inputs (K <= 64 by the config's bounds)
+    for (int64_t i = i0; i < i1; ++i) {
+      const SequenceSpan& s = spans[size_t(i / C)];
+      const int64_t c = i % C;
+      float* carried = cache.state(state_layer, s.state_slot);  // [K - 1, C]
+      const float* taps = w.conv.data() + c * K;                // [K]
+      const float* x = qkv_.data() + int64_t(s.first) * C + c;  // column c, stride C
+      for (int32_t j = 0; j < K - 1; ++j) window[j] = carried[j * C + c];
+      const auto input = [&](int64_t idx) {  // idx < 0: carried input K - 1 + idx
+        return idx < 0 ? window[K - 1 + idx] : x[idx * C];
+      };
+      for (int64_t t = 0; t < s.n_tokens; ++t) {
+        float sum = 0.0f;
+        for (int32_t j = 0; j < K; ++j) sum += taps[j] * input(t + j - (K - 1));
+        conv_[size_t((s.first + t) * C + c)] = silu(sum);
+      }
+      for (int32_t j = 0; j < K - 1; ++j) carried[j * C + c] = input(s.n_tokens + j - (K - 1));
+    }
+  });
+
+  // Per token: q and k normalised per key head, the decay and the write strength.
+  parallel_ranges(pool, T, C, min_work, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* row = conv_.data() + t * C;
+      for (int32_t h = 0; h < 2 * n_k; ++h) l2_normalize(row + int64_t(h) * dk, dk, eps);
+      for (int32_t h = 0; h < n_v; ++h) {
+        float& g = g_[size_t(t * n_v + h)];
+        g = softplus(g + w.dt_bias[size_t(h)]) * w.a[size_t(h)];
+        float& beta = beta_[size_t(t * n_v + h)];
+        beta = sigmoid(beta);
+      }
+    }
+  });
+
+  // The delta rule per (span, value head).
+  const int64_t n_tasks = int64_t(spans.size()) * n_v;
+  const auto task = [&](int64_t i, int32_t thread) {
+    const SequenceSpan& s = spans[size_t(i / n_v)];
+    const int32_t h = int32_t(i % n_v);
+    const int32_t kh = h % n_k;
+    const int64_t first = s.first;
+    float* state = cache.state(state_layer, s.state_slot) + d_.conv_state_floats() +
+                   int64_t(h) * dv * dk;
+    DeltaRuleHead head;
+    head.q = conv_.data() + first * C + int64_t(kh) * dk;
+    head.k = conv_.data() + first * C + key_dim + int64_t(kh) * dk;
+    head.v = conv_.data() + first * C + 2 * key_dim + int64_t(h) * dv;
+    head.q_stride = head.k_stride = head.v_stride = C;
+    head.g = g_.data() + first * n_v + h;
+    head.beta = beta_.data() + first * n_v + h;
+    head.gb_stride = n_v;
+    head.out = o_.data() + first * value_dim + int64_t(h) * dv;
+    head.out_stride = value_dim;
+    head.state = state;
+    if (s.n_tokens >= kDeltaChunkMinTokens)
+      delta_rule_chunked(head, s.n_tokens, dk, dv, scratch_[size_t(thread)]);
+    else
+      delta_rule_recurrent(head, s.n_tokens, dk, dv);
+  };
+  const int64_t rule_work = T * n_v * int64_t(dk) * dv * 4;
+  if (pool.n_threads() > 1 && n_tasks > 1 && rule_work >= min_work) {
+    pool.parallel_for(n_tasks, task);
+  } else {
+    for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
+  }
+
+  // The gated norm: rms_norm(o) * ssm_norm * silu(z), per value head, into z_.
+  parallel_ranges(pool, T, value_dim * 4, min_work, [&](int64_t t0, int64_t t1) {
+    const int64_t n = t1 - t0;
+    float* o = o_.data() + t0 * value_dim;
+    rms_norm(o, w.norm.data(), n * n_v, dv, eps, o);
+    silu_mul(z_.data() + t0 * value_dim, o, n * value_dim);
+  });
+  projector.project(z_.data(), T, {{&w.out, out}});
+}
+
+}  // namespace vela

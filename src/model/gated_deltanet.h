@@ -1,0 +1,67 @@
+#pragma once
+// The Gated DeltaNet mixer (Qwen3.5's linear-attention layers) over a batch of sequences, each
+// with its recurrent state in a state slot of the cache:
+//   [q | k | v] = causal_conv(attn_qkv x) then SiLU   (conv_kernel taps; the last conv_kernel - 1
+//                                                       inputs are carried in the state)
+//   q, k L2-normalised per key head; beta = sigmoid(ssm_beta x);
+//   g = softplus(ssm_alpha x + dt_bias) * a            (log-decay, a = -exp(A_log) < 0)
+//   o = gated delta rule (gated_delta_rule.h), value head h reading key head h % n_k_heads
+//   out = ssm_out (rms_norm(o per head) * ssm_norm * silu(attn_gate x))
+// A sequence whose first token in the batch is at position 0 starts from a zero state. Prompts
+// of at least kDeltaChunkMinTokens tokens use the chunked form of the rule, shorter runs (decode)
+// the recurrence; which one depends only on the sequence's own tokens in the pass, so a
+// sequence's output does not depend on what else the batch holds.
+// Thread-safety: one run at a time (it owns the work buffers); owned by one DecoderForward.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/gated_delta_rule.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+#include "model/projector.h"
+#include "util/thread_pool.h"
+
+namespace vela {
+
+// A sequence's tokens in a batch: consecutive batch rows at consecutive positions.
+struct SequenceSpan {
+  int32_t first = 0;     // batch index of its first token
+  int32_t n_tokens = 0;  //
+  int32_t position = 0;  // position of its first token
+  int32_t state_slot = 0;
+};
+
+// Runs this long or longer go through the chunked form of the delta rule.
+inline constexpr int32_t kDeltaChunkMinTokens = 16;
+
+class GatedDeltaNetMixer {
+ public:
+  // Buffers sized once for max_tokens tokens; n_threads: the pool's (one scratch each).
+  GatedDeltaNetMixer(const ModelConfig& config, int32_t max_tokens, int32_t n_threads);
+
+  // Room in `projector` for this mixer's input projections of max_tokens rows.
+  void reserve(const DeltaNetWeights& w, int32_t max_tokens, Projector& projector) const;
+
+  // out[t] = the mixer's output for token t of the batch; each span's state (state layer
+  // `state_layer` of its slot) advances by its tokens.
+  // xn, out: [n_tokens, n_embd]; spans cover the batch's tokens. Element-wise loops below
+  // min_work multiply-adds stay on the calling thread.
+  void run(std::span<const SequenceSpan> spans, KvCache& cache, const DeltaNetWeights& w,
+           int32_t state_layer, const float* xn, int64_t n_tokens, Projector& projector,
+           ThreadPool& pool, int64_t min_work, float* out);
+
+ private:
+  const ModelConfig& config_;
+  DeltaNetConfig d_;
+  std::vector<float> qkv_;   // [T, conv_channels] the projection, the convolution's input
+  std::vector<float> conv_;  // [T, conv_channels] after convolution and SiLU; q, k normalised
+  std::vector<float> z_;     // [T, value_dim] the gate; then the gated, normed output
+  std::vector<float> beta_;  // [T, n_v_heads]
+  std::vector<float> g_;     // [T, n_v_heads] alpha, then the log-decay
+  std::vector<float> o_;     // [T, value_dim] the delta rule's output
+  std::vector<DeltaChunkScratch> scratch_;  // [n_threads]
+};
+
+}  // namespace vela
