@@ -7,6 +7,8 @@ namespace vela {
 AsyncEngine::AsyncEngine(std::unique_ptr<Engine> engine, const AsyncEngineConfig& config)
     : engine_(std::move(engine)), config_(config) {
   stats_.kv = engine_->kv_usage();
+  stats_.cache_groups = engine_->cache_groups();
+  stats_.state_checkpoints = engine_->state_checkpoint_usage();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -118,6 +120,8 @@ void AsyncEngine::run() {
       std::lock_guard<std::mutex> lock(mutex_);
       stats_.counters = engine_->counters();
       stats_.kv = engine_->kv_usage();
+      stats_.cache_groups = engine_->cache_groups();
+      stats_.state_checkpoints = engine_->state_checkpoint_usage();
       stats_.preemptions = engine_->n_preemptions();
       stats_.running = engine_->n_running();
       stats_.waiting = engine_->n_waiting();

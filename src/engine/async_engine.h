@@ -30,6 +30,8 @@ struct AsyncEngineConfig {
 struct EngineStats {
   EngineCounters counters;
   BlockPoolUsage kv;
+  std::vector<CacheGroupUsage> cache_groups;
+  StateCheckpointUsage state_checkpoints;
   uint64_t preemptions = 0;
   size_t running = 0;
   size_t waiting = 0;  // in the engine's queue plus the inbox

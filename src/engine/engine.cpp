@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 
+#include "model/gated_delta_rule.h"
 #include "spec/acceptance.h"
 #include "spec/ngram_proposer.h"
 #include "util/trace.h"
@@ -41,11 +43,31 @@ int32_t default_blocks(const EngineConfig& c) {
                  ((c.max_context + c.block_size - 1) / c.block_size));
 }
 
-// A recurrent model's running sequences each hold a state slot: one per sequence that may run.
+int32_t state_checkpoint_slots(const Model& model, const EngineConfig& c) {
+  if (!model.config().recurrent() || !c.enable_prefix_caching) return 0;
+  return c.n_state_checkpoints < 0 ? c.scheduler.max_num_seqs : c.n_state_checkpoints;
+}
+
+// A recurrent model's running sequences each hold a state slot (one per sequence that may run),
+// after them the checkpoint slots.
 KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
   return model_cache_config(model.config(), c.block_size,
                             c.n_blocks > 0 ? c.n_blocks : default_blocks(c), c.kv_type,
-                            c.scheduler.max_num_seqs);
+                            c.scheduler.max_num_seqs + state_checkpoint_slots(model, c));
+}
+
+// Positions between checkpoints: a multiple of the block size and of the DeltaNet chunk (so that
+// saving one does not change how the rule splits a prompt), at least the configured interval, or
+// enough tokens that their K/V weigh about what one checkpoint does.
+int32_t state_checkpoint_interval(const KvCacheConfig& kc, const EngineConfig& c) {
+  const int32_t step = std::lcm(c.block_size, kDeltaChunk);
+  int64_t want = c.state_checkpoint_interval;
+  if (want <= 0) {
+    const size_t kv_per_token = KvCache::bytes_per_block(kc) / size_t(kc.block_size);
+    want = kv_per_token == 0 ? step
+                             : int64_t(KvCache::bytes_per_state_slot(kc) / kv_per_token);
+  }
+  return int32_t(std::clamp<int64_t>((want + step - 1) / step, 1, int64_t(1) << 20) * step);
 }
 
 // A speculating request takes K + 1 rows; never more rows than tokens in a pass.
@@ -73,8 +95,11 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       forward_(std::make_unique<DecoderForward>(model, forward_options(config))),
       cache_(cache_config(*model, config)),
       pool_(cache_.config().n_blocks, config.enable_prefix_caching),
-      state_slots_(cache_.config().n_state_slots),
-      kv_(pool_, config.block_size, model->config().recurrent() ? &state_slots_ : nullptr),
+      state_slots_(model->config().recurrent() ? config.scheduler.max_num_seqs : 0),
+      checkpoints_(config.scheduler.max_num_seqs, state_checkpoint_slots(*model, config),
+                   state_checkpoint_interval(cache_.config(), config)),
+      kv_(pool_, config.block_size, model->config().recurrent() ? &state_slots_ : nullptr,
+          &checkpoints_),
       scheduler_(config.scheduler, kv_),
       constraints_(std::make_unique<constraint::ConstraintCompiler>(
           [tok = tokenizer_] { return constraint::TokenVocabulary::from_tokenizer(tok); })),
@@ -88,6 +113,8 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_positions_.resize(size_t(sc.max_num_batched_tokens));
   batch_seq_.resize(size_t(sc.max_num_batched_tokens));
   batch_state_slots_.resize(size_t(sc.max_num_seqs));
+  planned_checkpoints_.reserve(size_t(sc.max_num_batched_tokens));
+  batch_checkpoints_.reserve(size_t(sc.max_num_batched_tokens));
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
   logits_rows_.resize(size_t(max_logits_rows(config)));
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
@@ -630,6 +657,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
     for (Request* r : sched.preempted) draft_->drop_kv(r->id);
   if (sched.empty()) return {};
   ++counters_.steps;
+  restore_states(sched);
   phases.next("build_batch");
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
@@ -638,6 +666,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   plan.n_runs = 0;
   n_hidden_ = 0;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
+  batch_checkpoints_.clear();
   const int32_t n_seqs = static_cast<int32_t>(sched.scheduled.size());
   for (int32_t i = 0; i < n_seqs; ++i) {
     const ScheduledRequest& s = sched.scheduled[size_t(i)];
@@ -651,6 +680,12 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
     std::copy(r.kv.blocks.begin(), r.kv.blocks.end(),
               block_tables_.begin() + long(i) * max_blocks_per_seq_);
     batch_state_slots_[size_t(i)] = r.kv.state_slot;
+    if (!r.embedding) {
+      planned_checkpoints_.clear();
+      kv_.plan_checkpoints(r.tokens, r.num_computed, s.num_new_tokens, r.kv, planned_checkpoints_);
+      for (const PlannedCheckpoint& p : planned_checkpoints_)
+        batch_checkpoints_.push_back({i, p.position, p.slot});
+    }
     if (r.embedding) {
       add_hidden_rows(*requests_.at(r.id), n_tokens - s.num_new_tokens, s.num_new_tokens);
     } else if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
@@ -670,14 +705,24 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   batch.max_blocks_per_seq = max_blocks_per_seq_;
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
   batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
-  if (kv_.state_slots() != nullptr)
+  if (kv_.state_slots() != nullptr) {
     batch.state_slots = std::span<const int32_t>(batch_state_slots_.data(), size_t(n_seqs));
+    batch.state_checkpoints = batch_checkpoints_;
+  }
   phases.done();  // the forward pass has its own span
   TensorParallel* const group = config_.tensor_parallel.get();
   const TensorParallelTraffic traffic_before = group ? group->traffic() : TensorParallelTraffic{};
   const Clock::time_point forward_start = Clock::now();
   const Status forward_status = forward_->begin_forward(batch, cache_, logits_, hidden_);
   count_forward(forward_start, traffic_before);
+  // The checkpoints are written (a model with recurrent layers runs no pipeline: the pass is
+  // done), or never will be.
+  for (const StateCheckpointWrite& cp : batch_checkpoints_) {
+    if (forward_status)
+      checkpoints_.commit(cp.slot);
+    else
+      checkpoints_.cancel(cp.slot);
+  }
   if (const Status& st = forward_status; !st) {
     embeddings_done_.clear();
     for (const ScheduledRequest& s : sched.scheduled)
@@ -689,6 +734,30 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   ++n_plans_;
   launched = &plan;
   return {};
+}
+
+std::vector<CacheGroupUsage> Engine::cache_groups() const {
+  const KvCacheConfig& kc = cache_.config();
+  std::vector<CacheGroupUsage> groups;
+  const BlockPoolUsage blocks = pool_.usage();
+  groups.push_back({"attention", kc.n_layer, KvCache::bytes_per_block(kc) / size_t(kc.block_size),
+                    0, blocks.used, blocks.total});
+  if (kc.n_state_layers > 0)
+    groups.push_back({"recurrent_state", kc.n_state_layers, 0, KvCache::bytes_per_state_slot(kc),
+                      state_slots_.n_used(), state_slots_.n_slots()});
+  return groups;
+}
+
+void Engine::restore_states(const SchedulerOutput& scheduled) {
+  const KvCacheConfig& kc = cache_.config();
+  for (const ScheduledRequest& s : scheduled.scheduled) {
+    KvSequence& seq = s.request->kv;
+    if (seq.restore_from < 0) continue;
+    for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
+      std::copy_n(cache_.state(layer, seq.restore_from), kc.state_floats,
+                  cache_.state(layer, seq.state_slot));
+    seq.restore_from = -1;
+  }
 }
 
 void Engine::complete(trace::Phases& phases) {

@@ -40,6 +40,12 @@ struct EngineConfig {
   int32_t n_blocks = 0;  // KV budget in blocks (0 = enough for max_num_seqs x max_context)
   KvType kv_type = KvType::kF16;
   bool enable_prefix_caching = true;
+  // Models with recurrent layers: a cached prefix is reusable where its recurrent state was saved.
+  // Positions between checkpoints (a multiple of block_size and of 64; 0: chosen so that a
+  // checkpoint weighs about as much as the K/V of the tokens it covers), and the checkpoint slots
+  // (-1: max_num_seqs; 0: no prefix reuse).
+  int32_t state_checkpoint_interval = 0;
+  int32_t n_state_checkpoints = -1;
   int32_t n_threads = 0;  // forward-pass threads, 0 = physical cores
   SchedulerConfig scheduler;
   SpeculativeConfig speculative;  // must pass validate()
@@ -90,6 +96,16 @@ struct StepRecord {
   double seconds = 0;
   double predicted_seconds = -1;
   bool prefill_capped = false;  // the latency target held prefill tokens back
+};
+
+// The cache of one group of layers that share a cache spec, for metrics and the start-up line.
+struct CacheGroupUsage {
+  const char* name = "";            // "attention" (paged K/V), "recurrent_state" (per sequence)
+  int32_t n_layers = 0;
+  uint64_t bytes_per_token = 0;     // K/V of one token over the group's layers (0 for a state)
+  uint64_t bytes_per_sequence = 0;  // one running sequence's state (0 for K/V)
+  int32_t used = 0;                 // blocks or state slots held by requests
+  int32_t total = 0;
 };
 
 // Running totals, for metrics.
@@ -168,6 +184,12 @@ class Engine {
   const StepCostModel& step_cost() const { return step_cost_; }
   const StepRecord& last_step() const { return last_step_; }
   BlockPoolUsage kv_usage() const { return pool_.usage(); }
+  StateCheckpointUsage state_checkpoint_usage() const { return checkpoints_.usage(); }
+  // Each cache group's geometry and usage: the attention layers' paged K/V, and the recurrent
+  // layers' per-sequence state where the model has such layers.
+  std::vector<CacheGroupUsage> cache_groups() const;
+  // Recurrent-state slots held by running sequences (0 for a model without recurrent layers).
+  int32_t state_slots_used() const { return state_slots_.n_used(); }
   size_t n_waiting() const { return scheduler_.n_waiting(); }
   size_t n_running() const { return scheduler_.n_running(); }
   uint64_t n_preemptions() const { return scheduler_.n_preemptions(); }
@@ -223,6 +245,8 @@ class Engine {
   // The tokens a speculating request keeps from its rows; rolls back the rest.
   void verify(Live& live, std::span<float> rows);
   void record_kv_occupancy();
+  // Copies the checkpointed state of each newly admitted request's cached prefix into its slot.
+  void restore_states(const SchedulerOutput& scheduled);
   int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
 
   EngineConfig config_;
@@ -230,7 +254,8 @@ class Engine {
   std::unique_ptr<DecoderForward> forward_;
   KvCache cache_;
   BlockPool pool_;
-  StateSlotPool state_slots_;  // recurrent models' sequence states (unused otherwise)
+  StateSlotPool state_slots_;         // recurrent models' sequence states (unused otherwise)
+  StateCheckpoints checkpoints_;      // and their cached prefixes' states
   KvCacheManager kv_;
   Scheduler scheduler_;
   StepCostModel step_cost_;
@@ -251,6 +276,8 @@ class Engine {
   std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
   std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
   std::vector<int32_t> batch_state_slots_;  // [max_num_seqs] state slot of each batch sequence
+  std::vector<PlannedCheckpoint> planned_checkpoints_;     // [<= max_num_batched_tokens] a request's
+  std::vector<StateCheckpointWrite> batch_checkpoints_;    // [<= max_num_batched_tokens] the pass's
   std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
   std::vector<int32_t> logits_rows_;      // [max_logits]
   std::vector<float> logits_;             // [max_logits, n_vocab] the completing pass's

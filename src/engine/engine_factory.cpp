@@ -145,8 +145,9 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   // Every pipeline stage keeps the same blocks for its own layers: budget for the largest stage.
   const int32_t kv_layers =
       most_stage_layers((*model)->whole_config().n_kv_layers, o.pipeline_parallel_size);
-  budget.bytes_per_block = KvCache::bytes_per_block(
-      KvCacheConfig{kv_layers, mc.n_head_kv, mc.head_dim, c.block_size, 1, c.kv_type});
+  KvCacheConfig one_block = model_cache_config(mc, c.block_size, 1, c.kv_type);
+  one_block.n_layer = kv_layers;
+  budget.bytes_per_block = KvCache::bytes_per_block(one_block);
   budget.max_num_seqs = o.max_num_seqs;
   budget.max_context = c.max_context;
   budget.block_size = c.block_size;

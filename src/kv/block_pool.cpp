@@ -70,13 +70,18 @@ void BlockPool::release(std::span<const int32_t> blocks) {
   }
 }
 
-std::optional<int32_t> BlockPool::lookup(uint64_t hash) {
+std::optional<int32_t> BlockPool::lookup(uint64_t hash, bool count) {
   if (!prefix_caching_) return std::nullopt;
-  ++queries_;
+  queries_ += count;
   auto it = by_hash_.find(hash);
   if (it == by_hash_.end()) return std::nullopt;
-  ++hits_;
+  hits_ += count;
   return it->second;
+}
+
+void BlockPool::count_lookups(uint64_t queries, uint64_t hits) {
+  queries_ += queries;
+  hits_ += hits;
 }
 
 void BlockPool::touch(int32_t b) {

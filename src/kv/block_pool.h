@@ -45,9 +45,11 @@ class BlockPool {
   // last-first, so a sequence's tail is evicted before its shared head.
   void release(std::span<const int32_t> blocks);
 
-  // Prefix cache. lookup() counts a query (and a hit); touch() takes a reference on a found
-  // block, reviving it from the free queue if unreferenced.
-  std::optional<int32_t> lookup(uint64_t hash);
+  // Prefix cache. lookup() counts a query (and a hit) unless told not to; touch() takes a
+  // reference on a found block, reviving it from the free queue if unreferenced.
+  std::optional<int32_t> lookup(uint64_t hash, bool count = true);
+  // Counts lookups made uncounted, once the caller knows which of the hits it uses.
+  void count_lookups(uint64_t queries, uint64_t hits);
   void touch(int32_t block);
   // Records that a full block holds the K/V for `hash` (no-op when caching is off or the hash
   // is already mapped to another block — the first copy stays canonical).

@@ -122,7 +122,7 @@ void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* o
 }
 
 size_t KvCache::bytes_per_block(const KvCacheConfig& c) {
-  return size_t(c.n_layer) * 2 * size_t(c.block_size) * size_t(c.n_head_kv) *
+  return size_t(c.n_layer) * (c.k_only ? 1 : 2) * size_t(c.block_size) * size_t(c.n_head_kv) *
          kv_head_row_bytes(c.type, c.head_dim);
 }
 
@@ -144,7 +144,8 @@ void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v)
   const int32_t hd = config_.head_dim;
   for (int32_t h = 0; h < config_.n_head_kv; ++h) {
     kv_encode_head_row(config_.type, k + int64_t(h) * hd, hd, kd + size_t(h) * head_bytes_);
-    kv_encode_head_row(config_.type, v + int64_t(h) * hd, hd, vd + size_t(h) * head_bytes_);
+    if (!config_.k_only)
+      kv_encode_head_row(config_.type, v + int64_t(h) * hd, hd, vd + size_t(h) * head_bytes_);
   }
 }
 
@@ -152,7 +153,8 @@ void KvCache::read(int32_t layer, int64_t slot, float* k, float* v) const {
   const int32_t hd = config_.head_dim;
   for (int32_t h = 0; h < config_.n_head_kv; ++h) {
     kv_decode_head_row(config_.type, k_head(layer, slot, h), hd, k + int64_t(h) * hd);
-    kv_decode_head_row(config_.type, v_head(layer, slot, h), hd, v + int64_t(h) * hd);
+    if (!config_.k_only)
+      kv_decode_head_row(config_.type, v_head(layer, slot, h), hd, v + int64_t(h) * hd);
   }
 }
 

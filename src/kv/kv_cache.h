@@ -54,6 +54,9 @@ struct KvCacheConfig {
   int32_t n_state_layers = 0;
   int64_t state_floats = 0;
   int32_t n_state_slots = 0;
+  // K rows only, no V (multi-head latent attention: a token's compressed row serves as key, and
+  // its leading values as the value); half the bytes of a K/V cache of the same rows.
+  bool k_only = false;
 };
 
 class KvCache {
@@ -78,7 +81,8 @@ class KvCache {
   size_t head_row_bytes() const { return head_bytes_; }
 
   // K or V row of one slot: n_head_kv head rows of head_row_bytes() each, in config().type
-  // (for f32/f16/bf16 simply [n_head_kv, head_dim] elements).
+  // (for f32/f16/bf16 simply [n_head_kv, head_dim] elements). A K-only cache's V row is its K
+  // row, whose leading values a caller reads as the value.
   void* k_row(int32_t layer, int64_t slot) { return storage_.data() + offset(layer, slot, 0); }
   void* v_row(int32_t layer, int64_t slot) { return storage_.data() + offset(layer, slot, 1); }
   const void* k_row(int32_t layer, int64_t slot) const {
@@ -96,21 +100,26 @@ class KvCache {
     return storage_.data() + offset(layer, slot, 1) + size_t(head) * head_bytes_;
   }
 
-  // Stores one token's K and V ([n_head_kv * head_dim] f32 each) in a slot, converting to the type.
+  // Stores one token's K and V ([n_head_kv * head_dim] f32 each) in a slot, converting to the type
+  // (a K-only cache stores k alone; v may be null).
   void write(int32_t layer, int64_t slot, const float* k, const float* v);
 
-  // Reads back one slot's K and V as f32 ([n_head_kv * head_dim] each), e.g. for tests.
+  // Reads back one slot's K and V as f32 ([n_head_kv * head_dim] each), e.g. for tests (a K-only
+  // cache reads k alone; v may be null).
   void read(int32_t layer, int64_t slot, float* k, float* v) const;
 
  private:
+  // K and V planes of a layer: 2, or 1 for a K-only cache (whose V row is the K row).
+  size_t planes() const { return config_.k_only ? 1 : 2; }
   size_t offset(int32_t layer, int64_t slot, int kv) const {
-    return ((size_t(layer) * 2 + size_t(kv)) * size_t(n_slots()) + size_t(slot)) * row_bytes_;
+    const size_t plane = config_.k_only ? 0 : size_t(kv);
+    return ((size_t(layer) * planes() + plane) * size_t(n_slots()) + size_t(slot)) * row_bytes_;
   }
 
   KvCacheConfig config_;
   size_t head_bytes_ = 0;
   size_t row_bytes_ = 0;
-  // [n_layer][K|V][n_slots][n_head_kv][head row]
+  // [n_layer][K|V, or K alone][n_slots][n_head_kv][head row]
   std::vector<uint8_t> storage_;
   std::vector<float> state_;  // [n_state_slots][n_state_layers][state_floats]
 };

@@ -4,8 +4,9 @@
 // registers blocks as they fill up so later requests can share them, and frees a request.
 // For a model with recurrent layers it also gives each running sequence a state slot (taken with
 // its first blocks, all or none, and given back with them). Such a sequence's state covers
-// exactly the tokens it computed, so it finds no prefix in the cache (the blocks of another
-// sequence would come without the state after them) and cannot be truncated.
+// exactly the tokens it computed, so it cannot be truncated, and a cached prefix is of use only
+// up to a state checkpoint (state_checkpoints.h): the longest prefix of cached blocks that ends
+// where a checkpoint was taken is reused, and the checkpoint's state restored into the slot.
 // Thread-safety: not synchronised; the engine thread owns it (with the pool).
 #include <cstdint>
 #include <span>
@@ -13,6 +14,7 @@
 
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
+#include "kv/state_checkpoints.h"
 #include "kv/state_slot_pool.h"
 
 namespace vela {
@@ -24,13 +26,28 @@ struct KvSequence {
       block_hashes;             // chained hashes of the full blocks of the token list known so far
   int32_t n_cached_blocks = 0;  // leading blocks already registered with the pool
   int32_t state_slot = -1;      // recurrent-state slot while it holds blocks (recurrent models)
+  // A checkpoint slot whose state the sequence's slot must take before its next pass (its cached
+  // prefix ends there), or -1.
+  int32_t restore_from = -1;
+};
+
+// A recurrent state to save during a pass: the state after a sequence's first `position` tokens
+// into checkpoint slot `slot`.
+struct PlannedCheckpoint {
+  int32_t position = 0;
+  int32_t slot = 0;
 };
 
 class KvCacheManager {
  public:
-  // state_slots: the recurrent-state slots of a model with recurrent layers, else null.
-  KvCacheManager(BlockPool& pool, int32_t block_size, StateSlotPool* state_slots = nullptr)
-      : pool_(pool), block_size_(block_size), state_slots_(state_slots) {}
+  // state_slots: the recurrent-state slots of a model with recurrent layers, else null;
+  // checkpoints: where its prefixes' states are saved (null or disabled: no prefix reuse).
+  KvCacheManager(BlockPool& pool, int32_t block_size, StateSlotPool* state_slots = nullptr,
+                 StateCheckpoints* checkpoints = nullptr)
+      : pool_(pool),
+        block_size_(block_size),
+        state_slots_(state_slots),
+        checkpoints_(checkpoints) {}
 
   int32_t block_size() const { return block_size_; }
   BlockPool& pool() { return pool_; }
@@ -47,6 +64,13 @@ class KvCacheManager {
 
   // Registers every block fully covered by the first n_computed tokens with the prefix cache.
   void cache_full_blocks(std::span<const int32_t> tokens, int32_t n_computed, KvSequence& seq);
+
+  // Recurrent models: the checkpoints a pass computing tokens [n_computed, n_computed + n_new)
+  // of `tokens` saves, appended to `out` (slots reserved; the caller commits or cancels them):
+  // one at each multiple of the checkpoint interval in (n_computed, n_computed + n_new] whose
+  // prefix has none yet.
+  void plan_checkpoints(std::span<const int32_t> tokens, int32_t n_computed, int32_t n_new,
+                        KvSequence& seq, std::vector<PlannedCheckpoint>& out);
 
   // Returns the blocks past the first n_tokens positions (rolled-back speculative tokens). They
   // hold no verified full block, so none of them is registered with the prefix cache.
@@ -66,6 +90,7 @@ class KvCacheManager {
   BlockPool& pool_;
   int32_t block_size_;
   StateSlotPool* state_slots_;
+  StateCheckpoints* checkpoints_;
   BlockHasher hasher_;
 };
 

@@ -45,6 +45,15 @@ enum class LayerPattern {
   // Gated DeltaNet layers, with full attention on every full_attention_interval-th layer
   // ((i + 1) % interval == 0; qwen35); the ssm.* keys give the DeltaNet geometry.
   kDeltaNetHybrid,
+  // Every layer multi-head latent attention (deepseek2): the cache holds one compressed row per
+  // token, the attention.*_lora_rank and *_mla keys give the geometry.
+  kLatentAttention,
+};
+
+// How router logits become expert scores (<arch>.expert_gating_func: 1 softmax, 2 sigmoid).
+enum class ExpertGating {
+  kSoftmax,  // softmax over all experts
+  kSigmoid,  // each expert's sigmoid on its own (deepseek2 V3 form, glm4moe)
 };
 
 struct ArchDescription {
@@ -80,6 +89,11 @@ struct ArchDescription {
   // A shared expert beside the routed ones (ffn_{gate,up,down}_shexp, expert_shared_feed_forward
   // _length wide), its output scaled by sigmoid(ffn_gate_inp_shexp . x).
   bool gated_shared_expert = false;
+  // Shared experts beside the routed ones, their output simply added: ffn_{gate,up,down}_shexp,
+  // expert_feed_forward_length x expert_shared_count wide (deepseek2).
+  bool ungated_shared_expert = false;
+  // Expert scores when the file has no expert_gating_func key.
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
 };
 
 // The description of a supported architecture, or nullptr.
@@ -99,6 +113,7 @@ ArchDescription gemma3();
 ArchDescription phi3();
 ArchDescription qwen35();
 ArchDescription qwen35moe();
+ArchDescription deepseek2();
 }  // namespace arch
 
 }  // namespace vela

@@ -40,13 +40,13 @@ AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p
   const size_t rows = size_t(kAttentionMaxTokens) * size_t(p.group());
   scores.resize(size_t(score_row_stride(max_context)) * rows);
   query.resize(rows * size_t(p.head_dim));
-  acc.resize(rows * size_t(p.head_dim));
+  acc.resize(rows * size_t(p.v_dim()));
 }
 
 void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
-                        int32_t first_head, int32_t n_heads, const float* q, int64_t row_stride,
+                        int32_t first_head, int32_t n_heads, const float* q, int64_t q_stride,
                         int32_t n_tokens, int32_t first_position, const int32_t* block_table,
-                        float* out, AttentionScratch& s) {
+                        float* out, int64_t out_stride, AttentionScratch& s) {
   assert(n_tokens >= 1 && n_tokens <= kAttentionMaxTokens);
   assert(n_heads >= 1 && first_head / p.group() == (first_head + n_heads - 1) / p.group());
   const KvType type = cache.config().type;
@@ -56,6 +56,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   const kernels::AttnAxpyRowsFn axpy_rows = kern.axpy_rows_for(row_type(type));
   const int32_t bs = cache.config().block_size;
   const int32_t hd = p.head_dim;
+  const int32_t vd = p.v_dim();
   const int32_t kv_head = first_head / p.group();
   const int32_t n_rows = n_tokens * n_heads;  // row r = token * n_heads + head in the call
   const int32_t window = p.sliding_window;
@@ -81,7 +82,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   // Queries as the dots see them, [n_rows, head_dim].
   for (int32_t t = 0; t < n_tokens; ++t)
     for (int32_t g = 0; g < n_heads; ++g) {
-      const float* qh = q + t * row_stride + int64_t(first_head + g) * hd;
+      const float* qh = q + t * q_stride + int64_t(first_head + g) * hd;
       float* qr = s.query.data() + size_t(t * n_heads + g) * size_t(hd);
       if (f16_math)
         kern.round_f16(qh, qr, hd);
@@ -115,7 +116,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
 
   // Pass 2: probability-weighted sum of V, each V row read once; consecutive positions seen by
   // the same rows go to the kernel together (up to kAttnMaxPositions).
-  std::fill(s.acc.begin(), s.acc.begin() + size_t(n_rows) * size_t(hd), 0.0f);
+  std::fill(s.acc.begin(), s.acc.begin() + size_t(n_rows) * size_t(vd), 0.0f);
   for (int32_t j = lo; j <= last_position;) {
     int32_t t_lo, t_hi;
     tokens_seeing(j, t_lo, t_hi);
@@ -134,23 +135,24 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     }
     const int32_t r0 = t_lo * n_heads;
     axpy_rows(&score(j, r0), stride, (t_hi + 1) * n_heads - r0, v, n_pos,
-              s.acc.data() + size_t(r0) * size_t(hd), hd, hd);
+              s.acc.data() + size_t(r0) * size_t(vd), vd, vd);
     j += n_pos;
   }
   for (int32_t t = 0; t < n_tokens; ++t)
     for (int32_t g = 0; g < n_heads; ++g) {
-      const float* acc = s.acc.data() + size_t(t * n_heads + g) * size_t(hd);
-      std::copy(acc, acc + hd, out + t * row_stride + int64_t(first_head + g) * hd);
+      const float* acc = s.acc.data() + size_t(t * n_heads + g) * size_t(vd);
+      std::copy(acc, acc + vd, out + t * out_stride + int64_t(first_head + g) * vd);
     }
 }
 
 void attention_one_token(const KvCache& cache, int32_t layer, const AttentionParams& p,
                          const float* q, int32_t position, const int32_t* block_table, float* out,
                          AttentionScratch& scratch) {
-  const int64_t stride = int64_t(p.n_head) * p.head_dim;
+  const int64_t q_stride = int64_t(p.n_head) * p.head_dim;
+  const int64_t out_stride = int64_t(p.n_head) * p.v_dim();
   for (int32_t kv_head = 0; kv_head < p.n_head_kv; ++kv_head)
-    attention_kv_group(cache, layer, p, kv_head * p.group(), p.group(), q, stride, 1, position,
-                       block_table, out, scratch);
+    attention_kv_group(cache, layer, p, kv_head * p.group(), p.group(), q, q_stride, 1, position,
+                       block_table, out, out_stride, scratch);
 }
 
 }  // namespace vela

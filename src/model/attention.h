@@ -15,6 +15,10 @@
 //   more accurate choice where no reference arithmetic is to be matched).
 // Every (token, head) result is computed in the same order whatever else shares the call, so
 // the output does not depend on how a batch is split into calls or over threads.
+//
+// Multi-head latent attention runs here too, in its absorbed form: one KV head whose K row is a
+// token's compressed row [c_kv | k_pe] in a K-only cache, and whose V is the leading value_dim
+// (kv_lora_rank) values of that same row.
 #include <cstdint>
 #include <vector>
 
@@ -29,8 +33,12 @@ struct AttentionParams {
   int32_t sliding_window = 0;  // 0 = attend to every earlier position
   float scale = 1.0f;          // usually 1/sqrt(head_dim)
   float softcap = 0.0f;        // scaled scores -> softcap * tanh(score / softcap); 0 = none
+  // Values per head, 0 = head_dim. Fewer than head_dim: V is the first value_dim values of the
+  // V row (of a K-only cache, its K row); q8_0 rows then need value_dim a multiple of 32.
+  int32_t value_dim = 0;
 
   int32_t group() const { return n_head / n_head_kv; }  // query heads per KV head
+  int32_t v_dim() const { return value_dim > 0 ? value_dim : head_dim; }
 };
 
 // Most tokens one attention_kv_group call takes.
@@ -41,7 +49,7 @@ constexpr int32_t kAttentionMaxTokens = 4;
 struct AttentionScratch {
   std::vector<float> scores;  // [max rows, score row stride] scores, then probabilities
   std::vector<float> query;   // [max rows, head_dim] queries as the dots see them (f16-rounded)
-  std::vector<float> acc;     // [max rows, head_dim]
+  std::vector<float> acc;     // [max rows, v_dim]
   AttentionScratch(int32_t max_context, const AttentionParams& p);
 };
 
@@ -51,16 +59,17 @@ struct AttentionScratch {
 // out[t, h, :] = softmax(q[t, h] · K^T * scale) · V over the positions token t sees, reading
 // layer `layer`'s K/V through the block table. The cache must already hold K/V for every
 // position up to first_position + n_tokens - 1.
-// q, out: [n_tokens, row_stride] with head h of token t at t * row_stride + h * head_dim; only
-// those heads of out are written. block_table: [>= last position / block_size + 1].
+// q: [n_tokens, q_stride] with head h of token t at t * q_stride + h * head_dim; out:
+// [n_tokens, out_stride] with head h at t * out_stride + h * v_dim(); only those heads of out
+// are written. block_table: [>= last position / block_size + 1].
 // 1 <= n_tokens <= kAttentionMaxTokens.
 void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
-                        int32_t first_head, int32_t n_heads, const float* q, int64_t row_stride,
+                        int32_t first_head, int32_t n_heads, const float* q, int64_t q_stride,
                         int32_t n_tokens, int32_t first_position, const int32_t* block_table,
-                        float* out, AttentionScratch& scratch);
+                        float* out, int64_t out_stride, AttentionScratch& scratch);
 
 // Every query head of ONE token at `position`.
-// q: [n_head, head_dim]; block_table: [>= position / block_size + 1]; out: [n_head, head_dim]
+// q: [n_head, head_dim]; block_table: [>= position / block_size + 1]; out: [n_head, v_dim]
 void attention_one_token(const KvCache& cache, int32_t layer, const AttentionParams& p,
                          const float* q, int32_t position, const int32_t* block_table, float* out,
                          AttentionScratch& scratch);

@@ -49,7 +49,9 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   }
   if (c.moe()) moe_ = std::make_unique<MoeFeedForward>(*model_, options_.max_batch_tokens);
   // The dense FFN's, or the shared expert's, gate and up products.
-  const size_t ff = size_t(c.moe() ? c.n_ff_shared_expert : c.n_ff);
+  size_t ff = 0;
+  for (const LayerConfig& lc : c.layers)
+    ff = std::max(ff, size_t(lc.moe ? c.n_ff_shared_expert : c.n_ff));
   gate_.resize(T * ff);
   up_.resize(T * ff);
   if (c.n_ff_shared_expert > 0) shared_out_.resize(T * size_t(c.n_embd));
@@ -57,6 +59,11 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
     delta_net_ = std::make_unique<GatedDeltaNetMixer>(c, options_.max_batch_tokens,
                                                       pool_->n_threads());
     spans_.reserve(T);
+  }
+  if (c.latent_attention()) {
+    latent_ = std::make_unique<LatentAttentionMixer>(c, options_.max_batch_tokens);
+    for (const LayerWeights& l : model_->weights().layers)
+      if (l.mla.k_b.data != nullptr) latent_->reserve(l.mla);
   }
   proj_.resize(T * size_t(c.n_embd));
   rope_cs_.resize(2 * T * size_t(c.n_rot));
@@ -208,11 +215,19 @@ void DecoderForward::find_token_runs(const ForwardBatch& b) {
     const int32_t visible = c.sliding_window > 0 ? std::min(pos + 1, c.sliding_window) : pos + 1;
     attention_work_ += int64_t(visible) * c.n_head * c.head_dim * 2;
   }
+  // Each span's checkpoints: a run of b.state_checkpoints (in span order, validate()).
+  size_t span = 0;
+  for (int32_t k = 0; k < int32_t(b.state_checkpoints.size()); ++k) {
+    const int32_t s = b.state_checkpoints[size_t(k)].seq;
+    while (b.seq_index[size_t(spans_[span].first)] != s) ++span;
+    if (spans_[span].n_checkpoints++ == 0) spans_[span].first_checkpoint = k;
+  }
 }
 
 void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
-                             const AttentionParams& p) {
+                               const AttentionParams& p, const float* q, float* out) {
   const int64_t q_dim = int64_t(p.n_head) * p.head_dim;
+  const int64_t out_dim = int64_t(p.n_head) * p.v_dim();
   const int32_t group = p.group();
   const int32_t n_threads = pool_->n_threads();
   const bool parallel = n_threads > 1 && attention_work_ >= min_work_;
@@ -231,10 +246,9 @@ void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int3
     if (n_heads <= 0) return;
     const int32_t s = b.seq_index[size_t(run.first)];
     attention_kv_group(cache, layer, p, kv_head * group + first, n_heads,
-                       q_.data() + run.first * q_dim, q_dim, run.n_tokens,
-                       b.positions[size_t(run.first)],
+                       q + run.first * q_dim, q_dim, run.n_tokens, b.positions[size_t(run.first)],
                        b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
-                       attn_.data() + run.first * q_dim, attn_scratch_[size_t(thread)]);
+                       out + run.first * out_dim, out_dim, attn_scratch_[size_t(thread)]);
   };
   const int64_t n_tasks = n_pairs * parts;
   if (parallel) {
@@ -257,8 +271,13 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   if (b.max_blocks_per_seq <= 0 || b.block_tables.size() % size_t(b.max_blocks_per_seq) != 0)
     return make_error("batch block table shape is invalid");
   const KvCacheConfig& kc = cache.config();
-  if (kc.n_layer != c.n_kv_layers || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim)
+  if (kc.n_layer != c.n_kv_layers || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim ||
+      kc.k_only != c.latent_attention())
     return make_error("KV cache geometry does not match the model");
+  // Latent attention reads V as the leading kv_lora_rank values of each row: whole q8_0 blocks.
+  if (c.latent_attention() && kc.type == KvType::kQ8_0 && c.mla.kv_lora_rank % kKvQ8Block != 0)
+    return make_error("a q8_0 KV cache needs kv_lora_rank " + std::to_string(c.mla.kv_lora_rank) +
+                      " to be a multiple of 32");
   if (c.recurrent()) {
     if (kc.n_state_layers != c.n_state_layers || kc.state_floats != c.delta_net.state_floats())
       return make_error("the cache's recurrent-state geometry does not match the model");
@@ -284,6 +303,38 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
         if (b.seq_index[size_t(u)] == s)
           return make_error("a sequence's tokens are not next to each other in the batch");
     }
+    // Checkpoints: within their sequence's tokens, in the batch's order of sequences and then
+    // by position, into slots no sequence of the batch runs in.
+    int32_t last_first = -1, last_position = 0;
+    for (const StateCheckpointWrite& cp : b.state_checkpoints) {
+      if (cp.seq < 0 || cp.seq >= b.n_seqs())
+        return make_error("checkpoint's sequence out of range");
+      int32_t first = -1, n = 0;
+      for (int32_t t = 0; t < T; ++t)
+        if (b.seq_index[size_t(t)] == cp.seq) {
+          if (first < 0) first = t;
+          ++n;
+        }
+      if (first < 0) return make_error("checkpoint of a sequence without tokens in the batch");
+      const int32_t p0 = b.positions[size_t(first)];
+      if (cp.position <= p0 || cp.position > p0 + n)
+        return make_error("checkpoint position " + std::to_string(cp.position) +
+                          " is outside its sequence's tokens in the batch");
+      if (first < last_first || (first == last_first && cp.position <= last_position))
+        return make_error("checkpoints are not in batch order");
+      last_first = first;
+      last_position = cp.position;
+      if (cp.slot < 0 || cp.slot >= kc.n_state_slots)
+        return make_error("checkpoint slot " + std::to_string(cp.slot) + " out of range");
+      for (int32_t slot : b.state_slots)
+        if (slot == cp.slot) return make_error("a checkpoint slot is a running sequence's slot");
+    }
+    for (size_t i = 0; i < b.state_checkpoints.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (b.state_checkpoints[i].slot == b.state_checkpoints[j].slot)
+          return make_error("two checkpoints share a slot");
+  } else if (!b.state_checkpoints.empty()) {
+    return make_error("state checkpoints for a model without recurrent layers");
   }
   for (int32_t b_id : b.block_tables)
     if (b_id < -1 || b_id >= kc.n_blocks)
@@ -483,10 +534,12 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     const LayerConfig& lc = c.layers[size_t(il)];
     ops.next("attn_norm");
     norm(l.attn_norm);
-    if (lc.mixer == MixerKind::kGatedDeltaNet) {
+    if (lc.mixer == MixerKind::kLatentAttention) {
+      latent_attention_mixer(b, cache, l, lc, T, ops);
+    } else if (lc.mixer == MixerKind::kGatedDeltaNet) {
       ops.next("delta_net");
-      delta_net_->run(spans_, cache, l.delta_net, lc.state_index, xn_.data(), T, *projector_,
-                      *pool_, min_work_, proj_.data());
+      delta_net_->run(spans_, b.state_checkpoints, cache, l.delta_net, lc.state_index, xn_.data(),
+                      T, *projector_, *pool_, min_work_, proj_.data());
     } else {
       attention_mixer(b, cache, l, lc, T, ops);
     }
@@ -580,7 +633,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, cons
                              c.arch->prescale_query ? 1.0f : attn_scale,
                              c.attn_softcap};
   ops.next("attention");
-  attention(b, cache, kv_layer, attn);
+  attention(b, cache, kv_layer, attn, q_.data(), attn_.data());
   if (gated) {
     for_ranges(T * q_dim, 16, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
@@ -591,11 +644,24 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, cons
   output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
 }
 
+void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cache,
+                                            const LayerWeights& l, const LayerConfig& lc,
+                                            int64_t T, trace::Phases& ops) {
+  ops.next("latent_attention");
+  const auto attend = [&](const AttentionParams& p, const float* q, float* latent) {
+    attention(b, cache, lc.kv_index, p, q, latent);
+  };
+  latent_->run(l.mla, xn_.data(), T, rope_cs_.data(), slots_.data(), cache, lc.kv_index,
+               *projector_, *pool_, min_work_, options_.min_parallel_work, attend, attn_.data());
+  ops.next("attn_out_matmul");
+  output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
+}
+
 void DecoderForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
     if (split_layers_) tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
-    if (!l.shared_expert_gate.empty()) shared_expert(l, T);
+    if (l.shared_expert.gate.data != nullptr) shared_expert(l, T);
     return;
   }
   const int64_t n_ff = model_->config().n_ff;
@@ -617,15 +683,20 @@ void DecoderForward::shared_expert(const LayerWeights& l, int64_t T) {
     silu_mul(gate_.data() + i0, up_.data() + i0, i1 - i0);
   });
   project(gate_.data(), T, {{&sh.down, shared_out_.data()}});
-  // proj += sigmoid(ffn_gate_inp_shexp . xn) * shared
+  // proj += sigmoid(ffn_gate_inp_shexp . xn) * shared, or proj += shared without a gate
+  const bool gated = !l.shared_expert_gate.empty();
   for_ranges(T, 2 * E, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
+      const float* from = shared_out_.data() + t * E;
+      float* to = proj_.data() + t * E;
+      if (!gated) {
+        add_inplace(to, from, E);
+        continue;
+      }
       const float* xn = xn_.data() + t * E;
       float dot = 0.0f;
       for (int64_t i = 0; i < E; ++i) dot += xn[i] * l.shared_expert_gate[size_t(i)];
       const float gate = 1.0f / (1.0f + std::exp(-dot));
-      const float* from = shared_out_.data() + t * E;
-      float* to = proj_.data() + t * E;
       for (int64_t i = 0; i < E; ++i) to[i] += gate * from[i];
     }
   });

@@ -2,7 +2,8 @@
 // The decoder forward pass over a batch of tokens from several sequences, reading and writing
 // K/V through block tables in a paged KV cache, and the recurrent state of sequences through
 // their state slots. One pass serves every architecture: each layer is norm -> mixer -> norm ->
-// FFN, the mixer attention (global or windowed) or Gated DeltaNet (gated_deltanet.h), the FFN
+// FFN, the mixer attention (global or windowed), Gated DeltaNet (gated_deltanet.h) or multi-head
+// latent attention (latent_attention.h), the FFN
 // dense, a mixture of experts, or experts beside a gated shared expert. It follows the model's
 // description (architecture.h: Q/K norms, biases, post-norms, output gates, activation,
 // soft-caps) and its config (each layer's mixer, window, RoPE and cache place). A
@@ -24,6 +25,7 @@
 #include "model/attention.h"
 #include "model/forward_batch.h"
 #include "model/gated_deltanet.h"
+#include "model/latent_attention.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/projector.h"
@@ -122,15 +124,20 @@ class DecoderForward {
   template <class Fn>
   void for_ranges(int64_t n, int64_t item_cost, const Fn& fn);
   void find_token_runs(const ForwardBatch& b);
+  // Attention of every token run of the batch over cache layer kv_layer.
+  // q: [T, n_head * head_dim]; out: [T, n_head * v_dim] (p's sizes).
   void attention(const ForwardBatch& b, const KvCache& cache, int32_t kv_layer,
-                 const AttentionParams& p);
+                 const AttentionParams& p, const float* q, float* out);
   // The attention mixer of a layer: xn_ in, its output projection in proj_ (the projections, q/k
   // norms, RoPE, the batch's K/V into the cache, attention, the output gate where the family has
   // one).
   void attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
                        const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
+  // The latent-attention mixer of a layer: xn_ in, its output projection in proj_.
+  void latent_attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
+                              const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
-  // proj_ += the gated shared expert of xn_.
+  // proj_ += the shared expert of xn_ (scaled by its gate where it has one).
   void shared_expert(const LayerWeights& l, int64_t n_tokens);
   // The output head over final_'s n_logits rows into logits (gathering the ranks' vocabulary
   // slices when tensor-parallel).
@@ -156,6 +163,7 @@ class DecoderForward {
   bool any_local_rope_ = false;          // some layer uses rope_local_
   std::unique_ptr<MoeFeedForward> moe_;  // MoE models only
   std::unique_ptr<GatedDeltaNetMixer> delta_net_;  // models with Gated DeltaNet layers only
+  std::unique_ptr<LatentAttentionMixer> latent_;   // models with latent-attention layers only
 
   // Work buffers, sized once for max_batch_tokens (T).
   std::vector<float> x_;        // [T, n_embd] residual stream
@@ -163,10 +171,10 @@ class DecoderForward {
   std::vector<float> q_;        // [T, n_head * head_dim]
   std::vector<float> k_;        // [T, n_head_kv * head_dim]
   std::vector<float> v_;        // [T, n_head_kv * head_dim]
-  std::vector<float> attn_;     // [T, n_head * head_dim]
+  std::vector<float> attn_;     // [T, n_head * head_dim] (latent attention: n_head * v_head_dim)
   std::vector<float> q_gate_;   // [T, n_head, 2, head_dim] query and gate rows (output gate)
   std::vector<float> attn_gate_;  // [T, n_head * head_dim] the output gate (before sigmoid)
-  std::vector<float> gate_;       // [T, n_ff] (dense FFN; n_ff_shared_expert: shared expert)
+  std::vector<float> gate_;  // [T, the wider of n_ff (dense layers), n_ff_shared_expert (MoE ones)]
   std::vector<float> up_;         // [T, n_ff] (the same)
   std::vector<float> shared_out_;  // [T, n_embd] the shared expert's output
   std::vector<float> proj_;     // [T, n_embd] output of attn_output / ffn_down

@@ -11,6 +11,14 @@
 
 namespace vela {
 
+// A recurrent state to save in a pass: sequence `seq`'s state after its first `position` tokens,
+// into state slot `slot` (a prefix checkpoint).
+struct StateCheckpointWrite {
+  int32_t seq = 0;
+  int32_t position = 0;
+  int32_t slot = 0;
+};
+
 struct ForwardBatch {
   std::span<const int32_t> token_ids;  // [n_tokens]
   std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
@@ -22,6 +30,8 @@ struct ForwardBatch {
       logits_indices;  // [n_logits] indices of the tokens whose logits are wanted
   std::span<const int32_t> hidden_indices;  // [n_hidden] tokens whose final hidden state is wanted
   std::span<const int32_t> state_slots;     // [n_seqs] recurrent-state slot of each sequence
+  // [n_checkpoints] states to save on the way, each within its sequence's tokens of the batch
+  std::span<const StateCheckpointWrite> state_checkpoints;
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t n_seqs() const {

@@ -45,7 +45,8 @@ void GatedDeltaNetMixer::reserve(const DeltaNetWeights& w, int32_t max_tokens,
     projector.reserve(*m, max_tokens);
 }
 
-void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans, KvCache& cache,
+void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
+                             std::span<const StateCheckpointWrite> checkpoints, KvCache& cache,
                              const DeltaNetWeights& w, int32_t state_layer, const float* xn,
                              int64_t T, Projector& projector, ThreadPool& pool, int64_t min_work,
                              float* out) {
@@ -84,6 +85,12 @@ void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans, KvCache& cache
         for (int32_t j = 0; j < K; ++j) sum += taps[j] * input(t + j - (K - 1));
         conv_[size_t((s.first + t) * C + c)] = silu(sum);
       }
+      for (int32_t k = s.first_checkpoint; k < s.first_checkpoint + s.n_checkpoints; ++k) {
+        const StateCheckpointWrite& cp = checkpoints[size_t(k)];
+        float* saved = cache.state(state_layer, cp.slot);
+        const int64_t end = cp.position - s.position;  // the inputs before this one
+        for (int32_t j = 0; j < K - 1; ++j) saved[j * C + c] = input(end + j - (K - 1));
+      }
       for (int32_t j = 0; j < K - 1; ++j) carried[j * C + c] = input(s.n_tokens + j - (K - 1));
     }
   });
@@ -110,7 +117,7 @@ void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans, KvCache& cache
     const int32_t kh = h % n_k;
     const int64_t first = s.first;
     float* state = cache.state(state_layer, s.state_slot) + d_.conv_state_floats() +
-                   int64_t(h) * dv * dk;
+                   int64_t(h) * dv * dk;  // [dv, dk]
     DeltaRuleHead head;
     head.q = conv_.data() + first * C + int64_t(kh) * dk;
     head.k = conv_.data() + first * C + key_dim + int64_t(kh) * dk;
@@ -122,10 +129,32 @@ void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans, KvCache& cache
     head.out = o_.data() + first * value_dim + int64_t(h) * dv;
     head.out_stride = value_dim;
     head.state = state;
-    if (s.n_tokens >= kDeltaChunkMinTokens)
-      delta_rule_chunked(head, s.n_tokens, dk, dv, scratch_[size_t(thread)]);
-    else
-      delta_rule_recurrent(head, s.n_tokens, dk, dv);
+    const int64_t head_offset = d_.conv_state_floats() + int64_t(h) * dv * dk;
+    int32_t next_checkpoint = s.first_checkpoint;
+    for (int32_t t = 0; t < s.n_tokens;) {
+      // Up to the next multiple of kDeltaChunk positions, or the next checkpoint.
+      const int32_t pos = s.position + t;
+      int32_t end = std::min(s.n_tokens, (pos / kDeltaChunk + 1) * kDeltaChunk - s.position);
+      const bool at_checkpoint = next_checkpoint < s.first_checkpoint + s.n_checkpoints &&
+                                 checkpoints[size_t(next_checkpoint)].position - s.position <= end;
+      if (at_checkpoint) end = checkpoints[size_t(next_checkpoint)].position - s.position;
+      DeltaRuleHead piece = head;
+      piece.q += t * C;
+      piece.k += t * C;
+      piece.v += t * C;
+      piece.g += t * n_v;
+      piece.beta += t * n_v;
+      piece.out += t * value_dim;
+      if (end - t >= kDeltaChunkMinTokens)
+        delta_rule_chunked(piece, end - t, dk, dv, scratch_[size_t(thread)]);
+      else
+        delta_rule_recurrent(piece, end - t, dk, dv);
+      if (at_checkpoint) {
+        const StateCheckpointWrite& cp = checkpoints[size_t(next_checkpoint++)];
+        std::copy_n(state, int64_t(dv) * dk, cache.state(state_layer, cp.slot) + head_offset);
+      }
+      t = end;
+    }
   };
   const int64_t rule_work = T * n_v * int64_t(dk) * dv * 4;
   if (pool.n_threads() > 1 && n_tasks > 1 && rule_work >= min_work) {

@@ -7,16 +7,19 @@
 //   g = softplus(ssm_alpha x + dt_bias) * a            (log-decay, a = -exp(A_log) < 0)
 //   o = gated delta rule (gated_delta_rule.h), value head h reading key head h % n_k_heads
 //   out = ssm_out (rms_norm(o per head) * ssm_norm * silu(attn_gate x))
-// A sequence whose first token in the batch is at position 0 starts from a zero state. Prompts
-// of at least kDeltaChunkMinTokens tokens use the chunked form of the rule, shorter runs (decode)
-// the recurrence; which one depends only on the sequence's own tokens in the pass, so a
-// sequence's output does not depend on what else the batch holds.
+// A sequence whose first token in the batch is at position 0 starts from a zero state. A
+// sequence's tokens go through the rule in pieces that end at every multiple of kDeltaChunk
+// positions (and at its checkpoints, which the engine places at such multiples): pieces of at
+// least kDeltaChunkMinTokens tokens in the chunked form, shorter ones (decode) by the recurrence.
+// The pieces depend only on the sequence's own positions in the pass, so its output does not
+// depend on what else the batch holds, nor on whether a checkpoint is saved.
 // Thread-safety: one run at a time (it owns the work buffers); owned by one DecoderForward.
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "model/forward_batch.h"
 #include "model/gated_delta_rule.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
@@ -25,16 +28,20 @@
 
 namespace vela {
 
-// A sequence's tokens in a batch: consecutive batch rows at consecutive positions.
+// A sequence's tokens in a batch: consecutive batch rows at consecutive positions, and the
+// checkpoints of its state to save on the way.
 struct SequenceSpan {
   int32_t first = 0;     // batch index of its first token
   int32_t n_tokens = 0;  //
   int32_t position = 0;  // position of its first token
   int32_t state_slot = 0;
+  // checkpoints[first_checkpoint, + n_checkpoints) of run()'s, by position
+  int32_t first_checkpoint = 0;
+  int32_t n_checkpoints = 0;
 };
 
 // Runs this long or longer go through the chunked form of the delta rule.
-inline constexpr int32_t kDeltaChunkMinTokens = 16;
+inline constexpr int32_t kDeltaChunkMinTokens = 8;
 
 class GatedDeltaNetMixer {
  public:
@@ -48,9 +55,11 @@ class GatedDeltaNetMixer {
   // `state_layer` of its slot) advances by its tokens.
   // xn, out: [n_tokens, n_embd]; spans cover the batch's tokens. Element-wise loops below
   // min_work multiply-adds stay on the calling thread.
-  void run(std::span<const SequenceSpan> spans, KvCache& cache, const DeltaNetWeights& w,
-           int32_t state_layer, const float* xn, int64_t n_tokens, Projector& projector,
-           ThreadPool& pool, int64_t min_work, float* out);
+  // checkpoints: the spans' states to save, each span's by position.
+  void run(std::span<const SequenceSpan> spans, std::span<const StateCheckpointWrite> checkpoints,
+           KvCache& cache, const DeltaNetWeights& w, int32_t state_layer, const float* xn,
+           int64_t n_tokens, Projector& projector, ThreadPool& pool, int64_t min_work,
+           float* out);
 
  private:
   const ModelConfig& config_;

@@ -81,6 +81,77 @@ Status read_rope(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return {};
 }
 
+// The attention heads' size (attention.key_length, else n_embd / n_head) and rotated part.
+Status read_head_geometry(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  auto key_length = g.get_int(a + "attention.key_length");
+  if (!key_length) return key_length.error();
+  if (!key_length->has_value() && c.n_embd % c.n_head != 0)
+    return make_error("embedding_length " + std::to_string(c.n_embd) +
+                      " is not a multiple of attention.head_count " + std::to_string(c.n_head) +
+                      " (and no attention.key_length gives the head size)");
+  c.head_dim = c.n_embd / c.n_head;
+  VELA_TRY(read_int(g, a + "attention.key_length", c.head_dim, false, 1, 1 << 12));
+  int32_t value_length = c.head_dim;
+  VELA_TRY(read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 12));
+  if (value_length != c.head_dim)
+    return make_error("attention.value_length different from key_length is not supported");
+  if (c.head_dim % 2 != 0)
+    return make_error("head dimension " + std::to_string(c.head_dim) + " must be even");
+  c.n_rot = c.head_dim;
+  VELA_TRY(read_int(g, a + "rope.dimension_count", c.n_rot, false, 2, c.head_dim));
+  if (c.n_rot % 2 != 0) return make_error("rope.dimension_count must be even");
+  return {};
+}
+
+// Multi-head latent attention: the *_lora_rank and *_mla keys. head_dim and n_head_kv are the
+// absorbed form's: one cache row of kv_lora_rank + rope values per token serves every head.
+Status read_latent_geometry(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  LatentAttentionConfig& m = c.mla;
+  const std::string kv_key = a + "attention.kv_lora_rank";
+  VELA_TRY(read_int(g, kv_key, m.kv_lora_rank, false, 0, 1 << 16));
+  if (m.kv_lora_rank == 0)
+    return make_error("metadata '" + kv_key + "' is missing or 0: '" + c.arch_name +
+                      "' needs the rank of its compressed KV rows (multi-head latent attention)");
+  VELA_TRY(read_int(g, a + "attention.q_lora_rank", m.q_lora_rank, false, 0, 1 << 16));
+  int32_t key_mla = 0;
+  VELA_TRY(read_int(g, a + "attention.key_length_mla", key_mla, true, 3, 1 << 12));
+  VELA_TRY(read_int(g, a + "attention.value_length_mla", m.v_head_dim, true, 1, 1 << 12));
+  VELA_TRY(read_int(g, a + "rope.dimension_count", m.rope_dim, true, 2, key_mla - 1));
+  if (m.rope_dim % 2 != 0) return make_error("rope.dimension_count must be even");
+  m.nope_dim = key_mla - m.rope_dim;
+  c.n_rot = m.rope_dim;
+  c.head_dim = m.cache_dim();
+  c.n_head_kv = 1;
+  // key_length / value_length, where present, state the absorbed form's sizes.
+  int32_t key_length = c.head_dim, value_length = m.kv_lora_rank;
+  VELA_TRY(read_int(g, a + "attention.key_length", key_length, false, 1, 1 << 17));
+  VELA_TRY(read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 17));
+  if (key_length != c.head_dim || value_length != m.kv_lora_rank)
+    return make_error("metadata '" + a + "attention.key_length' / 'value_length' = " +
+                      std::to_string(key_length) + " / " + std::to_string(value_length) +
+                      " differ from kv_lora_rank + rope.dimension_count = " +
+                      std::to_string(c.head_dim) + " / kv_lora_rank = " +
+                      std::to_string(m.kv_lora_rank));
+  return {};
+}
+
+// The scores' scale of latent attention. DeepSeek's YaRN keeps each rotated pair's norm (the
+// factor 1 + 0.1 ln s YaRN gives cos and sin is divided out again when
+// rope.scaling.yarn_log_multiplier is set) and scales the scores instead, by mscale^2 with
+// mscale = attn_factor (1 + 0.1 ln s) (1 + yarn_log_multiplier ln s), s = 1 / freq_scale; the
+// converter wrote yarn_log_multiplier as 0.1 mscale_all_dim.
+Status read_latent_scale(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  RopeConfig& r = c.rope;
+  float log_multiplier = 0.0f;
+  VELA_TRY(read_float(g, a + "rope.scaling.yarn_log_multiplier", log_multiplier, 0.0, 1e3));
+  const float log_s = std::log(1.0f / r.freq_scale);
+  const bool yarn = r.scaling == RopeScaling::kYarn && r.yarn_ext_factor != 0.0f;
+  if (yarn && log_multiplier != 0.0f) r.attn_factor /= 1.0f + 0.1f * log_s;
+  const float mscale = r.attn_factor * (1.0f + 0.1f * log_s) * (1.0f + log_multiplier * log_s);
+  c.mla.scale = mscale * mscale / std::sqrt(float(c.mla.key_dim()));
+  return {};
+}
+
 // Which layers are windowed: attention.sliding_window_pattern (a period, or one bool per layer)
 // or the family's default period.
 Status read_windows(const GgufFile& g, const std::string& a, ModelConfig& c) {
@@ -118,6 +189,46 @@ Status read_windows(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return {};
 }
 
+// How tokens choose experts: expert_gating_func, expert_weights_scale, expert groups; and which
+// layers lead dense (leading_dense_block_count).
+Status read_routing(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  int32_t gating = 0;  // 0: the file does not say
+  const std::string gating_key = a + "expert_gating_func";
+  VELA_TRY(read_int(g, gating_key, gating, false, 0, 1 << 16));
+  c.expert_gating = c.arch->expert_gating;
+  if (gating == 1) {
+    c.expert_gating = ExpertGating::kSoftmax;
+  } else if (gating == 2) {
+    c.expert_gating = ExpertGating::kSigmoid;
+  } else if (gating != 0) {
+    return make_error("metadata '" + gating_key + "' = " + std::to_string(gating) +
+                      " is not supported (1 softmax, 2 sigmoid)");
+  }
+  float scale = 0.0f;  // 0: none, as when the key is absent
+  VELA_TRY(read_float(g, a + "expert_weights_scale", scale, 0.0, 1e6));
+  c.expert_weights_scale = scale != 0.0f ? scale : 1.0f;
+  VELA_TRY(read_int(g, a + "expert_group_count", c.n_expert_groups, false, 1, c.n_expert));
+  c.n_expert_groups_used = c.n_expert_groups;
+  VELA_TRY(read_int(g, a + "expert_group_used_count", c.n_expert_groups_used, false, 1,
+                    c.n_expert_groups));
+  if (c.n_expert_groups > 1) {
+    const int32_t per_group = c.n_expert / c.n_expert_groups;
+    // A group's score is the sum of its two best experts' scores.
+    if (c.n_expert % c.n_expert_groups != 0 || per_group < 2)
+      return make_error("metadata '" + a + "expert_group_count' = " +
+                        std::to_string(c.n_expert_groups) + " does not split expert_count " +
+                        std::to_string(c.n_expert) + " into groups of at least 2 experts");
+    if (c.n_expert_used > per_group * c.n_expert_groups_used)
+      return make_error("metadata '" + a + "expert_used_count' = " +
+                        std::to_string(c.n_expert_used) + " exceeds the experts of " +
+                        std::to_string(c.n_expert_groups_used) + " used groups");
+  }
+  int32_t n_dense = 0;
+  VELA_TRY(read_int(g, a + "leading_dense_block_count", n_dense, false, 0, c.n_layer));
+  for (int32_t i = n_dense; i < c.n_layer; ++i) c.layers[size_t(i)].moe = true;
+  return {};
+}
+
 // expert_count / expert_used_count / expert_feed_forward_length, checked against the family.
 Status read_experts(const GgufFile& g, const std::string& a, ModelConfig& c) {
   VELA_TRY(read_int(g, a + "expert_count", c.n_expert, false, 0, 4096));
@@ -143,11 +254,17 @@ Status read_experts(const GgufFile& g, const std::string& a, ModelConfig& c) {
     VELA_TRY(read_int(g, a + "expert_shared_feed_forward_length", c.n_ff_shared_expert, false, 1,
                       1 << 20));
   }
+  if (c.arch->ungated_shared_expert) {
+    int32_t n_shared = 0;
+    VELA_TRY(read_int(g, a + "expert_shared_count", n_shared, false, 0, 64));
+    c.n_ff_shared_expert = n_shared * c.n_ff_expert;
+  }
+  c.shared_expert_gated = c.arch->gated_shared_expert;
   c.renormalize_experts = c.arch->renormalize_experts;
   auto norm = g.get_bool(a + "expert_weights_norm");
   if (!norm) return norm.error();
   if (norm->has_value()) c.renormalize_experts = **norm;
-  return {};
+  return read_routing(g, a, c);
 }
 
 // Which layers are Gated DeltaNet (kDeltaNetHybrid families) and the ssm.* geometry; then every
@@ -177,6 +294,8 @@ Status read_mixers(const GgufFile& g, const std::string& a, ModelConfig& c) {
                         std::to_string(d.head_k_dim));
     for (int32_t i = 0; i < c.n_layer; ++i)
       if ((i + 1) % interval != 0) c.layers[size_t(i)].mixer = MixerKind::kGatedDeltaNet;
+  } else if (c.arch->layer_pattern == LayerPattern::kLatentAttention) {
+    for (LayerConfig& l : c.layers) l.mixer = MixerKind::kLatentAttention;
   }
   for (LayerConfig& l : c.layers) {
     if (l.mixer == MixerKind::kGatedDeltaNet)
@@ -192,6 +311,7 @@ Status read_mixers(const GgufFile& g, const std::string& a, ModelConfig& c) {
 KvCacheConfig model_cache_config(const ModelConfig& c, int32_t block_size, int32_t n_blocks,
                                  KvType type, int32_t n_state_slots) {
   KvCacheConfig k{c.n_kv_layers, c.n_head_kv, c.head_dim, block_size, n_blocks, type};
+  k.k_only = c.latent_attention();
   if (c.recurrent()) {
     k.n_state_layers = c.n_state_layers;
     k.state_floats = c.delta_net.state_floats();
@@ -229,25 +349,13 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   if (c.n_head % c.n_head_kv != 0)
     return make_error("attention.head_count " + std::to_string(c.n_head) +
                       " is not a multiple of head_count_kv " + std::to_string(c.n_head_kv));
-  auto key_length = g.get_int(a + "attention.key_length");
-  if (!key_length) return key_length.error();
-  if (!key_length->has_value() && c.n_embd % c.n_head != 0)
-    return make_error("embedding_length " + std::to_string(c.n_embd) +
-                      " is not a multiple of attention.head_count " + std::to_string(c.n_head) +
-                      " (and no attention.key_length gives the head size)");
-  c.head_dim = c.n_embd / c.n_head;
-  VELA_TRY(read_int(g, a + "attention.key_length", c.head_dim, false, 1, 1 << 12));
-  int32_t value_length = c.head_dim;
-  VELA_TRY(read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 12));
-  if (value_length != c.head_dim)
-    return make_error("attention.value_length different from key_length is not supported");
-  if (c.head_dim % 2 != 0)
-    return make_error("head dimension " + std::to_string(c.head_dim) + " must be even");
-  c.n_rot = c.head_dim;
-  VELA_TRY(read_int(g, a + "rope.dimension_count", c.n_rot, false, 2, c.head_dim));
-  if (c.n_rot % 2 != 0) return make_error("rope.dimension_count must be even");
+  if (c.arch->layer_pattern == LayerPattern::kLatentAttention)
+    VELA_TRY(read_latent_geometry(g, a, c));
+  else
+    VELA_TRY(read_head_geometry(g, a, c));
   VELA_TRY(read_float(g, a + "attention.layer_norm_rms_epsilon", c.rms_eps, 0.0, 1.0));
   VELA_TRY(read_rope(g, a, c));
+  if (c.latent_attention()) VELA_TRY(read_latent_scale(g, a, c));
   VELA_TRY(read_windows(g, a, c));
   VELA_TRY(read_mixers(g, a, c));
   VELA_TRY(read_float(g, a + "attn_logit_softcapping", c.attn_softcap, 0.0, 1e6));

@@ -37,6 +37,8 @@ struct RopeConfig {
 enum class MixerKind {
   kAttention,      // softmax attention over the K/V cache (global, or a sliding window)
   kGatedDeltaNet,  // linear attention with a fixed-size recurrent state (gated_deltanet.h)
+  // Multi-head latent attention over a compressed cache row per token (latent_attention.h)
+  kLatentAttention,
 };
 
 struct LayerConfig {
@@ -47,6 +49,28 @@ struct LayerConfig {
   // state among the cache's state layers (-1: the layer has none of that kind).
   int32_t kv_index = -1;
   int32_t state_index = -1;
+  // The FFN is a mixture of experts (else dense ffn_gate/up/down, n_ff wide): every layer of an
+  // MoE model but its leading_dense_block_count first ones.
+  bool moe = false;
+};
+
+// Multi-head latent attention geometry (<arch>.attention.* keys of deepseek2). A head's query
+// and key are [nope | rope] (key_length_mla values); every head's key and value come from one
+// compressed row per token, [c_kv (kv_lora_rank) | k_pe (rope_dim, shared by the heads)], which
+// is all the cache holds. Attention runs on that row: each head's nope query is taken into the
+// kv_lora space (attn_k_b) and its output out of it (attn_v_b).
+struct LatentAttentionConfig {
+  int32_t q_lora_rank = 0;   // attention.q_lora_rank; 0 = one attn_q matrix (the Lite form)
+  int32_t kv_lora_rank = 0;  // attention.kv_lora_rank
+  int32_t nope_dim = 0;      // key_length_mla - rope_dim: the part of a head without RoPE
+  int32_t rope_dim = 0;      // rope.dimension_count
+  int32_t v_head_dim = 0;    // attention.value_length_mla
+  // Scale of the scores: mscale^2 / sqrt(key_length_mla), YaRN's magnitude factor (1 + 0.1 ln s)
+  // times DeepSeek's (1 + rope.scaling.yarn_log_multiplier ln s) as mscale.
+  float scale = 0.0f;
+
+  int32_t key_dim() const { return nope_dim + rope_dim; }        // key_length_mla
+  int32_t cache_dim() const { return kv_lora_rank + rope_dim; }  // one token's cache row
 };
 
 // Gated DeltaNet geometry (<arch>.ssm.* keys). The mixer's input projection attn_qkv yields
@@ -100,6 +124,9 @@ struct ModelConfig {
   // their tensors are in the file and not run.
   int32_t n_nextn_layers = 0;
   DeltaNetConfig delta_net;  // meaningful when n_state_layers > 0
+  // Latent-attention models: head_dim is its cache_dim() and n_head_kv 1, the absorbed form's
+  // query and key per head; meaningful when kv_lora_rank > 0.
+  LatentAttentionConfig mla;
 
   float attn_softcap = 0.0f;   // scores -> cap * tanh(scores / cap); 0 = none
   float final_softcap = 0.0f;  // the same on the output logits
@@ -110,18 +137,29 @@ struct ModelConfig {
   int32_t n_expert_used = 0;
   int32_t n_ff_expert = 0;  // expert FFN width
   bool renormalize_experts = true;
+  ExpertGating expert_gating = ExpertGating::kSoftmax;  // expert_gating_func
+  float expert_weights_scale = 1.0f;                    // the routed weights times this
+  // Experts in n_expert_groups equal groups, of which a token chooses from the
+  // n_expert_groups_used best (expert_group_count / expert_group_used_count); 1 = no groups.
+  int32_t n_expert_groups = 1;
+  int32_t n_expert_groups_used = 1;
   int32_t n_ff_shared_expert = 0;  // the shared expert's FFN width (0: none)
+  bool shared_expert_gated = false;  // its output scaled by sigmoid(ffn_gate_inp_shexp . x)
 
   bool moe() const { return n_expert > 0; }
   // Some layer keeps a recurrent state per sequence: the state of a sequence covers exactly the
   // tokens it has computed, so it cannot be rolled back or taken from another sequence's cache.
   bool recurrent() const { return n_state_layers > 0; }
+  // The attention layers keep one compressed row per token and no V (multi-head latent
+  // attention): a K-only cache of head_dim values.
+  bool latent_attention() const { return mla.kv_lora_rank > 0; }
 
   static Result<ModelConfig> from_gguf(const GgufFile& gguf);
 };
 
 // The cache a forward pass of `config` reads and writes: K/V for its attention layers in n_blocks
-// blocks of block_size slots, and n_state_slots recurrent-state slots for its DeltaNet layers.
+// blocks of block_size slots (K only, one row of mla.cache_dim() per token, for latent
+// attention), and n_state_slots recurrent-state slots for its DeltaNet layers.
 KvCacheConfig model_cache_config(const ModelConfig& config, int32_t block_size, int32_t n_blocks,
                                  KvType type, int32_t n_state_slots = 0);
 

@@ -246,6 +246,28 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(dn.dt_bias, get_vector(g, p + "ssm_dt.bias", d.n_v_heads, true));
       VELA_TRY_ASSIGN(dn.a, get_vector(g, p + "ssm_a", d.n_v_heads, true));
       VELA_TRY_ASSIGN(dn.norm, get_vector(g, p + "ssm_norm.weight", d.head_v_dim, true));
+    } else if (c.layers[size_t(stage->begin + i)].mixer == MixerKind::kLatentAttention) {
+      const LatentAttentionConfig& m = c.mla;
+      LatentAttentionWeights& mw = l.mla;
+      const int64_t q_rows = int64_t(c.n_head) * m.key_dim();
+      if (m.q_lora_rank > 0) {
+        VELA_TRY_ASSIGN(mw.q_a, get_matrix(g, p + "attn_q_a.weight", m.q_lora_rank, c.n_embd));
+        VELA_TRY_ASSIGN(mw.q_a_norm,
+                        get_vector(g, p + "attn_q_a_norm.weight", m.q_lora_rank, true));
+        VELA_TRY_ASSIGN(mw.q_b, get_matrix(g, p + "attn_q_b.weight", q_rows, m.q_lora_rank));
+      } else {
+        VELA_TRY_ASSIGN(mw.q, get_matrix(g, p + "attn_q.weight", q_rows, c.n_embd));
+      }
+      VELA_TRY_ASSIGN(mw.kv_a,
+                      get_matrix(g, p + "attn_kv_a_mqa.weight", m.cache_dim(), c.n_embd));
+      VELA_TRY_ASSIGN(mw.kv_a_norm,
+                      get_vector(g, p + "attn_kv_a_norm.weight", m.kv_lora_rank, true));
+      VELA_TRY_ASSIGN(mw.k_b, get_matrix(g, p + "attn_k_b.weight", m.kv_lora_rank, m.nope_dim,
+                                         c.n_head));
+      VELA_TRY_ASSIGN(mw.v_b, get_matrix(g, p + "attn_v_b.weight", m.v_head_dim, m.kv_lora_rank,
+                                         c.n_head));
+      VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd,
+                                       int64_t(c.n_head) * m.v_head_dim));
     } else if (arch.fused_qkv) {
       VELA_TRY_ASSIGN(fused_qkv[size_t(i)],
                       get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
@@ -275,21 +297,23 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     }
     VELA_TRY_ASSIGN(l.ffn_norm,
                     get_vector(g, p + std::string(arch.ffn_norm_name) + ".weight", c.n_embd, true));
-    if (c.moe()) {
+    if (c.layers[size_t(stage->begin + i)].moe) {
       const int64_t ne = c.n_expert, ff = c.n_ff_expert;
       ExpertStacks& st = stacks[size_t(i)];
       VELA_TRY_ASSIGN(l.router, get_matrix(g, p + "ffn_gate_inp.weight", ne, c.n_embd));
+      VELA_TRY_ASSIGN(l.expert_bias, get_vector(g, p + "exp_probs_b.bias", ne, false));
       VELA_TRY_ASSIGN(st.gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
       VELA_TRY_ASSIGN(st.up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
       VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
-      if (arch.gated_shared_expert) {
+      if (c.n_ff_shared_expert > 0) {
         const int64_t sff = c.n_ff_shared_expert;
         ExpertWeights& sh = l.shared_expert;
         VELA_TRY_ASSIGN(sh.gate, get_matrix(g, p + "ffn_gate_shexp.weight", sff, c.n_embd));
         VELA_TRY_ASSIGN(sh.up, get_matrix(g, p + "ffn_up_shexp.weight", sff, c.n_embd));
         VELA_TRY_ASSIGN(sh.down, get_matrix(g, p + "ffn_down_shexp.weight", c.n_embd, sff));
-        VELA_TRY_ASSIGN(l.shared_expert_gate,
-                        get_vector(g, p + "ffn_gate_inp_shexp.weight", c.n_embd, true));
+        if (c.shared_expert_gated)
+          VELA_TRY_ASSIGN(l.shared_expert_gate,
+                          get_vector(g, p + "ffn_gate_inp_shexp.weight", c.n_embd, true));
       }
     } else if (arch.fused_gate_up) {
       VELA_TRY_ASSIGN(fused_gate_up[size_t(i)],
@@ -349,7 +373,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     }
     w.output = weight_rows(w.output, r.vocab_begin, r.n_vocab);
   } else {
-    w.shard = *shard_ranges(c, shard, 1, 1);
+    auto ranges = shard_ranges(c, shard, 1, 1);
+    if (!ranges) return ranges.error();
+    w.shard = *ranges;
   }
   if (repack) {
     std::vector<WeightMatrix*> matrices;
@@ -364,6 +390,10 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       if (stacks[i].gate.data && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
         for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down})
           matrices.push_back(m);
+      // Latent attention's per-head stacks, when each head's rows are whole groups of 16.
+      LatentAttentionWeights& mw = w.layers[i].mla;
+      if (mw.k_b.data && c.mla.kv_lora_rank % 16 == 0) matrices.push_back(&mw.k_b);
+      if (mw.v_b.data && c.mla.v_head_dim % 16 == 0) matrices.push_back(&mw.v_b);
     }
     if (!w.tied_embeddings && shard.last_stage()) matrices.push_back(&w.output);
     repack_matrices(w, matrices, g.memory_mapped());

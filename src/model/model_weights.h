@@ -55,6 +55,19 @@ struct DeltaNetWeights {
   std::vector<float> norm;       // ssm_norm [head_v_dim]
 };
 
+// A latent-attention mixer's tensors (shapes with LatentAttentionConfig's names, H = n_head).
+struct LatentAttentionWeights {
+  WeightMatrix q_a;              // attn_q_a [q_lora_rank, n_embd] (q_lora_rank > 0)
+  std::vector<float> q_a_norm;   // attn_q_a_norm [q_lora_rank] (q_lora_rank > 0)
+  WeightMatrix q_b;              // attn_q_b [H * key_dim, q_lora_rank]: per head nope, then rope
+  WeightMatrix q;                // attn_q [H * key_dim, n_embd] (q_lora_rank 0, instead of q_a/q_b)
+  WeightMatrix kv_a;             // attn_kv_a_mqa [kv_lora_rank + rope_dim, n_embd]: c_kv, then k_pe
+  std::vector<float> kv_a_norm;  // attn_kv_a_norm [kv_lora_rank]
+  // Per head, stacked: head h's matrix is rows [h * rows, (h + 1) * rows) (weight_rows).
+  WeightMatrix k_b;  // attn_k_b [H * kv_lora_rank, nope_dim]: a nope query into the kv_lora space
+  WeightMatrix v_b;  // attn_v_b [H * v_head_dim, kv_lora_rank]: a kv_lora output out of it
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;  // [n_embd]
   // Attention mixers. Separate or, for a fused attn_qkv, row views of it (rows Q, K, V). With an
@@ -62,7 +75,7 @@ struct LayerWeights {
   WeightMatrix wq;            // [n_head * head_dim, n_embd]
   WeightMatrix wk;            // [n_head_kv * head_dim, n_embd]
   WeightMatrix wv;            // [n_head_kv * head_dim, n_embd]
-  WeightMatrix wo;            // [n_embd, n_head * head_dim]
+  WeightMatrix wo;            // [n_embd, n_head * head_dim] (latent attention: n_head * v_head_dim)
   std::vector<float> bq;      // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
   std::vector<float> bk;      // [n_head_kv * head_dim] or empty
   std::vector<float> bv;      // [n_head_kv * head_dim] or empty
@@ -79,22 +92,26 @@ struct LayerWeights {
   // experts no token chooses are never read.
   WeightMatrix router;                 // [n_expert, n_embd]
   std::vector<ExpertWeights> experts;  // [n_expert]; a TP rank's others' experts empty
-  // The gated shared expert beside the routed ones (n_ff_shared_expert wide), or empty.
+  std::vector<float> expert_bias;  // exp_probs_b [n_expert]: added to scores to choose, or empty
+  // The shared expert beside the routed ones (n_ff_shared_expert wide), or empty; gated models
+  // scale its output by sigmoid(shared_expert_gate . x).
   ExpertWeights shared_expert;
-  std::vector<float> shared_expert_gate;  // ffn_gate_inp_shexp [n_embd]
+  std::vector<float> shared_expert_gate;  // ffn_gate_inp_shexp [n_embd], or empty (ungated)
   DeltaNetWeights delta_net;              // Gated DeltaNet mixers only
+  LatentAttentionWeights mla;             // latent-attention mixers only
 
   bool moe() const { return router.data != nullptr; }
-  // The matrices a pass multiplies as a whole (not the routed experts): a null data pointer
-  // for those the layer does not have.
-  std::array<WeightMatrix*, 15> matrices() {
+  // The matrices a pass multiplies as a whole (not the routed experts, nor the per-head stacks
+  // of latent attention): a null data pointer for those the layer does not have.
+  std::array<WeightMatrix*, 19> matrices() {
     DeltaNetWeights& d = delta_net;
     ExpertWeights& s = shared_expert;
-    return {&wq,     &wk,    &wv,     &wo,    &w_gate, &w_up,   &w_down, &d.qkv,
-            &d.gate, &d.beta, &d.alpha, &d.out, &s.gate, &s.up,   &s.down};
+    LatentAttentionWeights& m = mla;
+    return {&wq,      &wk,     &wv,     &wo,   &w_gate, &w_up,   &w_down, &d.qkv, &d.gate, &d.beta,
+            &d.alpha, &d.out,  &s.gate, &s.up, &s.down, &m.q_a,  &m.q_b,  &m.q,   &m.kv_a};
   }
-  std::array<const WeightMatrix*, 15> matrices() const {
-    std::array<const WeightMatrix*, 15> out;
+  std::array<const WeightMatrix*, 19> matrices() const {
+    std::array<const WeightMatrix*, 19> out;
     const auto all = const_cast<LayerWeights*>(this)->matrices();
     for (size_t i = 0; i < all.size(); ++i) out[i] = all[i];
     return out;

@@ -38,8 +38,74 @@ void route_top_k(const float* logits, int32_t n_expert, int32_t k, bool renormal
   }
 }
 
+void route_experts(const float* logits, int32_t n_expert, int32_t k, const ExpertRouting& r,
+                   const float* bias, int32_t* ids, float* weights) {
+  if (r.gating == ExpertGating::kSoftmax && bias == nullptr && r.n_groups <= 1 && r.scale == 1.0f) {
+    route_top_k(logits, n_expert, k, r.renormalize, ids, weights);
+    return;
+  }
+  // score[e], then choose[e] = score + bias, with the experts of unchosen groups at -inf.
+  thread_local std::vector<float> score, choose;
+  score.resize(size_t(n_expert));
+  choose.resize(size_t(n_expert));
+  if (r.gating == ExpertGating::kSigmoid) {
+    for (int32_t e = 0; e < n_expert; ++e) score[size_t(e)] = 1.0f / (1.0f + std::exp(-logits[e]));
+  } else {
+    float max_logit = logits[0];
+    for (int32_t e = 1; e < n_expert; ++e) max_logit = std::max(max_logit, logits[e]);
+    double sum = 0.0;
+    for (int32_t e = 0; e < n_expert; ++e) sum += std::exp(double(logits[e]) - double(max_logit));
+    for (int32_t e = 0; e < n_expert; ++e)
+      score[size_t(e)] = float(std::exp(double(logits[e]) - double(max_logit)) / sum);
+  }
+  for (int32_t e = 0; e < n_expert; ++e)
+    choose[size_t(e)] = score[size_t(e)] + (bias != nullptr ? bias[e] : 0.0f);
+  // The index of the highest of x[0, n) not yet taken (ties: the lower index).
+  const auto best_of = [](const float* x, int32_t n, const int32_t* taken, int32_t n_taken) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < n; ++i) {
+      if (std::find(taken, taken + n_taken, i) != taken + n_taken) continue;
+      if (best < 0 || x[i] > x[best]) best = i;  // strict: ties keep the lower index
+    }
+    return best;
+  };
+  if (r.n_groups > 1) {
+    const int32_t per_group = n_expert / r.n_groups;
+    thread_local std::vector<float> group_score;
+    thread_local std::vector<int32_t> kept;
+    group_score.resize(size_t(r.n_groups));
+    kept.resize(size_t(r.n_groups_used));
+    for (int32_t g = 0; g < r.n_groups; ++g) {
+      const float* x = choose.data() + g * per_group;
+      int32_t top[2];
+      top[0] = best_of(x, per_group, top, 0);
+      top[1] = best_of(x, per_group, top, 1);
+      group_score[size_t(g)] = x[top[0]] + x[top[1]];
+    }
+    for (int32_t i = 0; i < r.n_groups_used; ++i)
+      kept[size_t(i)] = best_of(group_score.data(), r.n_groups, kept.data(), i);
+    for (int32_t g = 0; g < r.n_groups; ++g)
+      if (std::find(kept.begin(), kept.end(), g) == kept.end())
+        std::fill_n(choose.data() + g * per_group, per_group, -INFINITY);
+  }
+  for (int32_t i = 0; i < k; ++i) {
+    ids[i] = best_of(choose.data(), n_expert, ids, i);
+    weights[i] = score[size_t(ids[i])];
+  }
+  if (r.renormalize) {
+    float total = 0.0f;
+    for (int32_t i = 0; i < k; ++i) total += weights[i];
+    total = std::max(total, 6.103515625e-5f);
+    for (int32_t i = 0; i < k; ++i) weights[i] /= total;
+  }
+  for (int32_t i = 0; i < k; ++i) weights[i] *= r.scale;
+}
+
 MoeFeedForward::MoeFeedForward(const Model& model, int32_t max_tokens)
     : config_(model.config()),
+      routing_{model.config().expert_gating, model.config().renormalize_experts,
+               model.config().expert_weights_scale, model.config().n_expert_groups,
+               model.config().n_expert_groups_used},
       activation_(model.config().arch->activation),
       split_(2 * std::max(model.config().n_expert, 1)) {
   const ModelConfig& c = config_;
@@ -133,8 +199,9 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   }
   std::fill(expert_count_.begin(), expert_count_.end(), 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    route_top_k(router_logits_.data() + t * N, int32_t(N), int32_t(K), c.renormalize_experts,
-                route_ids_.data() + t * K, route_weights_.data() + t * K);
+    route_experts(router_logits_.data() + t * N, int32_t(N), int32_t(K), routing_,
+                  l.expert_bias.empty() ? nullptr : l.expert_bias.data(),
+                  route_ids_.data() + t * K, route_weights_.data() + t * K);
     for (int64_t r = 0; r < K; ++r) ++expert_count_[size_t(route_ids_[size_t(t * K + r)])];
   }
   // Gathered rows by expert id, tokens in batch order within each expert.

@@ -1,6 +1,7 @@
 #pragma once
 // The mixture-of-experts feed-forward block on the CPU. Per pass and layer: router logits in f32,
-// each token's top-k experts from their softmax, the batch's tokens grouped by expert, and each
+// each token's top-k experts from their scores (route_experts), the batch's tokens grouped by
+// expert, and each
 // chosen expert's gate/up/down matrices multiplied once for all of its tokens (one quantized
 // matmul per matrix over that expert's rows); experts no token chose are never touched, so their
 // pages of the file mapping are never read. All experts' products of a stage share one parallel
@@ -28,6 +29,27 @@ namespace vela {
 void route_top_k(const float* logits, int32_t n_expert, int32_t k, bool renormalize, int32_t* ids,
                  float* weights);
 
+// How a token's experts are chosen and weighed (the model's routing keys, model_config.h).
+struct ExpertRouting {
+  ExpertGating gating = ExpertGating::kSoftmax;
+  bool renormalize = true;  // the chosen experts' weights rescaled to sum 1
+  float scale = 1.0f;       // the weights times this, after renormalising
+  // Experts in n_groups equal groups of consecutive ids; a token chooses among the n_groups_used
+  // groups whose two highest selection scores sum highest. 1 = no groups.
+  int32_t n_groups = 1;
+  int32_t n_groups_used = 1;
+};
+
+// One token's routing. Scores: the softmax of the logits over all experts, or each logit's
+// sigmoid. Choice: by score + bias (selection only; bias null = none), within the chosen groups,
+// the k highest (ties: the lower expert id; groups likewise), in that order. Weights: the chosen
+// experts' scores without the bias, rescaled to sum 1 when renormalize (the sum taken at least
+// 2^-14, as the reference engine does), times scale. Softmax routing without bias, groups or
+// scale is route_top_k's.
+// logits: [n_expert]; bias: [n_expert] or null; ids, weights: [k]
+void route_experts(const float* logits, int32_t n_expert, int32_t k, const ExpertRouting& routing,
+                   const float* bias, int32_t* ids, float* weights);
+
 class MoeFeedForward {
  public:
   // Buffers sized once for max_tokens tokens of this model.
@@ -52,6 +74,7 @@ class MoeFeedForward {
                           MatmulScratch& buffer, ThreadPool& pool, int64_t min_work);
 
   const ModelConfig& config_;
+  ExpertRouting routing_;
   int32_t own_begin_ = 0, own_end_ = 0;  // the experts this model holds (all but on a TP rank)
   FfnActivation activation_;
   MatmulSplit split_;

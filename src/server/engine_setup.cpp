@@ -68,6 +68,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   }
 
   const EngineConfig& actual = (*engine)->config();
+  const std::vector<CacheGroupUsage> cache_groups = (*engine)->cache_groups();
   const uint64_t bytes_per_block = KvCache::bytes_per_block(
       model_cache_config(mc, actual.block_size, 1, actual.kv_type));
   loaded->block_size = actual.block_size;
@@ -95,6 +96,15 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
     << o.engine.max_num_batched_tokens << " tokens per step, ITL target " << itl_target.str()
     << ", prefix caching " << (actual.enable_prefix_caching ? "on" : "off") << ", kernels "
     << describe_cpu() << "\n";
+  s << "vela serve: cache groups:";
+  for (const CacheGroupUsage& g : cache_groups) {
+    s << " " << g.name << " (" << g.n_layers << " layers, ";
+    if (g.bytes_per_sequence > 0)
+      s << g.bytes_per_sequence << " bytes per sequence, " << g.total << " sequences)";
+    else
+      s << g.bytes_per_token << " bytes per token)";
+  }
+  s << "\n";
   if (loaded->chat)
     s << "vela serve: chat template from " << (template_file ? o.chat_template_path : "the model")
       << " (" << ChatFormatter::engine_name() << ")\n";

@@ -46,6 +46,9 @@ EngineConfig small_config(int32_t budget = 64, int32_t max_seqs = 8, int32_t n_b
   c.kv_type = KvType::kF16;
   c.scheduler.max_num_batched_tokens = budget;
   c.scheduler.max_num_seqs = max_seqs;
+  // Recurrent models: a state checkpoint every 64 positions, so prompts of this context reuse
+  // cached prefixes.
+  c.state_checkpoint_interval = 64;
   return c;
 }
 
@@ -143,12 +146,17 @@ TEST_P(EngineAgreement, BatchedEqualsOneAtATimeWithChunksPrefixHitsAndPreemption
     const auto again = run_all(engine, prompts, params);
     EXPECT_EQ(again, alone) << v.what << " (second pass)";
     EXPECT_GT(engine.kv_usage().prefix_hits, hits_before) << v.what;
+    if (l.model->config().recurrent()) {
+      EXPECT_GT(engine.state_checkpoint_usage().hits, 0u) << v.what;
+      EXPECT_EQ(engine.state_slots_used(), 0) << v.what;
+    }
     expect_no_leak(engine);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, EngineAgreement,
-                         ::testing::Values("aidreams260K", "tiny-llama-gqa", "tiny-qwen2-bpe-F16"),
+                         ::testing::Values("aidreams260K", "tiny-llama-gqa", "tiny-qwen2-bpe-F16",
+                                           "tiny-qwen35-F32", "tiny-qwen35moe-F32"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
