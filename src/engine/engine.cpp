@@ -48,12 +48,20 @@ int32_t state_checkpoint_slots(const Model& model, const EngineConfig& c) {
   return c.n_state_checkpoints < 0 ? c.scheduler.max_num_seqs : c.n_state_checkpoints;
 }
 
+// A speculating sequence of a recurrent model saves its state after each proposal, so that the
+// state of whatever verification accepts is at hand: num_speculative_tokens slots per sequence.
+int32_t speculation_state_slots(const Model& model, const EngineConfig& c) {
+  if (!model.config().recurrent() || !c.speculative.enabled()) return 0;
+  return c.scheduler.max_num_seqs * c.speculative.num_speculative_tokens;
+}
+
 // A recurrent model's running sequences each hold a state slot (one per sequence that may run),
-// after them the checkpoint slots.
+// after them the checkpoint slots, then the speculation slots.
 KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
   return model_cache_config(model.config(), c.block_size,
                             c.n_blocks > 0 ? c.n_blocks : default_blocks(c), c.kv_type,
-                            c.scheduler.max_num_seqs + state_checkpoint_slots(model, c));
+                            c.scheduler.max_num_seqs + state_checkpoint_slots(model, c) +
+                                speculation_state_slots(model, c));
 }
 
 // Positions between checkpoints: a multiple of the block size and of the DeltaNet chunk (so that
@@ -115,6 +123,8 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_state_slots_.resize(size_t(sc.max_num_seqs));
   planned_checkpoints_.reserve(size_t(sc.max_num_batched_tokens));
   batch_checkpoints_.reserve(size_t(sc.max_num_batched_tokens));
+  if (speculation_state_slots(*model, config) > 0)
+    speculation_slots_ = sc.max_num_seqs + state_checkpoint_slots(*model, config);
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
   logits_rows_.resize(size_t(max_logits_rows(config)));
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
@@ -520,6 +530,7 @@ void Engine::verify(Live& live, std::span<float> rows) {
   r.tokens.resize(r.tokens.size() - size_t(n_draft));
   r.n_draft = 0;
   r.num_computed = int32_t(r.tokens.size());
+  const int32_t verified = r.num_computed;  // the recurrent state covers these and n_draft more
   ++counters_.spec_drafts;
   counters_.spec_draft_tokens += uint64_t(n_draft);
   int32_t n_accepted = 0;
@@ -547,6 +558,14 @@ void Engine::verify(Live& live, std::span<float> rows) {
   if (run.ended) return;
   live.sampler.restrict_to({});
   live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
+  // A recurrent state ran through every proposal: take the one saved after the last accepted.
+  const int32_t n_kept = r.num_computed - verified;  // proposals whose K/V stay
+  if (speculation_slots_ >= 0 && n_kept < n_draft) {
+    const KvCacheConfig& kc = cache_.config();
+    for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
+      std::copy_n(cache_.state(layer, speculation_slot(r.kv.state_slot, n_kept)), kc.state_floats,
+                  cache_.state(layer, r.kv.state_slot));
+  }
   kv_.truncate(r.kv, int32_t(r.tokens.size()));
   if (draft_) draft_->rollback(r.id, r.num_computed);
   kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
@@ -680,9 +699,18 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
     std::copy(r.kv.blocks.begin(), r.kv.blocks.end(),
               block_tables_.begin() + long(i) * max_blocks_per_seq_);
     batch_state_slots_[size_t(i)] = r.kv.state_slot;
-    if (!r.embedding) {
+    if (!r.embedding && kv_.state_slots() != nullptr) {
       planned_checkpoints_.clear();
       kv_.plan_checkpoints(r.tokens, r.num_computed, s.num_new_tokens, r.kv, planned_checkpoints_);
+      // The state after the decode token and after each proposal but the last (whose state
+      // the sequence's own slot will hold).
+      for (int32_t j = 0; j < r.n_draft; ++j)
+        planned_checkpoints_.push_back(
+            {r.num_computed + 1 + j, speculation_slot(r.kv.state_slot, j)});
+      std::stable_sort(planned_checkpoints_.begin(), planned_checkpoints_.end(),
+                       [](const PlannedCheckpoint& a, const PlannedCheckpoint& b) {
+                         return a.position < b.position;
+                       });
       for (const PlannedCheckpoint& p : planned_checkpoints_)
         batch_checkpoints_.push_back({i, p.position, p.slot});
     }
@@ -718,6 +746,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   // The checkpoints are written (a model with recurrent layers runs no pipeline: the pass is
   // done), or never will be.
   for (const StateCheckpointWrite& cp : batch_checkpoints_) {
+    if (!checkpoints_.owns(cp.slot)) continue;  // a speculation slot
     if (forward_status)
       checkpoints_.commit(cp.slot);
     else

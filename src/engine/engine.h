@@ -247,6 +247,11 @@ class Engine {
   void record_kv_occupancy();
   // Copies the checkpointed state of each newly admitted request's cached prefix into its slot.
   void restore_states(const SchedulerOutput& scheduled);
+  // Recurrent models that speculate: where the sequence in state slot `slot` saves its state after
+  // its decode token and proposal j (its state then covers proposals 0..j-1).
+  int32_t speculation_slot(int32_t slot, int32_t j) const {
+    return speculation_slots_ + slot * config_.speculative.num_speculative_tokens + j;
+  }
   int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
 
   EngineConfig config_;
@@ -278,6 +283,7 @@ class Engine {
   std::vector<int32_t> batch_state_slots_;  // [max_num_seqs] state slot of each batch sequence
   std::vector<PlannedCheckpoint> planned_checkpoints_;     // [<= max_num_batched_tokens] a request's
   std::vector<StateCheckpointWrite> batch_checkpoints_;    // [<= max_num_batched_tokens] the pass's
+  int32_t speculation_slots_ = -1;  // first speculation state slot (recurrent models that speculate)
   std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
   std::vector<int32_t> logits_rows_;      // [max_logits]
   std::vector<float> logits_;             // [max_logits, n_vocab] the completing pass's

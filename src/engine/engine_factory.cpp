@@ -126,10 +126,6 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.speculative.prompt_lookup_max = o.prompt_lookup_max;
   c.speculative.adaptive = o.speculative_adaptive;
   if (auto st = validate(c.speculative); !st) return st.error();
-  if (c.speculative.enabled() && mc.recurrent())
-    return make_error("speculative decoding is not available for '" + mc.arch_name +
-                      "': its recurrent (Gated DeltaNet) layers' state cannot be rolled back past "
-                      "rejected proposals");
   if (*method == SpecMethod::kDraft) {
     auto draft = Model::load(o.draft_model_path);
     if (!draft) return make_error("draft model: " + draft.message());
@@ -139,6 +135,9 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
     if (auto st = check_same_vocabulary(*tokenizer, *draft_tokenizer); !st)
       return make_error("draft model '" + o.draft_model_path + "': " + st.message());
     c.draft_model = std::move(*draft);
+    if (c.draft_model->config().recurrent())
+      return make_error("draft model '" + o.draft_model_path +
+                        "': a model with recurrent layers cannot serve as a draft model");
   }
 
   KvBudgetInput budget;
@@ -157,9 +156,13 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   auto blocks = kv_block_budget(budget);
   if (!blocks) return blocks.error();
   c.n_blocks = *blocks;
-  // A recurrent model's sequences also hold a state each, whatever their length.
+  // A recurrent model's sequences also hold a state each, whatever their length, as many again
+  // for prefix checkpoints, and one per proposal when they speculate (engine.cpp).
+  const int64_t states_per_seq =
+      1 + (c.enable_prefix_caching ? 1 : 0) +
+      (c.speculative.enabled() ? c.speculative.num_speculative_tokens : 0);
   const uint64_t state_bytes =
-      uint64_t(o.max_num_seqs) *
+      uint64_t(o.max_num_seqs * states_per_seq) *
       KvCache::bytes_per_state_slot(model_cache_config(mc, c.block_size, 1, c.kv_type, 1));
   if (auto fits = check_memory_budget(uint64_t(*blocks) * budget.bytes_per_block + state_bytes,
                                       uint64_t((*model)->gguf().file_size()), read_memory_limits());

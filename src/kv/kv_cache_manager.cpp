@@ -86,7 +86,6 @@ void KvCacheManager::truncate(KvSequence& seq, int32_t n_tokens) {
   const int32_t have = static_cast<int32_t>(seq.blocks.size());
   if (keep >= have) return;
   assert(seq.n_cached_blocks <= keep);
-  assert(state_slots_ == nullptr);  // a recurrent state cannot be rolled back
   std::reverse(seq.blocks.begin() + keep, seq.blocks.end());
   pool_.release(std::span<const int32_t>(seq.blocks).subspan(size_t(keep)));
   seq.blocks.resize(size_t(keep));

@@ -4,7 +4,8 @@
 // registers blocks as they fill up so later requests can share them, and frees a request.
 // For a model with recurrent layers it also gives each running sequence a state slot (taken with
 // its first blocks, all or none, and given back with them). Such a sequence's state covers
-// exactly the tokens it computed, so it cannot be truncated, and a cached prefix is of use only
+// exactly the tokens it computed (truncating its blocks leaves the state to the caller), and a
+// cached prefix is of use only
 // up to a state checkpoint (state_checkpoints.h): the longest prefix of cached blocks that ends
 // where a checkpoint was taken is reused, and the checkpoint's state restored into the slot.
 // Thread-safety: not synchronised; the engine thread owns it (with the pool).

@@ -31,6 +31,9 @@ class StateCheckpoints {
   StateCheckpoints(int32_t first_slot, int32_t n_slots, int32_t interval_tokens);
 
   int32_t interval_tokens() const { return interval_tokens_; }
+  bool owns(int32_t slot) const {
+    return slot >= first_slot_ && slot < first_slot_ + int32_t(entries_.size());
+  }
   bool enabled() const { return !entries_.empty() && interval_tokens_ > 0; }
 
   // The committed checkpoint of the prefix ending with the block of `hash` (counts a hit and

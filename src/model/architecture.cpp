@@ -6,10 +6,10 @@ namespace vela {
 namespace {
 
 const std::vector<ArchDescription>& registry() {
-  static const std::vector<ArchDescription> all = {arch::llama(),    arch::qwen2(), arch::qwen3(),
-                                                   arch::qwen3moe(), arch::olmoe(), arch::gemma2(),
-                                                   arch::gemma3(),   arch::phi3(),
-                                                   arch::qwen35(),   arch::qwen35moe(), arch::deepseek2()};
+  static const std::vector<ArchDescription> all = {
+      arch::llama(),  arch::qwen2(),     arch::qwen3(),    arch::qwen3moe(),
+      arch::olmoe(),  arch::gemma2(),    arch::gemma3(),   arch::phi3(),
+      arch::qwen35(), arch::qwen35moe(), arch::deepseek2()};
   return all;
 }
 

@@ -245,8 +245,8 @@ void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int3
     const int32_t n_heads = std::min(per_part, group - first);
     if (n_heads <= 0) return;
     const int32_t s = b.seq_index[size_t(run.first)];
-    attention_kv_group(cache, layer, p, kv_head * group + first, n_heads,
-                       q + run.first * q_dim, q_dim, run.n_tokens, b.positions[size_t(run.first)],
+    attention_kv_group(cache, layer, p, kv_head * group + first, n_heads, q + run.first * q_dim,
+                       q_dim, run.n_tokens, b.positions[size_t(run.first)],
                        b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
                        out + run.first * out_dim, out_dim, attn_scratch_[size_t(thread)]);
   };
@@ -320,7 +320,7 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
       if (cp.position <= p0 || cp.position > p0 + n)
         return make_error("checkpoint position " + std::to_string(cp.position) +
                           " is outside its sequence's tokens in the batch");
-      if (first < last_first || (first == last_first && cp.position <= last_position))
+      if (first < last_first || (first == last_first && cp.position < last_position))
         return make_error("checkpoints are not in batch order");
       last_first = first;
       last_position = cp.position;
@@ -645,8 +645,8 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, cons
 }
 
 void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cache,
-                                            const LayerWeights& l, const LayerConfig& lc,
-                                            int64_t T, trace::Phases& ops) {
+                                            const LayerWeights& l, const LayerConfig& lc, int64_t T,
+                                            trace::Phases& ops) {
   ops.next("latent_attention");
   const auto attend = [&](const AttentionParams& p, const float* q, float* latent) {
     attention(b, cache, lc.kv_index, p, q, latent);

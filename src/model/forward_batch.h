@@ -12,7 +12,7 @@
 namespace vela {
 
 // A recurrent state to save in a pass: sequence `seq`'s state after its first `position` tokens,
-// into state slot `slot` (a prefix checkpoint).
+// into state slot `slot` (a prefix checkpoint, or the state after a speculative proposal).
 struct StateCheckpointWrite {
   int32_t seq = 0;
   int32_t position = 0;

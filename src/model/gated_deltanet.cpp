@@ -149,7 +149,9 @@ void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
         delta_rule_chunked(piece, end - t, dk, dv, scratch_[size_t(thread)]);
       else
         delta_rule_recurrent(piece, end - t, dk, dv);
-      if (at_checkpoint) {
+      // Every checkpoint at this position (a prefix checkpoint and a speculative one may meet).
+      while (at_checkpoint && next_checkpoint < s.first_checkpoint + s.n_checkpoints &&
+             checkpoints[size_t(next_checkpoint)].position - s.position == end) {
         const StateCheckpointWrite& cp = checkpoints[size_t(next_checkpoint++)];
         std::copy_n(state, int64_t(dv) * dk, cache.state(state_layer, cp.slot) + head_offset);
       }

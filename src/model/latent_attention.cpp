@@ -33,9 +33,9 @@ LatentAttentionMixer::LatentAttentionMixer(const ModelConfig& config, int32_t ma
 void LatentAttentionMixer::reserve(const LatentAttentionWeights& w) {
   size_t bytes = 0;
   for (const WeightMatrix* m : {&w.k_b, &w.v_b})
-    bytes = std::max(bytes, size_t(config_.n_head) *
-                                align64(matmul_scratch_bytes(m->type, m->n_cols, max_tokens_,
-                                                             m->layout)));
+    bytes = std::max(bytes,
+                     size_t(config_.n_head) *
+                         align64(matmul_scratch_bytes(m->type, m->n_cols, max_tokens_, m->layout)));
   act_.reserve(bytes);
 }
 

@@ -44,30 +44,30 @@ class LatentAttentionMixer {
   // xn: [n_tokens, n_embd]; rope_cs: [n_tokens, rope_dim / 2, 2] (rope.h); slots: [n_tokens];
   // out: [n_tokens, n_head * v_head_dim]. Element-wise loops below min_work and products below
   // min_parallel_work (< 0: MatmulSplit's default) stay on the calling thread.
-  void run(const LatentAttentionWeights& w, const float* xn, int64_t n_tokens,
-           const float* rope_cs, const int64_t* slots, KvCache& cache, int32_t kv_layer,
-           Projector& projector, ThreadPool& pool, int64_t min_work, int64_t min_parallel_work,
-           const Attend& attend, float* out);
+  void run(const LatentAttentionWeights& w, const float* xn, int64_t n_tokens, const float* rope_cs,
+           const int64_t* slots, KvCache& cache, int32_t kv_layer, Projector& projector,
+           ThreadPool& pool, int64_t min_work, int64_t min_parallel_work, const Attend& attend,
+           float* out);
 
  private:
   // y_h = stack[h] x_h for every head h: x [n_head, n_tokens, stack.n_cols] head-major in,
   // y [n_head, n_tokens, rows] out, one parallel loop for all heads.
-  void per_head(const WeightMatrix& stack, int64_t rows, const float* x, int64_t n_tokens,
-                float* y, ThreadPool& pool, int64_t min_work, int64_t min_parallel_work);
+  void per_head(const WeightMatrix& stack, int64_t rows, const float* x, int64_t n_tokens, float* y,
+                ThreadPool& pool, int64_t min_work, int64_t min_parallel_work);
 
   const ModelConfig& config_;
   LatentAttentionConfig m_;
   int32_t max_tokens_;
-  std::vector<float> q_lora_;    // [T, q_lora_rank] attn_q_a's output, normalised
-  std::vector<float> q_;         // [T, n_head, key_dim] per head nope, then rope (rotated)
-  std::vector<float> row_;       // [T, cache_dim] attn_kv_a_mqa's output: the cache rows
+  std::vector<float> q_lora_;      // [T, q_lora_rank] attn_q_a's output, normalised
+  std::vector<float> q_;           // [T, n_head, key_dim] per head nope, then rope (rotated)
+  std::vector<float> row_;         // [T, cache_dim] attn_kv_a_mqa's output: the cache rows
   std::vector<float> q_absorbed_;  // [T, n_head, cache_dim] attention's queries
   std::vector<float> latent_;      // [T, n_head, kv_lora_rank] attention's outputs
   std::vector<float> head_in_;     // [n_head, T, max(nope_dim, kv_lora_rank)] per-head inputs
   std::vector<float> head_out_;    // [n_head, T, max(kv_lora_rank, v_head_dim)] per-head outputs
-  MatmulScratch act_;                        // per-head converted activations, side by side
-  std::vector<QuantizedActivations> acts_;   // [n_head]
-  MatmulSplit split_;                        // one part per head
+  MatmulScratch act_;              // per-head converted activations, side by side
+  std::vector<QuantizedActivations> acts_;  // [n_head]
+  MatmulSplit split_;                       // one part per head
 };
 
 }  // namespace vela

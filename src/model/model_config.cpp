@@ -127,11 +127,11 @@ Status read_latent_geometry(const GgufFile& g, const std::string& a, ModelConfig
   VELA_TRY(read_int(g, a + "attention.key_length", key_length, false, 1, 1 << 17));
   VELA_TRY(read_int(g, a + "attention.value_length", value_length, false, 1, 1 << 17));
   if (key_length != c.head_dim || value_length != m.kv_lora_rank)
-    return make_error("metadata '" + a + "attention.key_length' / 'value_length' = " +
-                      std::to_string(key_length) + " / " + std::to_string(value_length) +
-                      " differ from kv_lora_rank + rope.dimension_count = " +
-                      std::to_string(c.head_dim) + " / kv_lora_rank = " +
-                      std::to_string(m.kv_lora_rank));
+    return make_error(
+        "metadata '" + a + "attention.key_length' / 'value_length' = " +
+        std::to_string(key_length) + " / " + std::to_string(value_length) +
+        " differ from kv_lora_rank + rope.dimension_count = " + std::to_string(c.head_dim) +
+        " / kv_lora_rank = " + std::to_string(m.kv_lora_rank));
   return {};
 }
 
@@ -219,9 +219,9 @@ Status read_routing(const GgufFile& g, const std::string& a, ModelConfig& c) {
                         std::to_string(c.n_expert_groups) + " does not split expert_count " +
                         std::to_string(c.n_expert) + " into groups of at least 2 experts");
     if (c.n_expert_used > per_group * c.n_expert_groups_used)
-      return make_error("metadata '" + a + "expert_used_count' = " +
-                        std::to_string(c.n_expert_used) + " exceeds the experts of " +
-                        std::to_string(c.n_expert_groups_used) + " used groups");
+      return make_error(
+          "metadata '" + a + "expert_used_count' = " + std::to_string(c.n_expert_used) +
+          " exceeds the experts of " + std::to_string(c.n_expert_groups_used) + " used groups");
   }
   int32_t n_dense = 0;
   VELA_TRY(read_int(g, a + "leading_dense_block_count", n_dense, false, 0, c.n_layer));

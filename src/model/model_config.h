@@ -143,7 +143,7 @@ struct ModelConfig {
   // n_expert_groups_used best (expert_group_count / expert_group_used_count); 1 = no groups.
   int32_t n_expert_groups = 1;
   int32_t n_expert_groups_used = 1;
-  int32_t n_ff_shared_expert = 0;  // the shared expert's FFN width (0: none)
+  int32_t n_ff_shared_expert = 0;    // the shared expert's FFN width (0: none)
   bool shared_expert_gated = false;  // its output scaled by sigmoid(ffn_gate_inp_shexp . x)
 
   bool moe() const { return n_expert > 0; }

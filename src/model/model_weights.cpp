@@ -258,14 +258,13 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       } else {
         VELA_TRY_ASSIGN(mw.q, get_matrix(g, p + "attn_q.weight", q_rows, c.n_embd));
       }
-      VELA_TRY_ASSIGN(mw.kv_a,
-                      get_matrix(g, p + "attn_kv_a_mqa.weight", m.cache_dim(), c.n_embd));
+      VELA_TRY_ASSIGN(mw.kv_a, get_matrix(g, p + "attn_kv_a_mqa.weight", m.cache_dim(), c.n_embd));
       VELA_TRY_ASSIGN(mw.kv_a_norm,
                       get_vector(g, p + "attn_kv_a_norm.weight", m.kv_lora_rank, true));
-      VELA_TRY_ASSIGN(mw.k_b, get_matrix(g, p + "attn_k_b.weight", m.kv_lora_rank, m.nope_dim,
-                                         c.n_head));
-      VELA_TRY_ASSIGN(mw.v_b, get_matrix(g, p + "attn_v_b.weight", m.v_head_dim, m.kv_lora_rank,
-                                         c.n_head));
+      VELA_TRY_ASSIGN(mw.k_b,
+                      get_matrix(g, p + "attn_k_b.weight", m.kv_lora_rank, m.nope_dim, c.n_head));
+      VELA_TRY_ASSIGN(mw.v_b,
+                      get_matrix(g, p + "attn_v_b.weight", m.v_head_dim, m.kv_lora_rank, c.n_head));
       VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd,
                                        int64_t(c.n_head) * m.v_head_dim));
     } else if (arch.fused_qkv) {

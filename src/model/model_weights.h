@@ -107,8 +107,8 @@ struct LayerWeights {
     DeltaNetWeights& d = delta_net;
     ExpertWeights& s = shared_expert;
     LatentAttentionWeights& m = mla;
-    return {&wq,      &wk,     &wv,     &wo,   &w_gate, &w_up,   &w_down, &d.qkv, &d.gate, &d.beta,
-            &d.alpha, &d.out,  &s.gate, &s.up, &s.down, &m.q_a,  &m.q_b,  &m.q,   &m.kv_a};
+    return {&wq,      &wk,    &wv,     &wo,   &w_gate, &w_up,  &w_down, &d.qkv, &d.gate, &d.beta,
+            &d.alpha, &d.out, &s.gate, &s.up, &s.down, &m.q_a, &m.q_b,  &m.q,   &m.kv_a};
   }
   std::array<const WeightMatrix*, 19> matrices() const {
     std::array<const WeightMatrix*, 19> out;

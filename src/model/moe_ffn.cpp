@@ -200,8 +200,8 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   std::fill(expert_count_.begin(), expert_count_.end(), 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
     route_experts(router_logits_.data() + t * N, int32_t(N), int32_t(K), routing_,
-                  l.expert_bias.empty() ? nullptr : l.expert_bias.data(),
-                  route_ids_.data() + t * K, route_weights_.data() + t * K);
+                  l.expert_bias.empty() ? nullptr : l.expert_bias.data(), route_ids_.data() + t * K,
+                  route_weights_.data() + t * K);
     for (int64_t r = 0; r < K; ++r) ++expert_count_[size_t(route_ids_[size_t(t * K + r)])];
   }
   // Gathered rows by expert id, tokens in batch order within each expert.

@@ -48,8 +48,8 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     return make_error("tensor and pipeline parallelism do not split a model with recurrent "
                       "(Gated DeltaNet) layers (" + c.arch_name + ")");
   if (c.latent_attention() && (s.sharded() || s.n_stages > 1))
-    return make_error("tensor and pipeline parallelism do not split a model with multi-head "
-                      "latent attention (" + c.arch_name + ")");
+    return make_error(std::string("tensor and pipeline parallelism do not split a model with ") +
+                      "multi-head latent attention (" + c.arch_name + ")");
   if (s.size < 1 || s.rank < 0 || s.rank >= s.size)
     return make_error("rank " + str(s.rank) + " is outside a tensor-parallel group of " +
                       str(s.size));

@@ -4,8 +4,9 @@ namespace vela {
 
 const std::vector<ModelShape>& known_shapes() {
   // Hyper-parameters of the published checkpoints' config files (mixtral-mini is a Mixtral
-  // layout at TinyLlama's size). The tiny shapes keep row lengths multiples of 256 (all but
-  // tiny-qwen2) or not (tiny-qwen2) so both K-quant paths get tested.
+  // layout at TinyLlama's size, qwen35moe-mini Qwen3.5-35B-A3B's layers scaled down). The tiny
+  // shapes keep row lengths multiples of 256 (all but tiny-qwen2 and the tiny Qwen3.5 DeltaNet
+  // outputs) or not (tiny-qwen2) so both K-quant paths get tested.
   // Packed by hand: clang-format would put every designated field on a line of its own.
   // clang-format off
   static const std::vector<ModelShape> shapes = {
@@ -44,6 +45,22 @@ const std::vector<ModelShape>& known_shapes() {
       {.name = "tiny-phi3", .architecture = "phi3", .n_embd = 256, .n_layer = 2, .n_head = 4,
        .n_head_kv = 4, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .fused_qkv = true,
        .fused_gate_up = true, .sliding_window = 2047},
+      // Qwen3.5 at test size: three Gated DeltaNet layers, then one gated attention layer,
+      // twice as many DeltaNet value heads as key heads, a quarter of each attention head
+      // rotated.
+      {.name = "tiny-qwen35", .architecture = "qwen35", .n_embd = 256, .n_layer = 4, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .rope_freq_base = 1e7f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 64,
+       .qk_norm = QkNorm::kPerHead, .rope_dim = 16, .rope_sections = {3, 3, 2, 0},
+       .attn_output_gate = true, .ffn_norm_post_attention = true, .full_attention_interval = 4,
+       .ssm_conv_kernel = 4, .ssm_k_heads = 2, .ssm_v_heads = 4, .ssm_head_dim = 32},
+      {.name = "tiny-qwen35moe", .architecture = "qwen35moe", .n_embd = 256, .n_layer = 4,
+       .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 512,
+       .rope_freq_base = 1e7f, .rms_eps = 1e-6f, .head_size = 64, .qk_norm = QkNorm::kPerHead,
+       .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256, .rope_dim = 16,
+       .rope_sections = {3, 3, 2, 0}, .attn_output_gate = true, .ffn_norm_post_attention = true,
+       .full_attention_interval = 4, .ssm_conv_kernel = 4, .ssm_k_heads = 2, .ssm_v_heads = 4,
+       .ssm_head_dim = 32, .n_ff_shexp = 256, .shexp_gate = true},
       {.name = "tinyllama-1.1b", .architecture = "llama", .n_embd = 2048, .n_layer = 22,
        .n_head = 32, .n_head_kv = 4, .n_ff = 5632, .n_vocab = 32000, .n_ctx = 2048},
       {.name = "qwen2-0.5b", .architecture = "qwen2", .n_embd = 896, .n_layer = 24, .n_head = 14,
@@ -72,6 +89,27 @@ const std::vector<ModelShape>& known_shapes() {
       {.name = "phi3-mini", .architecture = "phi3", .n_embd = 3072, .n_layer = 32, .n_head = 32,
        .n_head_kv = 32, .n_ff = 8192, .n_vocab = 32064, .n_ctx = 4096, .fused_qkv = true,
        .fused_gate_up = true, .sliding_window = 2047},
+      // Qwen3.5-0.8B's text model (its multi-token-prediction layer left out: engines do not
+      // run it): 18 DeltaNet and 6 attention layers, 64 of each 256-wide head rotated, in
+      // sections [11, 11, 10] of the multi-axis RoPE.
+      {.name = "qwen35-0.8b", .architecture = "qwen35", .n_embd = 1024, .n_layer = 24,
+       .n_head = 8, .n_head_kv = 2, .n_ff = 3584, .n_vocab = 248320, .n_ctx = 262144,
+       .rope_freq_base = 1e7f, .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 256,
+       .qk_norm = QkNorm::kPerHead, .rope_dim = 64, .rope_sections = {11, 11, 10, 0},
+       .attn_output_gate = true, .ffn_norm_post_attention = true, .full_attention_interval = 4,
+       .ssm_conv_kernel = 4, .ssm_k_heads = 16, .ssm_v_heads = 16, .ssm_head_dim = 128},
+      // Qwen3.5-35B-A3B's layers at a size a small machine runs: its attention (16 heads, 2 KV
+      // heads of 256) and DeltaNet (16 key, 32 value heads of 128) mixers as published, on a
+      // 1024-wide residual stream (2048 published) of 24 layers (40), with 64 experts of 256
+      // (256 of 512), 8 routed, beside a gated shared expert of 256 (512).
+      {.name = "qwen35moe-mini", .architecture = "qwen35moe", .n_embd = 1024, .n_layer = 24,
+       .n_head = 16, .n_head_kv = 2, .n_ff = 256, .n_vocab = 248320, .n_ctx = 262144,
+       .rope_freq_base = 1e7f, .rms_eps = 1e-6f, .head_size = 256, .qk_norm = QkNorm::kPerHead,
+       .n_expert = 64, .n_expert_used = 8, .n_ff_exp = 256, .rope_dim = 64,
+       .rope_sections = {11, 11, 10, 0}, .attn_output_gate = true,
+       .ffn_norm_post_attention = true, .full_attention_interval = 4, .ssm_conv_kernel = 4,
+       .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_head_dim = 128, .n_ff_shexp = 256,
+       .shexp_gate = true},
   };
   // clang-format on
   return shapes;
@@ -102,6 +140,26 @@ std::string shape_problem(const ModelShape& s) {
     return "expert fields without experts";
   if (s.sliding_window_pattern > 0 && s.sliding_window == 0)
     return "a sliding-window pattern without a window";
+  if (s.rope_dim < 0 || s.rope_dim % 2 != 0 || s.rope_dim > s.head_dim())
+    return "rope_dim must be even and at most the head size";
+  for (int32_t pairs : s.rope_sections)
+    if (pairs < 0) return "a RoPE section is negative";
+  if (s.full_attention_interval < 0 || s.ssm_conv_kernel < 0 || s.ssm_k_heads < 0 ||
+      s.ssm_v_heads < 0 || s.ssm_head_dim < 0 || s.n_ff_shexp < 0)
+    return "a size is not positive";
+  const bool ssm = s.ssm_conv_kernel > 0 || s.ssm_k_heads > 0 || s.ssm_v_heads > 0 ||
+                   s.ssm_head_dim > 0;
+  if (s.hybrid() != ssm) return "DeltaNet geometry and full_attention_interval go together";
+  if (s.hybrid()) {
+    if (s.ssm_conv_kernel < 2 || s.ssm_k_heads == 0 || s.ssm_v_heads == 0 || s.ssm_head_dim == 0)
+      return "the DeltaNet geometry needs a kernel of 2 or more taps and positive head counts";
+    if (s.ssm_v_heads % s.ssm_k_heads != 0)
+      return "ssm_k_heads does not divide ssm_v_heads";
+  }
+  if (s.n_ff_shexp > 0 && s.n_expert == 0) return "a shared expert without experts";
+  if (s.shexp_gate && s.n_ff_shexp == 0) return "a shared-expert gate without a shared expert";
+  if (s.ffn_norm_post_attention && s.post_norms)
+    return "post_attention_norm cannot be both the FFN's norm and a post-norm";
   return "";
 }
 
@@ -125,29 +183,51 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
       t.push_back({p + name, std::move(ne), kind, i});
     };
     add("attn_norm.weight", {embd}, TensorKind::kNorm);
-    if (s.fused_qkv) {
+    if (s.ffn_norm_post_attention) add("post_attention_norm.weight", {embd}, TensorKind::kNorm);
+    if (s.delta_net_layer(i)) {
+      const int64_t channels = s.ssm_conv_channels(), value_dim = s.ssm_value_dim(),
+                    v_heads = s.ssm_v_heads;
+      add("attn_qkv.weight", {embd, channels}, TensorKind::kMatrix);  // rows q, k, v
+      add("attn_gate.weight", {embd, value_dim}, TensorKind::kMatrix);
+      add("ssm_conv1d.weight", {s.ssm_conv_kernel, channels}, TensorKind::kConv);
+      add("ssm_dt.bias", {v_heads}, TensorKind::kBias);
+      add("ssm_a", {v_heads}, TensorKind::kDecay);  // the converters' name has no .weight
+      add("ssm_beta.weight", {embd, v_heads}, TensorKind::kMatrix);
+      add("ssm_alpha.weight", {embd, v_heads}, TensorKind::kMatrix);
+      add("ssm_norm.weight", {s.ssm_head_dim}, TensorKind::kNorm);
+      add("ssm_out.weight", {value_dim, embd}, TensorKind::kMatrix);
+    } else if (s.fused_qkv) {
       add("attn_qkv.weight", {embd, q_dim + 2 * kv_dim}, TensorKind::kMatrix);
     } else {
-      add("attn_q.weight", {embd, q_dim}, TensorKind::kMatrix);
+      add("attn_q.weight", {embd, s.attn_output_gate ? 2 * q_dim : q_dim}, TensorKind::kMatrix);
       if (s.qkv_bias) add("attn_q.bias", {q_dim}, TensorKind::kBias);
       add("attn_k.weight", {embd, kv_dim}, TensorKind::kMatrix);
       if (s.qkv_bias) add("attn_k.bias", {kv_dim}, TensorKind::kBias);
       add("attn_v.weight", {embd, kv_dim}, TensorKind::kMatrix);
       if (s.qkv_bias) add("attn_v.bias", {kv_dim}, TensorKind::kBias);
     }
-    add("attn_output.weight", {q_dim, embd}, TensorKind::kMatrix);
-    if (s.qk_norm != QkNorm::kNone) {
-      const bool full = s.qk_norm == QkNorm::kWhole;
-      add("attn_q_norm.weight", {full ? q_dim : head}, TensorKind::kNorm);
-      add("attn_k_norm.weight", {full ? kv_dim : head}, TensorKind::kNorm);
+    if (!s.delta_net_layer(i)) {
+      add("attn_output.weight", {q_dim, embd}, TensorKind::kMatrix);
+      if (s.qk_norm != QkNorm::kNone) {
+        const bool full = s.qk_norm == QkNorm::kWhole;
+        add("attn_q_norm.weight", {full ? q_dim : head}, TensorKind::kNorm);
+        add("attn_k_norm.weight", {full ? kv_dim : head}, TensorKind::kNorm);
+      }
     }
     if (s.post_norms) add("post_attention_norm.weight", {embd}, TensorKind::kNorm);
-    add("ffn_norm.weight", {embd}, TensorKind::kNorm);
+    if (!s.ffn_norm_post_attention) add("ffn_norm.weight", {embd}, TensorKind::kNorm);
     if (n_exp > 0) {
       add("ffn_gate_inp.weight", {embd, n_exp}, TensorKind::kMatrix);
       add("ffn_gate_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
       add("ffn_up_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
       add("ffn_down_exps.weight", {ff_exp, embd, n_exp}, TensorKind::kMatrix);
+      if (s.n_ff_shexp > 0) {
+        const int64_t sff = s.n_ff_shexp;
+        if (s.shexp_gate) add("ffn_gate_inp_shexp.weight", {embd}, TensorKind::kBias);
+        add("ffn_gate_shexp.weight", {embd, sff}, TensorKind::kMatrix);
+        add("ffn_up_shexp.weight", {embd, sff}, TensorKind::kMatrix);
+        add("ffn_down_shexp.weight", {sff, embd}, TensorKind::kMatrix);
+      }
     } else if (s.fused_gate_up) {
       add("ffn_up.weight", {embd, 2 * ff}, TensorKind::kMatrix);
       add("ffn_down.weight", {ff, embd}, TensorKind::kMatrix);

@@ -2,9 +2,11 @@
 // Named model shapes for `vela synth` (the hyper-parameters of well-known checkpoints, plus tiny
 // shapes for tests) and the GGUF tensor layout of a model of a given shape, with the tensor names
 // and metadata of the common GGUF converters: Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Mixtral
-// (Llama with experts), Gemma 2, Gemma 3 and Phi-3. A shape is a plain description: each family
+// (Llama with experts), Gemma 2, Gemma 3, Phi-3 and Qwen3.5 (dense and MoE: Gated DeltaNet layers
+// beside gated attention ones). A shape is a plain description: each family
 // differs from the Llama layout only through the optional fields below.
 // Plain value types and pure functions; no thread-safety concerns.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -49,8 +51,41 @@ struct ModelShape {
   float attn_softcap = 0.0f;        // <arch>.attn_logit_softcapping; 0: none
   float final_softcap = 0.0f;       // <arch>.final_logit_softcapping; 0: none
 
+  // <arch>.rope.dimension_count: the rotated leading part of each head; 0: the whole head.
+  int32_t rope_dim = 0;
+  // <arch>.rope.dimension_sections (multi-axis RoPE, in rotated pairs); all 0: not written.
+  std::array<int32_t, 4> rope_sections = {};
+  // attn_q has 2 * n_head * head_dim rows: per head its query rows, then as many rows of a
+  // sigmoid gate on the head's attention output (qwen35).
+  bool attn_output_gate = false;
+  // The FFN's input norm is named post_attention_norm, written right after attn_norm, and there
+  // is no ffn_norm (qwen35; not gemma's post-norm of the attention output).
+  bool ffn_norm_post_attention = false;
+  // Hybrid Gated DeltaNet (qwen35): layer i attends when (i + 1) % full_attention_interval == 0
+  // and is a DeltaNet mixer otherwise; 0: every layer attends. The <arch>.ssm.* geometry:
+  int32_t full_attention_interval = 0;
+  int32_t ssm_conv_kernel = 0;  // ssm.conv_kernel: causal convolution taps
+  int32_t ssm_k_heads = 0;      // ssm.group_count: query and key heads
+  int32_t ssm_v_heads = 0;      // ssm.time_step_rank: value heads (a multiple of the key heads)
+  int32_t ssm_head_dim = 0;     // ssm.state_size: key and value head size
+  // A shared expert beside the routed ones (ffn_{gate,up,down}_shexp), written as
+  // <arch>.expert_shared_feed_forward_length; 0: none.
+  int32_t n_ff_shexp = 0;
+  bool shexp_gate = false;  // ffn_gate_inp_shexp [n_embd]: its output times sigmoid(gate . x)
+
   int32_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   int32_t expert_ff() const { return n_ff_exp > 0 ? n_ff_exp : n_ff; }
+  int32_t rotated_dim() const { return rope_dim > 0 ? rope_dim : head_dim(); }
+  bool hybrid() const { return full_attention_interval > 0; }
+  // Whether layer i is a Gated DeltaNet mixer (else it attends).
+  bool delta_net_layer(int32_t i) const {
+    return hybrid() && (i + 1) % full_attention_interval != 0;
+  }
+  // DeltaNet channels: [q | k | v] through the convolution, and the value width.
+  int64_t ssm_value_dim() const { return int64_t(ssm_v_heads) * ssm_head_dim; }
+  int64_t ssm_conv_channels() const {
+    return 2 * int64_t(ssm_k_heads) * ssm_head_dim + ssm_value_dim();
+  }
 };
 
 // The shapes synth knows, in a fixed order.
@@ -64,7 +99,16 @@ std::string known_shape_names();
 std::string shape_problem(const ModelShape& shape);
 
 // What a tensor is for; the quantization recipe and the weight initialisation depend on it.
-enum class TensorKind { kTokenEmbd, kOutputNorm, kOutput, kNorm, kMatrix, kBias };
+enum class TensorKind {
+  kTokenEmbd,
+  kOutputNorm,
+  kOutput,
+  kNorm,
+  kMatrix,
+  kBias,
+  kConv,   // depthwise convolution taps [kernel, channels] (ssm_conv1d)
+  kDecay,  // a DeltaNet's decay scale per value head, -exp(A_log) (ssm_a)
+};
 
 struct TensorSpec {
   std::string name;

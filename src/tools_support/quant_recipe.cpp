@@ -82,6 +82,9 @@ GgmlType choose_tensor_type(const QuantTarget& target, const TensorRole& role, b
   // Routers stay F32 as in the common quantizer: they are tiny and pick the experts, so their
   // rounding would change which experts run.
   if (role.n_dims < 2 || ends_with(role.name, "ffn_gate_inp.weight")) return GgmlType::F32;
+  // A DeltaNet's convolution taps stay F32 as well: a few per channel, read as floats (engines
+  // take them in F32/F16/BF16 only).
+  if (ends_with(role.name, "ssm_conv1d.weight")) return GgmlType::F32;
   GgmlType t = target.base;
   if (!pure && !is_float(target.base)) {
     const bool is_output =

@@ -1,7 +1,8 @@
 #pragma once
 // Which type each tensor of a model gets for a requested file type, following the rules of the
 // common GGUF quantizer so files made here look like the ones people download:
-//  * 1-D tensors (norms, biases) and MoE routers (ffn_gate_inp.weight) stay F32.
+//  * 1-D tensors (norms, biases, ssm_a) and MoE routers (ffn_gate_inp.weight) stay F32, as do a
+//    Gated DeltaNet's convolution taps (ssm_conv1d.weight).
 //  * 3-D expert tensors (ffn_*_exps.weight) are quantized by rows of ne[0] like 2-D matrices.
 //  * For quantized targets, output.weight (or token_embd.weight when the embeddings are tied)
 //    gets Q6_K, unless the target is Q8_0 (kept) or its rows do not fit the target's blocks

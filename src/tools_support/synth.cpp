@@ -1,6 +1,7 @@
 #include "tools_support/synth.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <memory>
 #include <thread>
@@ -57,13 +58,23 @@ void synth_rows(uint64_t seed, size_t tensor_index, TensorKind kind, float weigh
   // Sum of four 16-bit uniforms in (0, 1): mean 2, variance 4/12; centred and scaled by sqrt(3)
   // it has unit variance. One 64-bit draw per value keeps an 8B model's synthesis fast.
   constexpr float kUnit = 1.0f / 65536.0f;
-  const float scale = weight_std * 1.7320508f;
+  // Convolution taps: std 1/sqrt(taps), so a tap-weighted sum of unit-variance inputs keeps
+  // unit variance.
+  const float std_dev = kind == TensorKind::kConv ? 1.0f / std::sqrt(float(n_cols)) : weight_std;
+  const float scale = std_dev * 1.7320508f;
   const uint64_t tensor_seed = mix(mix(seed, 0x5EEDull), tensor_index + 1);
   for (int64_t r = row_begin; r < row_end; ++r) {
     uint64_t state = mix(tensor_seed, uint64_t(r));
     float* out = dst + (r - row_begin) * n_cols;
     for (int64_t i = 0; i < n_cols; ++i) {
       const uint64_t x = splitmix64(state);
+      if (kind == TensorKind::kDecay) {
+        // -exp(A_log), A_log uniform in [0, ln 16): per-step decays exp(-A softplus(.)) that
+        // range from slow to fast, as the reference initialisation's.
+        const float u = float(x >> 40) * (1.0f / 16777216.0f);  // 24 bits: [0, 1)
+        out[i] = -std::exp(u * 2.7725887f);                      // ln 16
+        continue;
+      }
       const float sum = float(x & 0xFFFF) + float((x >> 16) & 0xFFFF) + float((x >> 32) & 0xFFFF) +
                         float(x >> 48) + 2.0f;  // +0.5 per uniform
       out[i] = (sum * kUnit - 2.0f) * scale;
@@ -107,7 +118,9 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
     w.add_u32(a + "attention.key_length", uint32_t(s.head_size));
     w.add_u32(a + "attention.value_length", uint32_t(s.head_size));
   }
-  w.add_u32(a + "rope.dimension_count", uint32_t(s.head_dim()));
+  w.add_u32(a + "rope.dimension_count", uint32_t(s.rotated_dim()));
+  if (s.rope_sections != std::array<int32_t, 4>{})
+    w.add_i32s(a + "rope.dimension_sections", s.rope_sections);
   w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.add_f32(a + "rope.freq_base", s.rope_freq_base);
   if (s.rope_freq_base_swa > 0) w.add_f32(a + "rope.freq_base_swa", s.rope_freq_base_swa);
@@ -120,6 +133,16 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
     w.add_u32(a + "expert_count", uint32_t(s.n_expert));
     w.add_u32(a + "expert_used_count", uint32_t(s.n_expert_used));
     if (s.n_ff_exp > 0) w.add_u32(a + "expert_feed_forward_length", uint32_t(s.n_ff_exp));
+    if (s.n_ff_shexp > 0)
+      w.add_u32(a + "expert_shared_feed_forward_length", uint32_t(s.n_ff_shexp));
+  }
+  if (s.hybrid()) {
+    w.add_u32(a + "full_attention_interval", uint32_t(s.full_attention_interval));
+    w.add_u32(a + "ssm.conv_kernel", uint32_t(s.ssm_conv_kernel));
+    w.add_u32(a + "ssm.state_size", uint32_t(s.ssm_head_dim));
+    w.add_u32(a + "ssm.group_count", uint32_t(s.ssm_k_heads));
+    w.add_u32(a + "ssm.time_step_rank", uint32_t(s.ssm_v_heads));
+    w.add_u32(a + "ssm.inner_size", uint32_t(s.ssm_value_dim()));
   }
   std::deque<std::string> pad_names;  // padded token texts, alive while they are encoded
   for (const auto& [key, value] : vocab->metadata()) {

@@ -185,7 +185,11 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, SpeculativeAgreement,
                                            AgreementCase{"tiny-llama-gqa", false},
                                            AgreementCase{"tiny-qwen2-bpe-F16", false},
                                            AgreementCase{"tiny-qwen3-Q8_0", true},
-                                           AgreementCase{"tiny-mixtral-Q4_0", false}),
+                                           AgreementCase{"tiny-mixtral-Q4_0", false},
+                                           // Recurrent layers: the state saved after each
+                                           // proposal replaces the one a rejection leaves.
+                                           AgreementCase{"tiny-qwen35-F32", false},
+                                           AgreementCase{"tiny-qwen35moe-Q4_K_M", false}),
                          [](const auto& info) {
                            std::string n = info.param.model;
                            for (char& c : n)

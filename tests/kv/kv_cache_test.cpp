@@ -161,6 +161,36 @@ TEST(KvCache, SlotsLayersAndKvAreKeptApart) {
   }
 }
 
+// A K-only cache (multi-head latent attention) holds one row per slot and layer: half the bytes
+// of a K/V cache of the same rows, its V row the K row, rows of layers and slots apart.
+TEST(KvCache, KOnlyCacheHoldsOneRowPerSlot) {
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8_0}) {
+    KvCacheConfig config{3, 1, 80, 4, 5, type};
+    const size_t kv_bytes = KvCache::bytes_per_block(config);
+    config.k_only = true;
+    EXPECT_EQ(KvCache::bytes_per_block(config) * 2, kv_bytes) << kv_type_name(type);
+    EXPECT_EQ(KvCache::bytes_per_block(config),
+              size_t(3) * 4 * kv_head_row_bytes(type, 80));  // layers x slots x one row
+    KvCache cache(config);
+    EXPECT_EQ(cache.bytes(), KvCache::bytes_per_block(config) * 5);
+    const size_t n = size_t(cache.row_elems());
+    const auto row_of = [&](int32_t l, int64_t s) { return random_row(n, uint32_t(l * 100 + s)); };
+    for (int32_t l = 0; l < config.n_layer; ++l)
+      for (int64_t s = 0; s < cache.n_slots(); ++s) cache.write(l, s, row_of(l, s).data(), nullptr);
+    std::vector<float> k(n);
+    for (int32_t l = 0; l < config.n_layer; ++l)
+      for (int64_t s = 0; s < cache.n_slots(); ++s) {
+        cache.read(l, s, k.data(), nullptr);
+        const auto want = row_of(l, s);
+        const auto bound = error_bound(type, want);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_LE(std::abs(k[i] - want[i]), bound[i])
+              << kv_type_name(type) << " layer " << l << " slot " << s;
+        EXPECT_EQ(std::as_const(cache).v_row(l, s), std::as_const(cache).k_row(l, s));
+      }
+  }
+}
+
 TEST(KvCache, ConcurrentWritesToDifferentSlotsMatchSerialWrites) {
   const KvCacheConfig config{2, 2, 32, 16, 4, KvType::kQ8_0};
   KvCache serial(config), parallel(config);

@@ -25,8 +25,7 @@ std::shared_ptr<const Model> load_shared(const std::string& name) {
 }
 
 KvCache make_cache(const Model& m) {
-  const ModelConfig& c = m.config();
-  return KvCache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, kBlock, 32, KvType::kF16});
+  return KvCache(model_cache_config(m.config(), kBlock, 32, KvType::kF16));
 }
 
 // One forward call: tokens [first, first + n) of each listed sequence, in turn or interleaved.
@@ -79,7 +78,8 @@ std::vector<int32_t> prompt(size_t n, int32_t salt) {
 class Families : public ::testing::TestWithParam<const char*> {};
 
 // 30 tokens cross the 8-position windows of the gemma files several times; the MoE files route
-// the tokens of the two sequences to overlapping and to disjoint experts alike.
+// the tokens of the two sequences to overlapping and to disjoint experts alike; deepseek2 runs
+// its latent attention over a K-only cache, per-head products of every batch size.
 TEST_P(Families, BatchedAndChunkedPrefillMatchEachSequenceAlone) {
   VELA_REQUIRE_SHARED();
   auto model = load_shared(GetParam());
@@ -115,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, Families,
                          ::testing::Values("tiny-qwen3-Q8_0", "tiny-qwen3-yarn-F32",
                                            "tiny-qwen3moe-Q4_K_M", "tiny-mixtral-Q4_0",
                                            "tiny-olmoe-F32", "tiny-gemma2-F32", "tiny-gemma3-Q4_0",
-                                           "tiny-phi3-F32"),
+                                           "tiny-phi3-F32", "tiny-deepseek2-F32"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -1,6 +1,8 @@
 // Top-k expert routing against a scalar reference written here: a stable sort of the expert ids
 // by logit (so ties go to the lower id), and the softmax in double, over all experts or
-// renormalised over the chosen ones.
+// renormalised over the chosen ones. The general routing (sigmoid or softmax scores, a selection
+// bias, expert groups, a weight scale) against a reference that sorts groups and experts the
+// same way, in double.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -182,6 +184,145 @@ TEST(RouteTopK, LargeLogitsDoNotOverflow) {
   for (float w : m.weights) EXPECT_GT(w, 0.0f);  // e^-1 / (2 + e^-1 + e^-5): nothing underflows
   const std::vector<float> big(4, 1e4f);
   EXPECT_EQ(route(big, 2, false).weights, (std::vector<float>{0.25f, 0.25f}));  // exp(0) / 4
+}
+
+// The general routing in double: scores, biased selection scores, groups ranked by the sum of
+// their two best selection scores (stable: ties to the lower group), the k best experts of the
+// kept groups (ties to the lower id), weights from the unbiased scores.
+Routing reference_routing(const std::vector<float>& logits, const std::vector<float>& bias,
+                          int32_t k, const ExpertRouting& r) {
+  const size_t n = logits.size();
+  std::vector<double> score(n), choose(n);
+  if (r.gating == ExpertGating::kSigmoid) {
+    for (size_t e = 0; e < n; ++e) score[e] = 1.0 / (1.0 + std::exp(-double(logits[e])));
+  } else {
+    std::vector<int32_t> all(n);
+    std::iota(all.begin(), all.end(), 0);
+    score = reference_softmax(logits, all);
+  }
+  // The engine adds the bias in float; so does the reference, to compare choices exactly.
+  for (size_t e = 0; e < n; ++e)
+    choose[e] = double(float(score[e]) + (bias.empty() ? 0.0f : bias[e]));
+  std::vector<int32_t> candidates;
+  const size_t per_group = n / size_t(r.n_groups);
+  std::vector<int32_t> groups(size_t(r.n_groups));
+  std::iota(groups.begin(), groups.end(), 0);
+  std::vector<double> group_score(size_t(r.n_groups));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<double> members(choose.begin() + long(g * per_group),
+                                choose.begin() + long((g + 1) * per_group));
+    std::sort(members.rbegin(), members.rend());
+    group_score[g] = r.n_groups > 1 ? members[0] + members[1] : 0.0;
+  }
+  std::stable_sort(groups.begin(), groups.end(), [&](int32_t a, int32_t b) {
+    return group_score[size_t(a)] > group_score[size_t(b)];
+  });
+  for (int32_t i = 0; i < r.n_groups_used; ++i)
+    for (size_t e = 0; e < per_group; ++e)
+      candidates.push_back(int32_t(size_t(groups[size_t(i)]) * per_group + e));
+  std::sort(candidates.begin(), candidates.end());
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int32_t a, int32_t b) { return choose[size_t(a)] > choose[size_t(b)]; });
+  Routing out;
+  out.ids.assign(candidates.begin(), candidates.begin() + k);
+  double total = 0;
+  for (int32_t id : out.ids) total += score[size_t(id)];
+  for (int32_t id : out.ids)
+    out.weights.push_back(float(score[size_t(id)] / (r.renormalize ? total : 1.0) * r.scale));
+  return out;
+}
+
+Routing route_general(const std::vector<float>& logits, const std::vector<float>& bias, int32_t k,
+                      const ExpertRouting& r) {
+  Routing out;
+  out.ids.assign(size_t(k), -7);
+  out.weights.assign(size_t(k), -7.0f);
+  route_experts(logits.data(), int32_t(logits.size()), k, r, bias.empty() ? nullptr : bias.data(),
+                out.ids.data(), out.weights.data());
+  return out;
+}
+
+TEST(RouteExperts, SigmoidBiasAndGroupsMatchReference) {
+  std::mt19937 rng(24);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::normal_distribution<float> small(0.0f, 0.3f);
+  struct Shape {
+    int32_t n_expert, n_groups, n_groups_used, k;
+  };
+  for (const Shape sh : {Shape{8, 4, 2, 2}, Shape{8, 1, 1, 2}, Shape{64, 8, 4, 6},
+                         Shape{256, 8, 4, 8}, Shape{16, 4, 1, 2}, Shape{16, 4, 4, 5}}) {
+    for (ExpertGating gating : {ExpertGating::kSigmoid, ExpertGating::kSoftmax}) {
+      for (bool renormalize : {false, true}) {
+        for (bool with_bias : {false, true}) {
+          const ExpertRouting r{gating, renormalize, 2.5f, sh.n_groups, sh.n_groups_used};
+          SCOPED_TRACE("n_expert " + std::to_string(sh.n_expert) + " groups " +
+                       std::to_string(sh.n_groups) + "/" + std::to_string(sh.n_groups_used) +
+                       " k " + std::to_string(sh.k) +
+                       (gating == ExpertGating::kSigmoid ? " sigmoid" : " softmax") +
+                       (renormalize ? " renormalized" : "") + (with_bias ? " biased" : ""));
+          for (int trial = 0; trial < 20; ++trial) {
+            std::vector<float> logits(size_t(sh.n_expert)), bias;
+            for (float& l : logits) l = normal(rng);
+            if (with_bias)
+              for (int32_t e = 0; e < sh.n_expert; ++e) bias.push_back(small(rng));
+            const Routing got = route_general(logits, bias, sh.k, r);
+            const Routing want = reference_routing(logits, bias, sh.k, r);
+            ASSERT_EQ(got.ids, want.ids);
+            // Scores within an ulp or two of double's; renormalised, the float total's k - 1
+            // roundings and the quotient's; the scale's product one more.
+            for (int32_t i = 0; i < sh.k; ++i)
+              EXPECT_NEAR(got.weights[size_t(i)], want.weights[size_t(i)],
+                          (sh.k + 4) * 1.2e-7 * want.weights[size_t(i)])
+                  << "rank " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RouteExperts, BiasChoosesButDoesNotWeigh) {
+  // Expert 3 has the lowest score, but a bias that puts it first; its weight is its own score.
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -1.0f};
+  const std::vector<float> bias = {0.0f, 0.0f, 0.0f, 5.0f};
+  const ExpertRouting r{ExpertGating::kSigmoid, false, 1.0f, 1, 1};
+  const Routing got = route_general(logits, bias, 2, r);
+  EXPECT_EQ(got.ids, (std::vector<int32_t>{3, 0}));
+  EXPECT_FLOAT_EQ(got.weights[0], float(1.0 / (1.0 + std::exp(1.0))));
+  EXPECT_FLOAT_EQ(got.weights[1], float(1.0 / (1.0 + std::exp(-2.0))));
+  // Without the bias, the two highest scores.
+  EXPECT_EQ(route_general(logits, {}, 2, r).ids, (std::vector<int32_t>{0, 1}));
+}
+
+TEST(RouteExperts, GroupsRankByTheirTwoBestScores) {
+  // Group 0 holds the single best expert (sigmoid 0.95, 0.05: sum 1.0), group 1 two good ones
+  // (0.73 each: sum 1.46). With one group kept, the best expert is not chosen.
+  const std::vector<float> logits = {3.0f, -3.0f, 1.0f, 1.0f};
+  const ExpertRouting one_group{ExpertGating::kSigmoid, true, 2.5f, 2, 1};
+  const Routing got = route_general(logits, {}, 1, one_group);
+  EXPECT_EQ(got.ids, (std::vector<int32_t>{2}));  // a tie with expert 3: the lower id
+  EXPECT_FLOAT_EQ(got.weights[0], 2.5f);          // renormalised to 1, times the scale
+  const ExpertRouting both_groups{ExpertGating::kSigmoid, true, 2.5f, 2, 2};
+  EXPECT_EQ(route_general(logits, {}, 3, both_groups).ids, (std::vector<int32_t>{0, 2, 3}));
+  // A bias moves a group: expert 1's lifts group 0 above group 1.
+  const std::vector<float> bias = {0.0f, 0.5f, 0.0f, 0.0f};
+  EXPECT_EQ(route_general(logits, bias, 1, one_group).ids, (std::vector<int32_t>{0}));
+}
+
+TEST(RouteExperts, PlainSoftmaxIsRouteTopKBitForBit) {
+  std::mt19937 rng(25);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (bool renormalize : {false, true}) {
+    const ExpertRouting r{ExpertGating::kSoftmax, renormalize, 1.0f, 1, 1};
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits(60);
+      for (float& l : logits) l = normal(rng);
+      const Routing a = route(logits, 4, renormalize);
+      const Routing b = route_general(logits, {}, 4, r);
+      EXPECT_EQ(a.ids, b.ids);
+      EXPECT_EQ(a.weights, b.weights);
+    }
+  }
 }
 
 }  // namespace

@@ -19,9 +19,8 @@ std::vector<float> run_passes(const std::shared_ptr<const Model>& model, KvType 
   ForwardOptions options{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, n_threads,
                          /*min_parallel_work=*/0};
   DecoderForward fwd(model, options, std::move(pool));
-  const ModelConfig& c = model->config();
-  KvCache cache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, test::kTwoSeqBlock,
-                              test::kTwoSeqBlocks, kv_type});
+  KvCache cache(
+      model_cache_config(model->config(), test::kTwoSeqBlock, test::kTwoSeqBlocks, kv_type));
   return test::run_two_sequence_passes(fwd, cache);
 }
 
@@ -55,10 +54,11 @@ TEST_P(ParallelForward, LogitsAreBitIdenticalForAnyThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, ParallelForward,
-    ::testing::Values("aidreams260K",            // multi-head, untied output
-                      "tiny-llama-gqa",          // grouped-query heads, f32
-                      "tiny-qwen2-bpe-F16",      // Q/K/V biases, neox rope
-                      "tiny-llama-256-Q4_K_M"),  // mixed types, Q8_K activations
+    ::testing::Values("aidreams260K",           // multi-head, untied output
+                      "tiny-llama-gqa",         // grouped-query heads, f32
+                      "tiny-qwen2-bpe-F16",     // Q/K/V biases, neox rope
+                      "tiny-llama-256-Q4_K_M",  // mixed types, Q8_K activations
+                      "tiny-deepseek2-F32"),    // latent attention, grouped sigmoid routing
     [](const auto& info) {
       std::string n = info.param;
       for (char& ch : n)

@@ -103,6 +103,26 @@ TEST(QuantRecipe, ExpertTensors) {
   EXPECT_EQ(type("Q4_K_M", "blk.0.ffn_down_exps.weight", 1000, 0), GgmlType::F16);  // no fit
 }
 
+// A Gated DeltaNet's 1-D tensors and convolution taps stay F32 in every target (engines read the
+// taps as floats); its projections follow the target like any matrix.
+TEST(QuantRecipe, DeltaNetTensors) {
+  const auto type = [](const char* t, const char* name, int64_t row, int32_t dims,
+                       bool pure = false) {
+    return choose_tensor_type(target(t), TensorRole{name, row, dims, 0, 24, false}, pure);
+  };
+  for (const char* t : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M"}) {
+    for (bool pure : {false, true}) {
+      EXPECT_EQ(type(t, "blk.0.ssm_conv1d.weight", 4, 2, pure), GgmlType::F32) << t;
+      EXPECT_EQ(type(t, "blk.0.ssm_a", 32, 1, pure), GgmlType::F32) << t;
+      EXPECT_EQ(type(t, "blk.0.ssm_dt.bias", 32, 1, pure), GgmlType::F32) << t;
+      EXPECT_EQ(type(t, "blk.0.ffn_gate_inp_shexp.weight", 1024, 1, pure), GgmlType::F32) << t;
+    }
+  }
+  EXPECT_EQ(type("Q8_0", "blk.0.attn_qkv.weight", 1024, 2), GgmlType::Q8_0);
+  EXPECT_EQ(type("Q4_0", "blk.0.ssm_alpha.weight", 1024, 2), GgmlType::Q4_0);
+  EXPECT_EQ(type("Q4_K_M", "blk.0.ssm_out.weight", 128, 2), GgmlType::Q5_0);  // Q4_K's fallback
+}
+
 TEST(QuantRecipe, SameTypesAsTheCommonQuantizer) {
   VELA_REQUIRE_SHARED();
   for (const char* variant : {"Q4_K_M", "Q4_0", "Q6_K", "Q8_0"}) {

@@ -1,0 +1,254 @@
+// Multi-head latent attention (deepseek2): the geometry, scale and routing read from the file, a
+// cache of one compressed row per token, the Lite form (one attn_q matrix) against the q_lora
+// form, clear errors for bad files, and no tensor or pipeline split.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "io/gguf_writer.h"
+#include "kv/kv_cache.h"
+#include "model/decoder_forward.h"
+#include "model/rope.h"
+#include "model_rewrite.h"
+#include "sequence_runner.h"
+#include "support/shared_data.h"
+
+namespace vela {
+namespace {
+
+constexpr const char* kModel = "models/tiny-deepseek2-F32.gguf";
+
+std::shared_ptr<const Model> load_shared() {
+  auto m = Model::load(test::shared_path(kModel).string());
+  EXPECT_TRUE(m.ok()) << m.message();
+  return m.ok() ? *m : nullptr;
+}
+
+Result<std::shared_ptr<const Model>> load_bytes(const std::vector<uint8_t>& bytes) {
+  auto g = GgufFile::from_bytes(bytes);
+  if (!g) return g.error();
+  return Model::from_gguf(std::make_shared<const GgufFile>(std::move(*g)));
+}
+
+TEST(LatentAttention, GeometryScaleAndRoutingOfTheSharedFile) {
+  VELA_REQUIRE_SHARED();
+  auto model = load_shared();
+  ASSERT_TRUE(model);
+  const ModelConfig& c = model->config();
+  EXPECT_TRUE(c.latent_attention());
+  EXPECT_EQ(c.mla.q_lora_rank, 96);
+  EXPECT_EQ(c.mla.kv_lora_rank, 64);
+  EXPECT_EQ(c.mla.nope_dim, 32);
+  EXPECT_EQ(c.mla.rope_dim, 16);
+  EXPECT_EQ(c.mla.v_head_dim, 32);
+  // The absorbed form: one shared head of kv_lora + rope values, which the file's key_length
+  // states too.
+  EXPECT_EQ(c.head_dim, 80);
+  EXPECT_EQ(c.n_head_kv, 1);
+  EXPECT_EQ(c.n_rot, 16);
+  EXPECT_EQ(c.rope_style, RopeStyle::kNormal);
+  for (const LayerConfig& l : c.layers) EXPECT_EQ(l.mixer, MixerKind::kLatentAttention);
+  // YaRN factor 4, yarn_log_multiplier 0.1: RoPE keeps the pairs' norm, the scores take
+  // (1 + 0.1 ln 4)^2 / sqrt(48).
+  const double mscale = 1.0 + 0.1 * std::log(4.0);
+  EXPECT_NEAR(c.mla.scale, mscale * mscale / std::sqrt(48.0), 1e-6);
+  EXPECT_NEAR(rope_frequencies(c.rope, c.n_rot, {}).mscale, 1.0f, 1e-6f);
+  // One leading dense layer, then 8 experts (2 used) in 4 groups (2 used), sigmoid scores
+  // renormalised and scaled by 2.5, one ungated shared expert of the experts' width.
+  EXPECT_FALSE(c.layers[0].moe);
+  EXPECT_TRUE(c.layers[1].moe);
+  EXPECT_TRUE(c.layers[2].moe);
+  EXPECT_EQ(c.expert_gating, ExpertGating::kSigmoid);
+  EXPECT_TRUE(c.renormalize_experts);
+  EXPECT_FLOAT_EQ(c.expert_weights_scale, 2.5f);
+  EXPECT_EQ(c.n_expert_groups, 4);
+  EXPECT_EQ(c.n_expert_groups_used, 2);
+  EXPECT_EQ(c.n_ff_shared_expert, 64);
+  EXPECT_FALSE(c.shared_expert_gated);
+  const ModelWeights& w = model->weights();
+  EXPECT_TRUE(w.layers[0].router.data == nullptr && w.layers[0].w_gate.data != nullptr);
+  EXPECT_EQ(w.layers[1].expert_bias.size(), 8u);
+  EXPECT_TRUE(w.layers[1].shared_expert_gate.empty());
+}
+
+// The cache keeps kv_lora_rank + rope values per token and layer, and no V.
+TEST(LatentAttention, CacheHoldsOneCompressedRowPerToken) {
+  VELA_REQUIRE_SHARED();
+  auto model = load_shared();
+  ASSERT_TRUE(model);
+  const ModelConfig& c = model->config();
+  const int32_t block = 16;
+  for (const auto& [type, elem_bytes] :
+       std::vector<std::pair<KvType, size_t>>{{KvType::kF16, 2}, {KvType::kF32, 4}}) {
+    const KvCacheConfig kc = model_cache_config(c, block, 4, type);
+    EXPECT_TRUE(kc.k_only);
+    EXPECT_EQ(KvCache::bytes_per_block(kc) / block, size_t(64 + 16) * elem_bytes * 3)
+        << kv_type_name(type);
+  }
+  // A cache that keeps V as well does not fit the model.
+  KvCacheConfig kv_too = model_cache_config(c, block, 4, KvType::kF16);
+  kv_too.k_only = false;
+  KvCache cache(kv_too);
+  DecoderForward fwd(model, ForwardOptions{8, 8, 64, 1});
+  const std::vector<int32_t> ids = {1, 2}, pos = {0, 1}, seq = {0, 0}, table = {0, 1, 2, 3},
+                             want = {1};
+  std::vector<float> logits(size_t(c.n_vocab));
+  const Status st = fwd.forward(ForwardBatch{ids, pos, seq, table, 4, want}, cache, logits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("KV cache geometry"), std::string::npos) << st.message();
+}
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> out(v.size() * sizeof(float));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+// A copy of `src` with tensors replaced or added (name -> [ne, values]), tensors dropped and
+// u32 metadata set or dropped.
+std::vector<uint8_t> rewrite(
+    const GgufFile& src,
+    const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>& put,
+    const std::vector<std::string>& drop,
+    const std::vector<std::pair<std::string, int64_t>>& set_u32) {
+  GgufWriter w;
+  const auto dropped = [&](std::string_view name) {
+    return std::find(drop.begin(), drop.end(), std::string(name)) != drop.end();
+  };
+  for (const auto& [key, value] : src.metadata()) {
+    bool skip = dropped(key);
+    for (const auto& s : set_u32) skip |= s.first == key;
+    if (!skip) w.add_value(key, value);
+  }
+  for (const auto& [key, value] : set_u32) w.add_u32(key, uint32_t(value));
+  for (const GgufTensorInfo& t : src.tensors()) {
+    if (dropped(t.name) || put.count(std::string(t.name))) continue;
+    std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+    EXPECT_TRUE(w.add_tensor(t.name, t.ggml_type(), ne, {t.data, t.data + t.n_bytes}).ok());
+  }
+  for (const auto& [name, tensor] : put)
+    EXPECT_TRUE(w.add_tensor(name, GgmlType::F32, tensor.first, f32_bytes(tensor.second)).ok());
+  return w.to_bytes();
+}
+
+// Without a q_lora (DeepSeek-V2-Lite) the query is attn_q x. Against it, the q_lora form with
+// attn_q_a the identity, a norm of ones and attn_q_b = attn_q computes attn_q rms_norm(x): the
+// same where x already has an RMS of 1, as it does with attention norms of ones (up to the
+// norm's eps, 1e-6 relative). Both files get the same random attn_q.
+TEST(LatentAttention, LiteFormMatchesTheQLoraForm) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path(kModel).string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  const int64_t E = 128, q_rows = 4 * 48;
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 4.0f / std::sqrt(float(E)));
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> lite, lora;
+  std::vector<std::string> lite_drop = {"deepseek2.attention.q_lora_rank"};
+  std::vector<float> identity(size_t(E * E), 0.0f);
+  for (int64_t i = 0; i < E; ++i) identity[size_t(i * E + i)] = 1.0f;
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    std::vector<float> wq(size_t(q_rows * E));
+    for (float& x : wq) x = normal(rng);
+    const std::vector<float> ones(size_t(E), 1.0f);
+    lite[p + "attn_q.weight"] = {{E, q_rows}, wq};
+    lite[p + "attn_norm.weight"] = {{E}, ones};
+    for (const char* t : {"attn_q_a.weight", "attn_q_a_norm.weight", "attn_q_b.weight"})
+      lite_drop.push_back(p + t);
+    lora[p + "attn_q_a.weight"] = {{E, E}, identity};
+    lora[p + "attn_q_a_norm.weight"] = {{E}, ones};
+    lora[p + "attn_q_b.weight"] = {{E, q_rows}, wq};
+    lora[p + "attn_norm.weight"] = {{E}, ones};
+  }
+  auto lite_model = load_bytes(rewrite(*src, lite, lite_drop, {}));
+  ASSERT_TRUE(lite_model.ok()) << lite_model.message();
+  auto lora_model = load_bytes(rewrite(*src, lora, {}, {{"deepseek2.attention.q_lora_rank", E}}));
+  ASSERT_TRUE(lora_model.ok()) << lora_model.message();
+  EXPECT_EQ((*lite_model)->config().mla.q_lora_rank, 0);
+  EXPECT_NE((*lite_model)->weights().layers[0].mla.q.data, nullptr);
+  EXPECT_EQ((*lora_model)->config().mla.q_lora_rank, E);
+
+  // A prompt, then decode steps: prefill and decode both. f32 cache: no rounding flips.
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 24; ++i) tokens.push_back(1 + (i * 37) % 500);
+  test::SequenceRunner a(*lite_model, KvType::kF32), b(*lora_model, KvType::kF32);
+  const std::span<const int32_t> prompt(tokens.data(), 20);
+  std::vector<float> la = a.append(prompt), lb = b.append(prompt);
+  for (size_t i = 20; i < tokens.size(); ++i) {
+    const std::span<const int32_t> one(&tokens[i], 1);
+    const std::vector<float> da = a.append(one), db = b.append(one);
+    la.insert(la.end(), da.begin(), da.end());
+    lb.insert(lb.end(), db.begin(), db.end());
+  }
+  ASSERT_EQ(la.size(), lb.size());
+  float worst = 0.0f, largest = 0.0f;
+  for (size_t i = 0; i < la.size(); ++i) {
+    worst = std::max(worst, std::abs(la[i] - lb[i]));
+    largest = std::max(largest, std::abs(la[i]));
+  }
+  // Logits of magnitude ~10 from inputs 1e-6 apart: a few 1e-5 through three layers.
+  EXPECT_LE(worst, 1e-3f) << "largest logit " << largest;
+  EXPECT_GT(largest, 1.0f);
+  std::printf("Lite form vs q_lora form: worst logit difference %.3g (largest logit %.3g)\n",
+              double(worst), double(largest));
+}
+
+TEST(LatentAttention, ClearErrorsForBadFiles) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path(kModel).string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  const auto load = [&](const std::vector<std::pair<std::string, int64_t>>& set,
+                        const std::vector<std::string>& drop = {}) -> std::string {
+    auto m = load_bytes(test::rewrite_model(*src, set, drop));
+    return m ? "" : m.message();
+  };
+  const auto has = [](const std::string& message, const std::string& part) {
+    return message.find(part) != std::string::npos;
+  };
+  std::string e = load({{"deepseek2.attention.kv_lora_rank", 0}});
+  EXPECT_TRUE(has(e, "metadata 'deepseek2.attention.kv_lora_rank' is missing or 0")) << e;
+  e = load({}, {"deepseek2.attention.kv_lora_rank"});
+  EXPECT_TRUE(has(e, "metadata 'deepseek2.attention.kv_lora_rank' is missing or 0")) << e;
+  e = load({}, {"deepseek2.attention.key_length_mla"});
+  EXPECT_TRUE(has(e, "missing metadata 'deepseek2.attention.key_length_mla'")) << e;
+  e = load({{"deepseek2.attention.key_length", 96}});
+  EXPECT_TRUE(has(e, "differ from kv_lora_rank + rope.dimension_count = 80")) << e;
+  for (const char* t :
+       {"blk.1.attn_k_b.weight", "blk.0.attn_v_b.weight", "blk.2.attn_kv_a_mqa.weight",
+        "blk.2.attn_kv_a_norm.weight", "blk.1.attn_q_a_norm.weight", "blk.0.attn_q_b.weight"}) {
+    e = load({}, {t});
+    EXPECT_TRUE(has(e, std::string("missing tensor '") + t + "'")) << e;
+  }
+  e = load({{"deepseek2.attention.value_length_mla", 16}});
+  EXPECT_TRUE(has(e, "tensor 'blk.0.attn_v_b.weight' has shape [64, 32, 4], expected [64, 16, 4]"))
+      << e;
+  e = load({{"deepseek2.attention.q_lora_rank", 0}});  // the Lite form, without its attn_q
+  EXPECT_TRUE(has(e, "missing tensor 'blk.0.attn_q.weight'")) << e;
+  e = load({{"deepseek2.expert_gating_func", 3}});
+  EXPECT_TRUE(has(e, "expert_gating_func' = 3 is not supported")) << e;
+  e = load({{"deepseek2.expert_group_count", 3}});
+  EXPECT_TRUE(has(e, "does not split expert_count 8")) << e;
+  e = load({{"deepseek2.leading_dense_block_count", 2}});  // layer 1 has no dense FFN
+  EXPECT_TRUE(has(e, "missing tensor 'blk.1.ffn_gate.weight'")) << e;
+}
+
+TEST(LatentAttention, TensorAndPipelineParallelismAreRefused) {
+  VELA_REQUIRE_SHARED();
+  for (const TensorShard shard : {TensorShard{0, 2, 0, 1}, TensorShard{0, 1, 0, 2}}) {
+    ModelLoadOptions o;
+    o.shard = shard;
+    auto m = Model::load(test::shared_path(kModel).string(), o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.message().find("do not split a model with multi-head latent attention"),
+              std::string::npos)
+        << m.message();
+  }
+}
+
+}  // namespace
+}  // namespace vela
