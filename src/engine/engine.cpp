@@ -56,12 +56,17 @@ int32_t speculation_state_slots(const Model& model, const EngineConfig& c) {
 }
 
 // A recurrent model's running sequences each hold a state slot (one per sequence that may run),
-// after them the checkpoint slots, then the speculation slots.
+// after them the checkpoint slots, then the speculation slots. Layers of different sliding
+// windows keep their K/V in groups whose blocks leave the window (in one process: the ranks of a
+// parallel group exchange batches of one block table per sequence).
 KvCacheConfig cache_config(const Model& model, const EngineConfig& c) {
-  return model_cache_config(model.config(), c.block_size,
-                            c.n_blocks > 0 ? c.n_blocks : default_blocks(c), c.kv_type,
-                            c.scheduler.max_num_seqs + state_checkpoint_slots(model, c) +
-                                speculation_state_slots(model, c));
+  KvCacheConfig kc = model_cache_config(
+      model.config(), c.block_size, 1, c.kv_type,
+      c.scheduler.max_num_seqs + state_checkpoint_slots(model, c) +
+          speculation_state_slots(model, c),
+      /*group_windows=*/c.tensor_parallel == nullptr);
+  kc.n_blocks = c.n_blocks > 0 ? c.n_blocks : default_blocks(c) * kc.n_groups();
+  return kc;
 }
 
 // Positions between checkpoints: a multiple of the block size and of the DeltaNet chunk (so that
@@ -107,7 +112,7 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
       checkpoints_(config.scheduler.max_num_seqs, state_checkpoint_slots(*model, config),
                    state_checkpoint_interval(cache_.config(), config)),
       kv_(pool_, config.block_size, model->config().recurrent() ? &state_slots_ : nullptr,
-          &checkpoints_),
+          &checkpoints_, cache_.config().group_windows),
       scheduler_(config.scheduler, kv_),
       constraints_(std::make_unique<constraint::ConstraintCompiler>(
           [tok = tokenizer_] { return constraint::TokenVocabulary::from_tokenizer(tok); })),
@@ -116,7 +121,8 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   scheduler_.set_cost_estimator(&step_cost_);
   config_.n_blocks = cache_.config().n_blocks;
   const auto& sc = config.scheduler;
-  max_blocks_per_seq_ = (config.max_context + config.block_size - 1) / config.block_size;
+  max_blocks_per_seq_ = (config.max_context + config.block_size - 1) / config.block_size *
+                        cache_.config().n_groups();
   batch_tokens_.resize(size_t(sc.max_num_batched_tokens));
   batch_positions_.resize(size_t(sc.max_num_batched_tokens));
   batch_seq_.resize(size_t(sc.max_num_batched_tokens));
@@ -180,7 +186,32 @@ Status Engine::validate_request(std::span<const int32_t> prompt,
 }
 
 int64_t Engine::request_capacity() const {
-  return std::min<int64_t>(config_.max_context, int64_t(config_.n_blocks) * config_.block_size);
+  // Blocks a request of n tokens holds at most: every block of each global group; a windowed
+  // group's blocks of its window and of the largest step's tokens, whose K/V are all written
+  // before any block slides out.
+  const KvCacheConfig& kc = cache_.config();
+  const int32_t bs = config_.block_size;
+  const auto blocks_held = [&](int64_t n) {
+    const int64_t all = (n + bs - 1) / bs;
+    int64_t held = 0;
+    for (int32_t g = 0; g < kc.n_groups(); ++g) {
+      const int32_t window = kc.group_windows.empty() ? 0 : kc.group_windows[size_t(g)];
+      held += window == 0
+                  ? all
+                  : std::min<int64_t>(
+                        all, (window + config_.scheduler.max_num_batched_tokens) / bs + 2);
+    }
+    return held;
+  };
+  int64_t lo = 0, hi = config_.max_context;  // the longest n whose blocks fit the pool
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (blocks_held(mid) <= config_.n_blocks)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
 }
 
 Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params,
@@ -569,15 +600,21 @@ void Engine::verify(Live& live, std::span<float> rows) {
   kv_.truncate(r.kv, int32_t(r.tokens.size()));
   if (draft_) draft_->rollback(r.id, r.num_computed);
   kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
+  kv_.release_out_of_window(r.kv, r.num_computed);
 }
 
 void Engine::record_kv_occupancy() {
   uint64_t capacity = 0, used = 0;
   for (const auto& [id, live] : requests_) {
     const Request& r = live->request;
-    if (r.kv.blocks.empty()) continue;
-    capacity += uint64_t(r.kv.blocks.size()) * uint64_t(config_.block_size);
-    used += uint64_t(r.num_computed);
+    // Each block held (windowed groups hold the recent ones only) and the tokens it holds.
+    const int32_t bs = config_.block_size;
+    for (size_t i = 0; i < r.kv.blocks.size(); ++i) {
+      if (r.kv.blocks[i] < 0) continue;
+      capacity += uint64_t(bs);
+      const int32_t first = int32_t(i / size_t(kv_.n_groups())) * bs;
+      used += uint64_t(std::clamp(r.num_computed - first, 0, bs));
+    }
   }
   if (capacity > counters_.peak_slot_capacity) {
     counters_.peak_slot_capacity = capacity;
@@ -731,6 +768,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   batch.block_tables =
       std::span<const int32_t>(block_tables_.data(), size_t(n_seqs) * size_t(max_blocks_per_seq_));
   batch.max_blocks_per_seq = max_blocks_per_seq_;
+  batch.n_kv_groups = cache_.config().n_groups();
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
   batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
   if (kv_.state_slots() != nullptr) {
@@ -769,11 +807,45 @@ std::vector<CacheGroupUsage> Engine::cache_groups() const {
   const KvCacheConfig& kc = cache_.config();
   std::vector<CacheGroupUsage> groups;
   const BlockPoolUsage blocks = pool_.usage();
-  groups.push_back({"attention", kc.n_layer, KvCache::bytes_per_block(kc) / size_t(kc.block_size),
-                    0, blocks.used, blocks.total});
+  // One entry per window: its layers, its bytes, the blocks its groups hold.
+  const KvLayerGroups layers =
+      kv_layer_groups(forward_->model().config(), !kc.group_windows.empty());
+  const uint64_t block_bytes = KvCache::bytes_per_block(kc);
+  std::vector<int32_t> windows;
+  for (int32_t g = 0; g < kc.n_groups(); ++g) {
+    const int32_t w = kc.group_windows.empty() ? 0 : kc.group_windows[size_t(g)];
+    if (std::find(windows.begin(), windows.end(), w) != windows.end()) continue;
+    windows.push_back(w);
+    CacheGroupUsage u;
+    u.name = w == 0 ? "attention" : "sliding_window";
+    u.window = w;
+    int32_t n_groups = 0;
+    for (int32_t g2 = 0; g2 < kc.n_groups(); ++g2)
+      n_groups += (kc.group_windows.empty() ? 0 : kc.group_windows[size_t(g2)]) == w;
+    for (size_t i = 0; i < layers.group.size(); ++i)
+      u.n_layers += layers.group[i] >= 0 &&
+                    (kc.group_windows.empty() ? 0 : kc.group_windows[size_t(layers.group[i])]) == w;
+    u.bytes_per_token = block_bytes * uint64_t(n_groups) / uint64_t(kc.block_size);
+    if (w > 0)  // the window's positions and the block being filled
+      u.bytes_per_sequence =
+          block_bytes * uint64_t(n_groups) * uint64_t((w + kc.block_size - 1) / kc.block_size + 1);
+    u.total = blocks.total;
+    for (const auto& [id, live] : requests_) {
+      const std::vector<int32_t>& table = live->request.kv.blocks;
+      for (size_t i = 0; i < table.size(); ++i) {
+        const size_t g2 = i % size_t(kc.n_groups());
+        u.used += table[i] >= 0 &&
+                  (kc.group_windows.empty() ? 0 : kc.group_windows[g2]) == w;
+      }
+    }
+    groups.push_back(u);
+  }
   if (kc.n_state_layers > 0)
-    groups.push_back({"recurrent_state", kc.n_state_layers, 0, KvCache::bytes_per_state_slot(kc),
-                      state_slots_.n_used(), state_slots_.n_slots()});
+    groups.push_back({.name = "recurrent_state",
+                      .n_layers = kc.n_state_layers,
+                      .bytes_per_sequence = KvCache::bytes_per_state_slot(kc),
+                      .used = state_slots_.n_used(),
+                      .total = state_slots_.n_slots()});
   return groups;
 }
 
@@ -809,6 +881,8 @@ void Engine::complete(trace::Phases& phases) {
     if (r.n_draft > 0) continue;  // verify() settles what was computed
     r.num_computed += s.num_new_tokens;
     kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
+    kv_.release_out_of_window(r.kv, r.num_computed);
+  kv_.release_out_of_window(r.kv, r.num_computed);
   }
   record_kv_occupancy();
   const double seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();

@@ -100,11 +100,15 @@ struct StepRecord {
 
 // The cache of one group of layers that share a cache spec, for metrics and the start-up line.
 struct CacheGroupUsage {
-  const char* name = "";            // "attention" (paged K/V), "recurrent_state" (per sequence)
+  // "attention" (paged K/V of the global layers), "sliding_window" (paged K/V of the windowed
+  // layers, the window's blocks only), "recurrent_state" (a state slot per sequence)
+  const char* name = "";
   int32_t n_layers = 0;
+  int32_t window = 0;               // sliding_window: positions a token sees
   uint64_t bytes_per_token = 0;     // K/V of one token over the group's layers (0 for a state)
-  uint64_t bytes_per_sequence = 0;  // one running sequence's state (0 for K/V)
-  int32_t used = 0;                 // blocks or state slots held by requests
+  // The most one running sequence holds: its state, or a window's blocks (0: grows with it)
+  uint64_t bytes_per_sequence = 0;
+  int32_t used = 0;  // blocks (the pool is shared by the K/V groups) or state slots held
   int32_t total = 0;
 };
 

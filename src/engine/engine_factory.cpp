@@ -14,7 +14,9 @@ Result<int32_t> kv_block_budget(const KvBudgetInput& in) {
   if (in.bytes_per_block == 0) return make_error("the KV block size in bytes is zero");
   if (in.kv_cache_bytes && in.kv_cache_fraction)
     return make_error("give either a KV cache byte budget or a memory fraction, not both");
-  const int64_t per_seq = (int64_t(in.max_context) + in.block_size - 1) / in.block_size;
+  const int64_t per_seq = in.blocks_per_seq > 0
+                              ? in.blocks_per_seq
+                              : (int64_t(in.max_context) + in.block_size - 1) / in.block_size;
   const int64_t demand = per_seq * std::max(in.max_num_seqs, 1);
   std::optional<uint64_t> budget = in.kv_cache_bytes;
   if (in.kv_cache_fraction) {
@@ -144,9 +146,21 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   // Every pipeline stage keeps the same blocks for its own layers: budget for the largest stage.
   const int32_t kv_layers =
       most_stage_layers((*model)->whole_config().n_kv_layers, o.pipeline_parallel_size);
-  KvCacheConfig one_block = model_cache_config(mc, c.block_size, 1, c.kv_type);
-  one_block.n_layer = kv_layers;
+  // One process groups windowed layers (engine.cpp): a block then holds one group's layers, and a
+  // sequence a block of every group per block_size tokens, a windowed group's only for its
+  // window and a step's tokens.
+  KvCacheConfig one_block =
+      model_cache_config(mc, c.block_size, 1, c.kv_type, 0, /*group_windows=*/group == nullptr);
+  if (one_block.group_windows.empty()) one_block.n_layer = kv_layers;
   budget.bytes_per_block = KvCache::bytes_per_block(one_block);
+  const int64_t context_blocks = (int64_t(c.max_context) + c.block_size - 1) / c.block_size;
+  for (int32_t g = 0; g < one_block.n_groups(); ++g) {
+    const int32_t w = one_block.group_windows.empty() ? 0 : one_block.group_windows[size_t(g)];
+    budget.blocks_per_seq +=
+        w == 0 ? context_blocks
+               : std::min<int64_t>(context_blocks,
+                                   (w + c.scheduler.max_num_batched_tokens) / c.block_size + 2);
+  }
   budget.max_num_seqs = o.max_num_seqs;
   budget.max_context = c.max_context;
   budget.block_size = c.block_size;

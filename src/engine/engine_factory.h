@@ -58,6 +58,9 @@ struct KvBudgetInput {
   int32_t max_num_seqs = 1;
   int32_t max_context = 1;
   int32_t block_size = 16;
+  // Blocks one sequence of max_context tokens holds (windowed layer groups hold fewer than one
+  // per block_size tokens); 0: one per block_size tokens.
+  int64_t blocks_per_seq = 0;
   std::optional<uint64_t> kv_cache_bytes;
   std::optional<double> kv_cache_fraction;
   std::optional<uint64_t> mem_available;  // bytes; unknown on some systems

@@ -44,7 +44,9 @@ void kv_encode_head_row(KvType type, const float* x, int32_t head_dim, void* out
 void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* out);
 
 struct KvCacheConfig {
-  int32_t n_layer = 0;  // layers with K/V
+  // Layers with K/V; with groups (below), the layers of one group: a block of a group holds
+  // block_size positions of each of its layers, a layer's K/V at its index within the group.
+  int32_t n_layer = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int32_t block_size = 16;  // token slots per block
@@ -57,6 +59,12 @@ struct KvCacheConfig {
   // K rows only, no V (multi-head latent attention: a token's compressed row serves as key, and
   // its leading values as the value); half the bytes of a K/V cache of the same rows.
   bool k_only = false;
+  // Layer groups of one attention spec each (vLLM's hybrid cache layout): the sliding window of
+  // each group's layers (0: global attention). A sequence has a block table per group, and a
+  // windowed group's blocks that slid out of the window go back to the pool. Empty: one group
+  // that keeps every position.
+  std::vector<int32_t> group_windows;
+  int32_t n_groups() const { return group_windows.empty() ? 1 : int32_t(group_windows.size()); }
 };
 
 class KvCache {

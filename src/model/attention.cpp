@@ -46,7 +46,8 @@ AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p
 void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
                         int32_t first_head, int32_t n_heads, const float* q, int64_t q_stride,
                         int32_t n_tokens, int32_t first_position, const int32_t* block_table,
-                        float* out, int64_t out_stride, AttentionScratch& s) {
+                        float* out, int64_t out_stride, AttentionScratch& s,
+                        int32_t table_stride) {
   assert(n_tokens >= 1 && n_tokens <= kAttentionMaxTokens);
   assert(n_heads >= 1 && first_head / p.group() == (first_head + n_heads - 1) / p.group());
   const KvType type = cache.config().type;
@@ -71,7 +72,9 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     t_lo = std::max(0, j - first_position);
     t_hi = window > 0 ? std::min(n_tokens - 1, j - first_position + window - 1) : n_tokens - 1;
   };
-  const auto slot_of = [&](int32_t j) { return int64_t(block_table[j / bs]) * bs + j % bs; };
+  const auto slot_of = [&](int32_t j) {
+    return int64_t(block_table[j / bs * table_stride]) * bs + j % bs;
+  };
   // Scores [n_rows, span] (rows stride apart): row r's positions are contiguous for its softmax.
   const int64_t span = last_position - lo + 1;
   const int64_t stride = score_row_stride(span);

@@ -61,12 +61,14 @@ struct AttentionScratch {
 // position up to first_position + n_tokens - 1.
 // q: [n_tokens, q_stride] with head h of token t at t * q_stride + h * head_dim; out:
 // [n_tokens, out_stride] with head h at t * out_stride + h * v_dim(); only those heads of out
-// are written. block_table: [>= last position / block_size + 1].
+// are written. block_table: [>= last position / block_size + 1] entries table_stride apart (the
+// block of position p is block_table[p / block_size * table_stride]).
 // 1 <= n_tokens <= kAttentionMaxTokens.
 void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
                         int32_t first_head, int32_t n_heads, const float* q, int64_t q_stride,
                         int32_t n_tokens, int32_t first_position, const int32_t* block_table,
-                        float* out, int64_t out_stride, AttentionScratch& scratch);
+                        float* out, int64_t out_stride, AttentionScratch& scratch,
+                        int32_t table_stride = 1);
 
 // Every query head of ONE token at `position`.
 // q: [n_head, head_dim]; block_table: [>= position / block_size + 1]; out: [n_head, v_dim]

@@ -67,7 +67,9 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   }
   proj_.resize(T * size_t(c.n_embd));
   rope_cs_.resize(2 * T * size_t(c.n_rot));
-  slots_.resize(T);
+  layer_groups_[0] = kv_layer_groups(c, false);
+  layer_groups_[1] = kv_layer_groups(c, true);
+  slots_.resize(std::max<size_t>(1, layer_groups_[1].windows.size()) * T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
   runs_.reserve(T);
   const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, c.sliding_window, 1.0f};
@@ -224,8 +226,9 @@ void DecoderForward::find_token_runs(const ForwardBatch& b) {
   }
 }
 
-void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer,
-                               const AttentionParams& p, const float* q, float* out) {
+void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer_group,
+                               int32_t layer, const AttentionParams& p, const float* q,
+                               float* out) {
   const int64_t q_dim = int64_t(p.n_head) * p.head_dim;
   const int64_t out_dim = int64_t(p.n_head) * p.v_dim();
   const int32_t group = p.group();
@@ -247,8 +250,10 @@ void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int3
     const int32_t s = b.seq_index[size_t(run.first)];
     attention_kv_group(cache, layer, p, kv_head * group + first, n_heads, q + run.first * q_dim,
                        q_dim, run.n_tokens, b.positions[size_t(run.first)],
-                       b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
-                       out + run.first * out_dim, out_dim, attn_scratch_[size_t(thread)]);
+                       b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq) +
+                           size_t(layer_group),
+                       out + run.first * out_dim, out_dim, attn_scratch_[size_t(thread)],
+                       b.n_kv_groups);
   };
   const int64_t n_tasks = n_pairs * parts;
   if (parallel) {
@@ -271,9 +276,16 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   if (b.max_blocks_per_seq <= 0 || b.block_tables.size() % size_t(b.max_blocks_per_seq) != 0)
     return make_error("batch block table shape is invalid");
   const KvCacheConfig& kc = cache.config();
-  if (kc.n_layer != c.n_kv_layers || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim ||
-      kc.k_only != c.latent_attention())
+  const KvLayerGroups& groups = layer_groups_[kc.group_windows.empty() ? 0 : 1];
+  const int32_t n_layers_held =
+      kc.group_windows.empty() ? c.n_kv_layers : groups.layers_per_group;
+  if (kc.n_layer != n_layers_held || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim ||
+      kc.k_only != c.latent_attention() ||
+      (!kc.group_windows.empty() && kc.group_windows != groups.windows))
     return make_error("KV cache geometry does not match the model");
+  if (b.n_kv_groups != kc.n_groups())
+    return make_error("batch block tables are for " + std::to_string(b.n_kv_groups) +
+                      " layer groups, the cache has " + std::to_string(kc.n_groups()));
   // Latent attention reads V as the leading kv_lora_rank values of each row: whole q8_0 blocks.
   if (c.latent_attention() && kc.type == KvType::kQ8_0 && c.mla.kv_lora_rank % kKvQ8Block != 0)
     return make_error("a q8_0 KV cache needs kv_lora_rank " + std::to_string(c.mla.kv_lora_rank) +
@@ -351,10 +363,14 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
                         std::to_string(options_.max_context) + ")");
     const int32_t s = b.seq_index[size_t(t)];
     if (s < 0 || s >= n_seqs) return make_error("token's sequence index out of range");
-    // Every position up to pos must have a block (earlier ones hold this sequence's cached K/V).
-    if (pos / kc.block_size >= b.max_blocks_per_seq ||
-        b.block_tables[size_t(s) * size_t(b.max_blocks_per_seq) + size_t(pos / kc.block_size)] < 0)
+    // The token's own position has a block in every group (the earlier positions it sees hold
+    // this sequence's cached K/V).
+    const int64_t entry = int64_t(pos / kc.block_size) * b.n_kv_groups;
+    if (entry + b.n_kv_groups > b.max_blocks_per_seq)
       return make_error("no KV block for position " + std::to_string(pos));
+    for (int32_t g = 0; g < b.n_kv_groups; ++g)
+      if (b.block_tables[size_t(s) * size_t(b.max_blocks_per_seq) + size_t(entry + g)] < 0)
+        return make_error("no KV block for position " + std::to_string(pos));
   }
   if (b.logits_indices.size() > size_t(options_.max_logits))
     return make_error("too many logits rows requested");
@@ -477,12 +493,15 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
   const int32_t bs = cache.config().block_size;
 
+  groups_ = &layer_groups_[cache.config().group_windows.empty() ? 0 : 1];
+  const int32_t n_groups = b.n_kv_groups;
   for (int64_t t = 0; t < T; ++t) {
     const int32_t s = b.seq_index[size_t(t)];
     const int32_t pos = b.positions[size_t(t)];
-    const int32_t block =
-        b.block_tables[size_t(s) * size_t(b.max_blocks_per_seq) + size_t(pos / bs)];
-    slots_[size_t(t)] = int64_t(block) * bs + pos % bs;
+    const int32_t* row = b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq) +
+                         size_t(pos / bs) * size_t(n_groups);
+    for (int32_t g = 0; g < n_groups; ++g)
+      slots_[size_t(g * T + t)] = int64_t(row[g]) * bs + pos % bs;
   }
   find_token_runs(b);
   if (first_stage_) {
@@ -541,7 +560,7 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
       delta_net_->run(spans_, b.state_checkpoints, cache, l.delta_net, lc.state_index, xn_.data(),
                       T, *projector_, *pool_, min_work_, proj_.data());
     } else {
-      attention_mixer(b, cache, l, lc, T, ops);
+      attention_mixer(b, cache, il, T, ops);
     }
     add_residual(l.post_attn_norm);
 
@@ -578,9 +597,13 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
   if (n_logits > 0) output_head(n_logits, logits);
 }
 
-void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
-                                     const LayerConfig& lc, int64_t T, trace::Phases& ops) {
+void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int32_t il, int64_t T,
+                                     trace::Phases& ops) {
   const ModelConfig& c = model_->config();
+  const LayerWeights& l = model_->weights().layers[size_t(il)];
+  const LayerConfig& lc = c.layers[size_t(il)];
+  const int32_t group = groups_->group[size_t(il)];
+  const int64_t* slots = slots_.data() + int64_t(group) * T;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
   const int32_t half_rot = c.n_rot / 2;
@@ -588,7 +611,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, cons
   const QkNorm qk_norm = c.arch->qk_norm;
   const float attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   const bool gated = c.arch->attention_output_gate;
-  const int32_t kv_layer = lc.kv_index;
+  const int32_t kv_layer = groups_->index[size_t(il)];
   ops.next("qkv_matmul");
   project(xn_.data(), T,
           {{&l.wq, gated ? q_gate_.data() : q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
@@ -624,7 +647,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, cons
     // All of the batch's K/V go in before any attention, so a token can attend to earlier
     // tokens of its own chunk; each token writes only its own slot.
     for (int64_t t = t0; t < t1; ++t)
-      cache.write(kv_layer, slots_[size_t(t)], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
+      cache.write(kv_layer, slots[t], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
   });
   const AttentionParams attn{c.n_head,
                              c.n_head_kv,
@@ -633,7 +656,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, cons
                              c.arch->prescale_query ? 1.0f : attn_scale,
                              c.attn_softcap};
   ops.next("attention");
-  attention(b, cache, kv_layer, attn, q_.data(), attn_.data());
+  attention(b, cache, group, kv_layer, attn, q_.data(), attn_.data());
   if (gated) {
     for_ranges(T * q_dim, 16, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
@@ -649,7 +672,7 @@ void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cach
                                             trace::Phases& ops) {
   ops.next("latent_attention");
   const auto attend = [&](const AttentionParams& p, const float* q, float* latent) {
-    attention(b, cache, lc.kv_index, p, q, latent);
+    attention(b, cache, 0, lc.kv_index, p, q, latent);
   };
   latent_->run(l.mla, xn_.data(), T, rope_cs_.data(), slots_.data(), cache, lc.kv_index,
                *projector_, *pool_, min_work_, options_.min_parallel_work, attend, attn_.data());

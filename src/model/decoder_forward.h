@@ -124,15 +124,16 @@ class DecoderForward {
   template <class Fn>
   void for_ranges(int64_t n, int64_t item_cost, const Fn& fn);
   void find_token_runs(const ForwardBatch& b);
-  // Attention of every token run of the batch over cache layer kv_layer.
+  // Attention of every token run of the batch over cache layer kv_layer of layer group
+  // layer_group (its blocks: entry layer_group of every n_kv_groups of a block table).
   // q: [T, n_head * head_dim]; out: [T, n_head * v_dim] (p's sizes).
-  void attention(const ForwardBatch& b, const KvCache& cache, int32_t kv_layer,
+  void attention(const ForwardBatch& b, const KvCache& cache, int32_t layer_group, int32_t kv_layer,
                  const AttentionParams& p, const float* q, float* out);
-  // The attention mixer of a layer: xn_ in, its output projection in proj_ (the projections, q/k
-  // norms, RoPE, the batch's K/V into the cache, attention, the output gate where the family has
-  // one).
-  void attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
-                       const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
+  // The attention mixer of layer il: xn_ in, its output projection in proj_ (the projections,
+  // q/k norms, RoPE, the batch's K/V into the cache, attention, the output gate where the family
+  // has one).
+  void attention_mixer(const ForwardBatch& b, KvCache& cache, int32_t il, int64_t n_tokens,
+                       trace::Phases& ops);
   // The latent-attention mixer of a layer: xn_ in, its output projection in proj_.
   void latent_attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
                               const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
@@ -179,7 +180,11 @@ class DecoderForward {
   std::vector<float> shared_out_;  // [T, n_embd] the shared expert's output
   std::vector<float> proj_;     // [T, n_embd] output of attn_output / ffn_down
   std::vector<float> rope_cs_;  // [2, T, n_rot / 2, 2] global, then local (if separate) tables
-  std::vector<int64_t> slots_;  // [T] KV slot of each token
+  std::vector<int64_t> slots_;  // [n_groups, T] KV slot of each token in each layer group
+  // Where each layer's K/V lives: [0] one group, [1] grouped by sliding window; groups_ is the
+  // one the pass's cache has.
+  KvLayerGroups layer_groups_[2];
+  const KvLayerGroups* groups_ = &layer_groups_[0];
   std::vector<float> final_;    // [max_logits, n_embd] normalised rows that get logits
   std::vector<TokenRun> runs_;  // [<= T] this pass's attention runs
   std::vector<SequenceSpan> spans_;  // [<= T] this pass's sequences (recurrent models)

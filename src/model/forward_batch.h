@@ -24,7 +24,10 @@ struct ForwardBatch {
   std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
   std::span<const int32_t>
       seq_index;  // [n_tokens] which sequence (row of block_tables) a token belongs to
-  std::span<const int32_t> block_tables;  // [n_seqs, max_blocks_per_seq] KV block ids, -1 padded
+  // [n_seqs, max_blocks_per_seq] KV block ids, -1 padded. With n_kv_groups layer groups (a cache
+  // grouped by sliding window, kv_cache.h), position-major: group g's block for position p is
+  // entry p / block_size * n_kv_groups + g (-1 where it slid out of the group's window).
+  std::span<const int32_t> block_tables;
   int32_t max_blocks_per_seq = 0;
   std::span<const int32_t>
       logits_indices;  // [n_logits] indices of the tokens whose logits are wanted
@@ -32,6 +35,7 @@ struct ForwardBatch {
   std::span<const int32_t> state_slots;     // [n_seqs] recurrent-state slot of each sequence
   // [n_checkpoints] states to save on the way, each within its sequence's tokens of the batch
   std::span<const StateCheckpointWrite> state_checkpoints;
+  int32_t n_kv_groups = 1;  // the cache's layer groups (block_tables)
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t n_seqs() const {

@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace vela {
@@ -308,9 +309,52 @@ Status read_mixers(const GgufFile& g, const std::string& a, ModelConfig& c) {
 
 }  // namespace
 
+KvLayerGroups kv_layer_groups(const ModelConfig& c, bool group_windows) {
+  KvLayerGroups g;
+  g.group.assign(size_t(c.n_layer), -1);
+  g.index.assign(size_t(c.n_layer), -1);
+  // The distinct windows, in order of first appearance, and their layer counts.
+  std::vector<int32_t> windows, counts;
+  const auto window_of = [&](const LayerConfig& l) { return group_windows ? l.sliding_window : 0; };
+  for (const LayerConfig& l : c.layers) {
+    if (l.kv_index < 0) continue;
+    const auto it = std::find(windows.begin(), windows.end(), window_of(l));
+    if (it == windows.end()) {
+      windows.push_back(window_of(l));
+      counts.push_back(1);
+    } else {
+      ++counts[size_t(it - windows.begin())];
+    }
+  }
+  if (windows.empty()) return g;
+  g.layers_per_group = *std::min_element(counts.begin(), counts.end());
+  // first_group[w]: the group of a window's first layers; filled[w]: its layers placed so far.
+  std::vector<int32_t> first_group(windows.size()), filled(windows.size(), 0);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    first_group[w] = int32_t(g.windows.size());
+    const int32_t n_groups = (counts[w] + g.layers_per_group - 1) / g.layers_per_group;
+    for (int32_t i = 0; i < n_groups; ++i) g.windows.push_back(windows[w]);
+  }
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    const LayerConfig& l = c.layers[size_t(i)];
+    if (l.kv_index < 0) continue;
+    const size_t w =
+        size_t(std::find(windows.begin(), windows.end(), window_of(l)) - windows.begin());
+    g.group[size_t(i)] = first_group[w] + filled[w] / g.layers_per_group;
+    g.index[size_t(i)] = filled[w] % g.layers_per_group;
+    ++filled[w];
+  }
+  return g;
+}
+
 KvCacheConfig model_cache_config(const ModelConfig& c, int32_t block_size, int32_t n_blocks,
-                                 KvType type, int32_t n_state_slots) {
+                                 KvType type, int32_t n_state_slots, bool group_windows) {
   KvCacheConfig k{c.n_kv_layers, c.n_head_kv, c.head_dim, block_size, n_blocks, type};
+  const KvLayerGroups groups = kv_layer_groups(c, group_windows);
+  if (groups.windows.size() > 1 || (groups.windows.size() == 1 && groups.windows[0] > 0)) {
+    k.n_layer = groups.layers_per_group;
+    k.group_windows = groups.windows;
+  }
   k.k_only = c.latent_attention();
   if (c.recurrent()) {
     k.n_state_layers = c.n_state_layers;

@@ -54,6 +54,17 @@ struct LayerConfig {
   bool moe = false;
 };
 
+// Where the attention layers' K/V live in a cache whose layers are grouped by sliding window:
+// layers of one window form groups of layers_per_group layers each (the smallest count of layers
+// any window has, so that blocks of every group are the same size); the last group of a window
+// may have fewer layers. Without grouping: one group of every attention layer.
+struct KvLayerGroups {
+  int32_t layers_per_group = 0;
+  std::vector<int32_t> windows;  // [n_groups] sliding window of each group's layers (0: global)
+  std::vector<int32_t> group;    // [n_layer] each layer's group (-1: no K/V)
+  std::vector<int32_t> index;    // [n_layer] its K/V's index within the group
+};
+
 // Multi-head latent attention geometry (<arch>.attention.* keys of deepseek2). A head's query
 // and key are [nope | rope] (key_length_mla values); every head's key and value come from one
 // compressed row per token, [c_kv (kv_lora_rank) | k_pe (rope_dim, shared by the heads)], which
@@ -157,10 +168,16 @@ struct ModelConfig {
   static Result<ModelConfig> from_gguf(const GgufFile& gguf);
 };
 
+// The layout of `config`'s K/V: grouped by window (group_windows), or one group.
+KvLayerGroups kv_layer_groups(const ModelConfig& config, bool group_windows);
+
 // The cache a forward pass of `config` reads and writes: K/V for its attention layers in n_blocks
 // blocks of block_size slots (K only, one row of mla.cache_dim() per token, for latent
 // attention), and n_state_slots recurrent-state slots for its DeltaNet layers.
+// group_windows: windowed layers in groups of their own, whose blocks leave the window (a model
+// whose layers all share one window, or none, has one group either way).
 KvCacheConfig model_cache_config(const ModelConfig& config, int32_t block_size, int32_t n_blocks,
-                                 KvType type, int32_t n_state_slots = 0);
+                                 KvType type, int32_t n_state_slots = 0,
+                                 bool group_windows = false);
 
 }  // namespace vela

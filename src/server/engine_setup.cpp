@@ -70,7 +70,8 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
   const EngineConfig& actual = (*engine)->config();
   const std::vector<CacheGroupUsage> cache_groups = (*engine)->cache_groups();
   const uint64_t bytes_per_block = KvCache::bytes_per_block(
-      model_cache_config(mc, actual.block_size, 1, actual.kv_type));
+      model_cache_config(mc, actual.block_size, 1, actual.kv_type, 0,
+                         /*group_windows=*/!(*engine)->config().tensor_parallel));
   loaded->block_size = actual.block_size;
   loaded->max_model_len =
       int32_t(std::min<int64_t>(actual.max_context, int64_t(actual.n_blocks) * actual.block_size));
@@ -96,14 +97,28 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
     << o.engine.max_num_batched_tokens << " tokens per step, ITL target " << itl_target.str()
     << ", prefix caching " << (actual.enable_prefix_caching ? "on" : "off") << ", kernels "
     << describe_cpu() << "\n";
+  // What one sequence at the full context holds: windowed layers only their window's blocks.
+  uint64_t held = 0, every_position = 0;
   s << "vela serve: cache groups:";
   for (const CacheGroupUsage& g : cache_groups) {
     s << " " << g.name << " (" << g.n_layers << " layers, ";
-    if (g.bytes_per_sequence > 0)
+    const uint64_t full = g.bytes_per_token * uint64_t(actual.max_context);
+    if (g.bytes_per_token == 0) {  // a recurrent state
       s << g.bytes_per_sequence << " bytes per sequence, " << g.total << " sequences)";
-    else
-      s << g.bytes_per_token << " bytes per token)";
+      held += g.bytes_per_sequence;
+      every_position += g.bytes_per_sequence;
+      continue;
+    }
+    s << g.bytes_per_token << " bytes per token";
+    if (g.window > 0) s << ", window " << g.window;
+    s << ")";
+    held += g.bytes_per_sequence > 0 ? std::min(full, g.bytes_per_sequence) : full;
+    every_position += full;
   }
+  s << "; one sequence of " << actual.max_context << " tokens holds "
+    << double(held) / (1 << 20) << " MiB";
+  if (held != every_position)
+    s << " (every position of every layer: " << double(every_position) / (1 << 20) << " MiB)";
   s << "\n";
   if (loaded->chat)
     s << "vela serve: chat template from " << (template_file ? o.chat_template_path : "the model")

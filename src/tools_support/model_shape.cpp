@@ -147,14 +147,13 @@ std::string shape_problem(const ModelShape& s) {
   if (s.full_attention_interval < 0 || s.ssm_conv_kernel < 0 || s.ssm_k_heads < 0 ||
       s.ssm_v_heads < 0 || s.ssm_head_dim < 0 || s.n_ff_shexp < 0)
     return "a size is not positive";
-  const bool ssm = s.ssm_conv_kernel > 0 || s.ssm_k_heads > 0 || s.ssm_v_heads > 0 ||
-                   s.ssm_head_dim > 0;
+  const bool ssm =
+      s.ssm_conv_kernel > 0 || s.ssm_k_heads > 0 || s.ssm_v_heads > 0 || s.ssm_head_dim > 0;
   if (s.hybrid() != ssm) return "DeltaNet geometry and full_attention_interval go together";
   if (s.hybrid()) {
     if (s.ssm_conv_kernel < 2 || s.ssm_k_heads == 0 || s.ssm_v_heads == 0 || s.ssm_head_dim == 0)
       return "the DeltaNet geometry needs a kernel of 2 or more taps and positive head counts";
-    if (s.ssm_v_heads % s.ssm_k_heads != 0)
-      return "ssm_k_heads does not divide ssm_v_heads";
+    if (s.ssm_v_heads % s.ssm_k_heads != 0) return "ssm_k_heads does not divide ssm_v_heads";
   }
   if (s.n_ff_shexp > 0 && s.n_expert == 0) return "a shared expert without experts";
   if (s.shexp_gate && s.n_ff_shexp == 0) return "a shared-expert gate without a shared expert";

@@ -72,7 +72,7 @@ void synth_rows(uint64_t seed, size_t tensor_index, TensorKind kind, float weigh
         // -exp(A_log), A_log uniform in [0, ln 16): per-step decays exp(-A softplus(.)) that
         // range from slow to fast, as the reference initialisation's.
         const float u = float(x >> 40) * (1.0f / 16777216.0f);  // 24 bits: [0, 1)
-        out[i] = -std::exp(u * 2.7725887f);                      // ln 16
+        out[i] = -std::exp(u * 2.7725887f);                     // ln 16
         continue;
       }
       const float sum = float(x & 0xFFFF) + float((x >> 16) & 0xFFFF) + float((x >> 32) & 0xFFFF) +

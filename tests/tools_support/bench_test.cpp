@@ -3,6 +3,8 @@
 // shapes, and the report formats (Markdown, JSON) carry every field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "kernels/packed/packed_gemm.h"
@@ -11,6 +13,7 @@
 #include "tools_support/bench/bench_report.h"
 #include "tools_support/bench/model_bench.h"
 #include "tools_support/bench/roofline.h"
+#include "tools_support/builtin_vocab.h"
 #include "tools_support/synth.h"
 
 namespace vela::bench {
@@ -238,6 +241,130 @@ TEST_F(ModelBenchTest, ReportsCarryEveryField) {
   r.rooflines[0].bf16_flops = 2e11;
   EXPECT_NE(format_markdown(r).find(", bf16 peak 200.00 GFLOP/s"), std::string::npos)
       << format_markdown(r);
+}
+
+TEST(BenchReport, TestNamesCarryTheContextDepth) {
+  EXPECT_EQ(test_name(512, 0, 0), "pp512");
+  EXPECT_EQ(test_name(0, 128, 0), "tg128");
+  EXPECT_EQ(test_name(0, 32, 8192), "tg32 @ d8192");
+  EXPECT_EQ(test_name(512, 0, 4096), "pp512 @ d4096");
+  BenchReport r;
+  TestResult tg;
+  tg.test = test_name(0, 4, 100);
+  tg.n_gen = 4;
+  tg.n_depth = 100;
+  tg.seconds = {0.5};
+  r.results.push_back(tg);
+  EXPECT_NE(format_markdown(r).find("| tg4 @ d100 | 8.00 ± 0.00 |"), std::string::npos)
+      << format_markdown(r);
+  EXPECT_EQ(nlohmann::json::parse(format_json(r))["results"][0]["n_depth"], 100);
+}
+
+// A decode step reads the weights and the recurrent state once, and the K/V of every position it
+// attends: after 100 tokens, 4 steps attend 101 + 102 + 103 + 104 positions.
+TEST(ModelProfile, GenerationBytesCountTheCacheItReads) {
+  ModelProfile p;
+  p.decode_bytes = 1000;
+  p.state_bytes = 50;
+  p.kv_bytes_per_position = 2;
+  EXPECT_DOUBLE_EQ(generation_bytes(p, 100, 4), 4 * 1050.0 + 2.0 * (101 + 102 + 103 + 104));
+  EXPECT_DOUBLE_EQ(generation_bytes(p, 0, 1), 1050.0 + 2.0);
+}
+
+// The Qwen3.5 shapes, written with the builtin vocabulary (no test data needed).
+class Qwen35BenchTest : public testing::Test {
+ protected:
+  std::shared_ptr<const Model> load(const std::string& shape) {
+    const std::string vocab = vela::test::unique_temp_path("vela_bench_q35_vocab.gguf");
+    EXPECT_TRUE(write_builtin_vocab(vocab).ok());
+    SynthOptions o;
+    o.output_path = vela::test::unique_temp_path("vela_bench_" + shape + ".gguf");
+    o.shape = *find_shape(shape);
+    o.target = *parse_quant_target("F32");
+    o.vocab_path = vocab;
+    o.pad_vocab = true;
+    o.n_threads = 2;
+    EXPECT_TRUE(synthesize_model(o).ok());
+    std::filesystem::remove(vocab);
+    auto m = Model::load(o.output_path);
+    EXPECT_TRUE(m.ok()) << m.message();
+    paths_.push_back(o.output_path);
+    return m.ok() ? *m : nullptr;
+  }
+  void TearDown() override {
+    for (const std::string& p : paths_) std::filesystem::remove(p);
+  }
+  std::vector<std::string> paths_;
+};
+
+// Every token reads the DeltaNet layers' projections and the shared expert too; a decode step
+// reads the attention layer's K/V and the DeltaNet layers' state.
+TEST_F(Qwen35BenchTest, ProfileCountsTheDeltaNetAndSharedExpertWeights) {
+  // tiny-qwen35: 3 DeltaNet layers of attn_qkv [256 x 256], attn_gate [128 x 256], ssm_beta and
+  // ssm_alpha [4 x 256], ssm_out [256 x 128]; one attention layer of q [512 x 256] (query and
+  // gate), k, v [128 x 256], o [256 x 256]; each with gate, up, down [512 x 256].
+  const uint64_t delta_net = 256 * 256 + 128 * 256 + 2 * 4 * 256 + 256 * 128;
+  const uint64_t attention = 512 * 256 + 2 * 128 * 256 + 256 * 256;
+  const uint64_t ffn = 3 * 512 * 256;
+  auto dense = load("tiny-qwen35");
+  ASSERT_NE(dense, nullptr);
+  const ModelProfile p = profile_model(*dense, paths_.back(), dense->gguf().file_size());
+  EXPECT_EQ(p.block_matrix_params, 3 * delta_net + attention + 4 * ffn);
+  EXPECT_EQ(p.output_params, 512u * 256u);                  // tied
+  EXPECT_EQ(p.kv_bytes_per_position, 1u * 2 * 2 * 64 * 2);  // 1 layer, K and V, 2 heads, f16
+  // Per DeltaNet layer: 3 convolution inputs of 256 channels, 4 heads of [32 x 32].
+  EXPECT_EQ(p.state_bytes, 3u * (3 * 256 + 4 * 32 * 32) * 4);
+
+  // tiny-qwen35moe: router [8 x 256], 2 of 8 experts of 3 x [256 x 256], the shared expert's 3.
+  auto moe = load("tiny-qwen35moe");
+  ASSERT_NE(moe, nullptr);
+  const ModelProfile m = profile_model(*moe, paths_.back(), moe->gguf().file_size());
+  const uint64_t moe_ffn = 8 * 256 + 2 * 3 * 256 * 256 + 3 * 256 * 256;
+  EXPECT_EQ(m.block_matrix_params, 3 * delta_net + attention + 4 * moe_ffn);
+}
+
+// Runs after a context start where the context ends, every time: the K/V of the attention layer
+// stay, the DeltaNet state is put back. Decoding after a context of 12 gives the logits that 16
+// decode steps from position 0 give; so does a 4-token prompt after it; a context extended from
+// a shorter one is the same context.
+TEST_F(Qwen35BenchTest, RunsAfterAContextStartWhereItEnds) {
+  auto model = load("tiny-qwen35");
+  ASSERT_NE(model, nullptr);
+  ModelBench reference(model, 1, 16, 4, 16);
+  ASSERT_TRUE(reference.run_generation(16).ok());
+  const std::vector<float> want = reference.logits();
+  float scale = 0;
+  for (float v : want) scale = std::max(scale, std::fabs(v));
+  const auto expect_near = [&](const std::vector<float>& got, const char* what) {
+    ASSERT_EQ(got.size(), want.size());
+    float worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    EXPECT_LT(worst, 1e-3f * (1 + scale)) << what;
+  };
+
+  ModelBench b(model, 1, 16, 4, 4, 1234, nullptr, /*max_depth=*/12);
+  EXPECT_FALSE(b.set_depth(13).ok());
+  ASSERT_TRUE(b.warmup().ok());
+  ASSERT_TRUE(b.set_depth(12).ok());
+  EXPECT_EQ(b.depth(), 12);
+  ASSERT_TRUE(b.run_generation(4).ok());
+  expect_near(b.logits(), "tg4 @ d12");
+  const std::vector<float> first = b.logits();
+  ASSERT_TRUE(b.run_generation(4).ok());
+  EXPECT_EQ(b.logits(), first) << "a second run did not start from the same context";
+  ASSERT_TRUE(b.run_prompt(4).ok());
+  expect_near(b.logits(), "pp4 @ d12");
+  EXPECT_FALSE(b.run_generation(5).ok());  // past the context it was sized for
+
+  ASSERT_TRUE(b.set_depth(8).ok());   // shorter: computed again from position 0
+  ASSERT_TRUE(b.set_depth(12).ok());  // longer: extends it
+  ASSERT_TRUE(b.run_generation(4).ok());
+  expect_near(b.logits(), "tg4 @ d12, extended from d8");
+  ASSERT_TRUE(b.set_depth(0).ok());  // back to position 0
+  ASSERT_TRUE(b.run_generation(4).ok());
+  ModelBench four(model, 1, 16, 4, 4);
+  ASSERT_TRUE(four.run_generation(4).ok());
+  EXPECT_EQ(b.logits(), four.logits());
 }
 
 TEST(BenchReport, ASplitModelReportsItsRanksAndCommunication) {

@@ -38,6 +38,9 @@ TEST(Synth, KnownShapesHaveThePublishedParameterCounts) {
   EXPECT_EQ(count_params(*find_shape("olmoe-1b-7b")), 6919161856u);
   EXPECT_EQ(count_params(*find_shape("gemma3-1b")), 999885952u);
   EXPECT_EQ(count_params(*find_shape("phi3-mini")), 3821079552u);
+  // Qwen3.5-0.8B's text model without its multi-token-prediction layer (and vision encoder).
+  EXPECT_EQ(count_params(*find_shape("qwen35-0.8b")), 752393024u);
+  EXPECT_EQ(count_params(*find_shape("qwen35moe-mini")), 2122595712u);
   EXPECT_EQ(find_shape("no-such-shape"), nullptr);
 }
 
@@ -132,6 +135,47 @@ TEST(Synth, NewFamiliesFollowTheGgufLayout) {
   EXPECT_EQ(spec_ne(p3, "blk.0.ffn_down.weight"), (Ne{8192, 3072}));
   EXPECT_EQ(find_spec(p3, "blk.0.attn_q.weight"), nullptr);
   EXPECT_EQ(find_spec(p3, "blk.0.ffn_gate.weight"), nullptr);
+
+  // Qwen3.5: layers 0-2 of every 4 Gated DeltaNet (16 key and 16 value heads of 128: q, k, v
+  // are 2048 channels each), layer 3 gated attention (8 heads of 256: the query's 2048 rows and
+  // as many gate rows).
+  const ModelShape& q35 = *find_shape("qwen35-0.8b");
+  const auto dn = model_tensors(q35, q35.n_vocab);
+  EXPECT_EQ(dn.size(), 2u + 18u * 14u + 6u * 11u);
+  EXPECT_EQ(spec_ne(dn, "token_embd.weight"), (Ne{1024, 248320}));
+  EXPECT_EQ(find_spec(dn, "output.weight"), nullptr);
+  EXPECT_EQ(spec_ne(dn, "blk.0.attn_qkv.weight"), (Ne{1024, 6144}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.attn_gate.weight"), (Ne{1024, 2048}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_conv1d.weight"), (Ne{4, 6144}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_a"), (Ne{16}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_dt.bias"), (Ne{16}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_beta.weight"), (Ne{1024, 16}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_alpha.weight"), (Ne{1024, 16}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_norm.weight"), (Ne{128}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.ssm_out.weight"), (Ne{2048, 1024}));
+  EXPECT_EQ(spec_ne(dn, "blk.0.post_attention_norm.weight"), (Ne{1024}));
+  EXPECT_EQ(find_spec(dn, "blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ(find_spec(dn, "blk.0.ffn_norm.weight"), nullptr);
+  EXPECT_EQ(spec_ne(dn, "blk.3.attn_q.weight"), (Ne{1024, 4096}));
+  EXPECT_EQ(spec_ne(dn, "blk.3.attn_k.weight"), (Ne{1024, 512}));
+  EXPECT_EQ(spec_ne(dn, "blk.3.attn_output.weight"), (Ne{2048, 1024}));
+  EXPECT_EQ(spec_ne(dn, "blk.3.attn_q_norm.weight"), (Ne{256}));
+  EXPECT_EQ(find_spec(dn, "blk.3.attn_qkv.weight"), nullptr);
+  EXPECT_EQ(find_spec(dn, "blk.3.ssm_a"), nullptr);
+  EXPECT_EQ(spec_ne(dn, "blk.23.ffn_down.weight"), (Ne{3584, 1024}));
+
+  // The MoE form: 32 value heads to 16 key heads, experts beside a gated shared expert.
+  const ModelShape& q35moe = *find_shape("qwen35moe-mini");
+  const auto dm = model_tensors(q35moe, q35moe.n_vocab);
+  EXPECT_EQ(spec_ne(dm, "output.weight"), (Ne{1024, 248320}));
+  EXPECT_EQ(spec_ne(dm, "blk.0.attn_qkv.weight"), (Ne{1024, 8192}));
+  EXPECT_EQ(spec_ne(dm, "blk.0.ssm_a"), (Ne{32}));
+  EXPECT_EQ(spec_ne(dm, "blk.0.ssm_out.weight"), (Ne{4096, 1024}));
+  EXPECT_EQ(spec_ne(dm, "blk.3.attn_q.weight"), (Ne{1024, 8192}));
+  EXPECT_EQ(spec_ne(dm, "blk.3.ffn_gate_exps.weight"), (Ne{1024, 256, 64}));
+  EXPECT_EQ(spec_ne(dm, "blk.3.ffn_gate_inp_shexp.weight"), (Ne{1024}));
+  EXPECT_EQ(spec_ne(dm, "blk.3.ffn_up_shexp.weight"), (Ne{1024, 256}));
+  EXPECT_EQ(spec_ne(dm, "blk.3.ffn_down_shexp.weight"), (Ne{256, 1024}));
 }
 
 TEST(Synth, ShapeConsistencyAllowsAnExplicitHeadSize) {
@@ -148,6 +192,18 @@ TEST(Synth, ShapeConsistencyAllowsAnExplicitHeadSize) {
   EXPECT_NE(shape_problem(s), "");
   s = *find_shape("tiny");
   s.sliding_window_pattern = 2;  // without a window
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-qwen35");
+  s.ssm_v_heads = 3;  // not a multiple of the 2 key heads
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-qwen35");
+  s.full_attention_interval = 0;  // DeltaNet geometry without a layer pattern
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-qwen35");
+  s.rope_dim = 66;  // more than the 64-wide heads
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-qwen35");
+  s.n_ff_shexp = 256;  // a shared expert without experts
   EXPECT_NE(shape_problem(s), "");
 }
 
@@ -169,6 +225,24 @@ TEST(Synth, WeightsAreDeterministicWithTheRequestedSpread) {
   EXPECT_NEAR(sd, 0.02, 0.001);
   synth_rows(7, 1, TensorKind::kNorm, 0.02f, 1024, 0, 1, one.data());
   for (float x : one) ASSERT_EQ(x, 1.0f);
+
+  // A DeltaNet's decay scales: -exp(A_log), A_log uniform in [0, ln 16), spread over the range.
+  std::vector<float> decay(4096);
+  synth_rows(7, 5, TensorKind::kDecay, 0.02f, 4096, 0, 1, decay.data());
+  float lo = 0, hi = -100;
+  for (float x : decay) {
+    ASSERT_LE(x, -1.0f);
+    ASSERT_GT(x, -16.0f);
+    lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  EXPECT_LT(lo, -15.0f);
+  EXPECT_GT(hi, -1.05f);
+  // Convolution taps: std 1/sqrt(taps) whatever weight_std says.
+  std::vector<float> taps(4 * 2048);
+  synth_rows(7, 6, TensorKind::kConv, 0.02f, 4, 0, 2048, taps.data());
+  sum = sum2 = 0;
+  for (float x : taps) sum += x, sum2 += double(x) * x;
+  EXPECT_NEAR(std::sqrt(sum2 / double(taps.size())), 0.5, 0.02);
 }
 
 std::string synth(const std::string& shape, const std::string& type, const std::string& vocab) {
@@ -287,13 +361,113 @@ TEST(Synth, RepackedWeightsGiveTheRowMajorLogits) {
   }
 }
 
+// Logits of every token of `tokens`, one sequence from position 0 in a state slot, run in
+// passes of `chunk` tokens (1: decode steps): [n_tokens, n_vocab].
+std::vector<float> sequence_logits(const std::shared_ptr<const Model>& model,
+                                   const std::vector<int32_t>& tokens, int32_t chunk) {
+  const ModelConfig& c = model->config();
+  const int32_t n = int32_t(tokens.size());
+  DecoderForward fwd(model, ForwardOptions{chunk, chunk, 128});
+  KvCache cache(model_cache_config(c, 16, 8, KvType::kF32, /*n_state_slots=*/1));
+  const std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
+  const int32_t slot = 0;
+  std::vector<float> logits(size_t(n) * size_t(c.n_vocab));
+  for (int32_t p = 0; p < n; p += chunk) {
+    const int32_t m = std::min(chunk, n - p);
+    std::vector<int32_t> pos(static_cast<size_t>(m)), seq(static_cast<size_t>(m), 0),
+        want(static_cast<size_t>(m));
+    for (int32_t i = 0; i < m; ++i) pos[size_t(i)] = p + i, want[size_t(i)] = i;
+    ForwardBatch b{std::span(tokens).subspan(size_t(p), size_t(m)), pos, seq, table, 8, want};
+    b.state_slots = std::span<const int32_t>(&slot, 1);
+    const Status st = fwd.forward(
+        b, cache, std::span(logits).subspan(size_t(p) * size_t(c.n_vocab), size_t(m) * c.n_vocab));
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+  return logits;
+}
+
+// The Qwen3.5 shapes load with their hybrid layout (three DeltaNet layers, then an attention
+// layer) and run: a 70-token prompt (past the delta rule's 64-token chunk) gives finite logits
+// that depend on the token, in every type; decoding the same tokens one by one (the recurrence)
+// gives the prompt's logits (the chunked form) within f32 rounding.
+TEST(Synth, Qwen35ShapesRunWithFiniteLogits) {
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_q35_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  std::vector<int32_t> tokens(70);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
+  for (const std::string shape : {"tiny-qwen35", "tiny-qwen35moe"}) {
+    for (const std::string type : {"F32", "Q8_0", "Q4_K_M"}) {
+      SCOPED_TRACE(shape + " " + type);
+      SynthOptions o;
+      o.output_path = vela::test::unique_temp_path("vela_synth_" + shape + "_" + type + ".gguf");
+      o.shape = *find_shape(shape);
+      o.target = *parse_quant_target(type);
+      o.vocab_path = vocab;
+      o.pad_vocab = true;
+      o.seed = 3;
+      o.n_threads = 2;
+      ASSERT_TRUE(synthesize_model(o).ok());
+      auto model = Model::load(o.output_path);
+      ASSERT_TRUE(model.ok()) << model.message();
+      const ModelConfig& c = (*model)->config();
+      EXPECT_EQ(c.arch_name, o.shape.architecture);
+      EXPECT_EQ(c.n_state_layers, 3);
+      EXPECT_EQ(c.n_kv_layers, 1);
+      for (int32_t i = 0; i < 4; ++i)
+        EXPECT_EQ(c.layers[size_t(i)].mixer,
+                  i == 3 ? MixerKind::kAttention : MixerKind::kGatedDeltaNet);
+      EXPECT_EQ(c.delta_net.n_k_heads, 2);
+      EXPECT_EQ(c.delta_net.n_v_heads, 4);
+      EXPECT_EQ(c.delta_net.head_k_dim, 32);
+      EXPECT_EQ(c.delta_net.head_v_dim, 32);
+      EXPECT_EQ(c.delta_net.conv_kernel, 4);
+      EXPECT_EQ(c.head_dim, 64);
+      EXPECT_EQ(c.n_rot, 16);
+      EXPECT_FLOAT_EQ(c.rope.freq_base, 1e7f);
+      const LayerWeights& l0 = (*model)->weights().layers[0];
+      for (float a : l0.delta_net.a) EXPECT_TRUE(a <= -1 && a > -16) << a;
+      if (o.shape.n_expert > 0) {
+        EXPECT_EQ(c.n_expert, 8);
+        EXPECT_EQ(c.n_ff_shared_expert, 256);
+        EXPECT_TRUE(c.shared_expert_gated);
+        EXPECT_EQ(l0.shared_expert_gate.size(), 256u);
+      }
+
+      const std::vector<float> prompt = sequence_logits(*model, tokens, 70);
+      const size_t nv = size_t(c.n_vocab);
+      for (size_t i = 0; i < prompt.size(); ++i)
+        ASSERT_TRUE(std::isfinite(prompt[i])) << "logit " << i % nv << " of token " << i / nv;
+      float scale = 0, spread = 0, token_change = 0;
+      for (size_t v = 0; v < nv; ++v) {
+        const float last = prompt[69 * nv + v];
+        scale = std::max(scale, std::fabs(last));
+        spread = std::max(spread, std::fabs(last - prompt[69 * nv]));
+        token_change = std::max(token_change, std::fabs(last - prompt[68 * nv + v]));
+      }
+      EXPECT_GT(spread, 1e-3f * scale) << "every logit of the last token alike";
+      EXPECT_GT(token_change, 1e-3f * scale) << "the last two tokens' logits alike";
+      if (type == "F32" && o.shape.n_expert == 0) {
+        // (Not the MoE shape: a rounding difference may choose another expert.)
+        const std::vector<float> decoded = sequence_logits(*model, tokens, 1);
+        float worst = 0;
+        for (size_t i = 0; i < prompt.size(); ++i)
+          worst = std::max(worst, std::fabs(prompt[i] - decoded[i]));
+        EXPECT_LT(worst, 2e-3f * (1 + scale))
+            << "prompt and decode disagree (scale " << scale << ")";
+      }
+      std::filesystem::remove(o.output_path);
+    }
+  }
+  std::filesystem::remove(vocab);
+}
+
 TEST(Synth, GeneratesWithTheLlmApi) {
   VELA_REQUIRE_SHARED();
-  for (const std::string shape : {"tiny", "tiny-qwen2"}) {
+  for (const std::string shape : {"tiny", "tiny-qwen2", "tiny-qwen35", "tiny-qwen35moe"}) {
     LLMConfig config;
     config.model_path = synth(shape, "Q4_K_M", "models/tiny-llama-gqa.gguf");  // Llama-2 vocabulary
     auto llm = LLM::load(config);
-    ASSERT_TRUE(llm.ok()) << llm.message();
+    ASSERT_TRUE(llm.ok()) << shape << ": " << llm.message();
     EXPECT_EQ((*llm)->info().n_vocab, 32000);
     SamplingParams p;
     p.temperature = 0;
@@ -350,6 +524,11 @@ struct FamilyCase {
   std::vector<std::pair<std::string, uint64_t>> uints;  // keys without the "<arch>." prefix
   std::vector<std::pair<std::string, double>> floats;
   std::vector<std::string> absent;
+  // Hybrid families: the layers i with (i + 1) % interval == 0 have attention_block's tensors
+  // instead of block's.
+  int32_t interval = 0;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> attention_block;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> int_arrays;
 };
 
 std::vector<FamilyCase> family_cases() {
@@ -472,6 +651,70 @@ std::vector<FamilyCase> family_cases() {
                     {"feed_forward_length", 512}},
                    {},
                    {"attention.key_length", "attention.sliding_window_pattern"}});
+  // Qwen3.5: DeltaNet layers (2 key heads and 4 value heads of 32: q, k 64 channels each, v
+  // 128), then a gated attention layer (attn_q: 4 heads of 64 and as many gate rows); the FFN's
+  // norm is post_attention_norm, written after attn_norm.
+  const Block delta_net = {{"attn_norm.weight", {256}},
+                           {"post_attention_norm.weight", {256}},
+                           {"attn_qkv.weight", {256, 256}},
+                           {"attn_gate.weight", {256, 128}},
+                           {"ssm_conv1d.weight", {4, 256}},
+                           {"ssm_dt.bias", {4}},
+                           {"ssm_a", {4}},
+                           {"ssm_beta.weight", {256, 4}},
+                           {"ssm_alpha.weight", {256, 4}},
+                           {"ssm_norm.weight", {32}},
+                           {"ssm_out.weight", {128, 256}}};
+  const Block gated_attention = {
+      {"attn_norm.weight", {256}},   {"post_attention_norm.weight", {256}},
+      {"attn_q.weight", {256, 512}}, {"attn_k.weight", {256, 128}},
+      {"attn_v.weight", {256, 128}}, {"attn_output.weight", {256, 256}},
+      {"attn_q_norm.weight", {64}},  {"attn_k_norm.weight", {64}}};
+  const Block shared_expert = {{"ffn_gate_inp_shexp.weight", {256}},
+                               {"ffn_gate_shexp.weight", {256, 256}},
+                               {"ffn_up_shexp.weight", {256, 256}},
+                               {"ffn_down_shexp.weight", {256, 256}}};
+  const std::vector<std::pair<std::string, uint64_t>> ssm_keys = {
+      {"full_attention_interval", 4}, {"ssm.conv_kernel", 4},
+      {"ssm.state_size", 32},         {"ssm.group_count", 2},
+      {"ssm.time_step_rank", 4},      {"ssm.inner_size", 128},
+      {"attention.key_length", 64},   {"attention.value_length", 64},
+      {"rope.dimension_count", 16},   {"block_count", 4}};
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> sections = {
+      {"rope.dimension_sections", {3, 3, 2, 0}}};
+  FamilyCase q35{"tiny-qwen35",
+                 "qwen35",
+                 true,
+                 cat({delta_net, dense}),
+                 ssm_keys,
+                 {{"rope.freq_base", 1e7}},
+                 {"expert_count", "expert_shared_feed_forward_length", "attention.sliding_window"}};
+  q35.uints.push_back({"feed_forward_length", 512});
+  q35.interval = 4;
+  q35.attention_block = cat({gated_attention, dense});
+  q35.int_arrays = sections;
+  cases.push_back(q35);
+  const Block moe_ffn = {{"ffn_gate_inp.weight", {256, 8}},
+                         {"ffn_gate_exps.weight", {256, 256, 8}},
+                         {"ffn_up_exps.weight", {256, 256, 8}},
+                         {"ffn_down_exps.weight", {256, 256, 8}}};
+  FamilyCase q35moe{"tiny-qwen35moe",
+                    "qwen35moe",
+                    false,
+                    cat({delta_net, moe_ffn, shared_expert}),
+                    ssm_keys,
+                    {{"rope.freq_base", 1e7}},
+                    {}};
+  for (const auto& kv :
+       std::vector<std::pair<std::string, uint64_t>>{{"expert_count", 8},
+                                                     {"expert_used_count", 2},
+                                                     {"expert_feed_forward_length", 256},
+                                                     {"expert_shared_feed_forward_length", 256}})
+    q35moe.uints.push_back(kv);
+  q35moe.interval = 4;
+  q35moe.attention_block = cat({gated_attention, moe_ffn, shared_expert});
+  q35moe.int_arrays = sections;
+  cases.push_back(q35moe);
   return cases;
 }
 
@@ -506,13 +749,21 @@ TEST(Synth, TinyShapesOfTheNewFamiliesHaveTheirKeysAndTensors) {
       EXPECT_FLOAT_EQ(float(**v), float(value)) << key;
     }
     for (const std::string& key : c.absent) EXPECT_EQ(g->find(c.arch + "." + key), nullptr) << key;
+    for (const auto& [key, values] : c.int_arrays) {
+      auto array = g->get_array(c.arch + "." + key);
+      ASSERT_TRUE(array.ok() && array->has_value()) << key;
+      EXPECT_EQ((***array).elem_type, GgufValueType::INT32) << key;
+      EXPECT_EQ(*gguf_array_ints(***array), values) << key;
+    }
 
     std::vector<std::pair<std::string, std::vector<int64_t>>> want = {
         {"token_embd.weight", {256, 512}}, {"output_norm.weight", {256}}};
     if (!c.tied) want.push_back({"output.weight", {256, 512}});
-    for (int32_t i = 0; i < o.shape.n_layer; ++i)
-      for (const auto& [name, ne] : c.block)
+    for (int32_t i = 0; i < o.shape.n_layer; ++i) {
+      const bool attends = c.interval > 0 && (i + 1) % c.interval == 0;
+      for (const auto& [name, ne] : attends ? c.attention_block : c.block)
         want.push_back({"blk." + std::to_string(i) + "." + name, ne});
+    }
     ASSERT_EQ(g->tensors().size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
       const GgufTensorInfo& t = g->tensors()[i];
@@ -528,9 +779,19 @@ TEST(Synth, TinyShapesOfTheNewFamiliesHaveTheirKeysAndTensors) {
         EXPECT_EQ(t.n_dims, 3u) << name;
         EXPECT_EQ(t.ggml_type(), GgmlType::Q4_0) << name;
       }
-      if (t.n_dims == 1) {
-        const auto* v = reinterpret_cast<const float*>(t.data);
+      if (name.ends_with("ssm_conv1d.weight")) {
+        EXPECT_EQ(t.ggml_type(), GgmlType::F32) << name;
+      }
+      const auto* v = reinterpret_cast<const float*>(t.data);
+      if (t.n_dims == 1 && name.ends_with("norm.weight")) {
         for (int64_t k = 0; k < t.ne[0]; ++k) ASSERT_EQ(v[k], 1.0f) << name;
+      } else if (name.ends_with("ssm_a")) {  // -exp(A_log): a decaying state
+        for (int64_t k = 0; k < t.ne[0]; ++k) ASSERT_TRUE(v[k] <= -1 && v[k] > -16) << v[k];
+      } else if (t.n_dims == 1) {  // biases and the shared expert's gate: small, not all zero
+        float largest = 0;
+        for (int64_t k = 0; k < t.ne[0]; ++k) largest = std::max(largest, std::fabs(v[k]));
+        EXPECT_GT(largest, 0.0f) << name;
+        EXPECT_LT(largest, 0.1f) << name;
       }
     }
     std::filesystem::remove(o.output_path);

@@ -33,6 +33,12 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
+std::string test_name(int32_t n_prompt, int32_t n_gen, int32_t n_depth) {
+  std::string name = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  if (n_depth > 0) name += " @ d" + std::to_string(n_depth);
+  return name;
+}
+
 std::vector<double> TestResult::tokens_per_second() const {
   std::vector<double> tps;
   for (double s : seconds) tps.push_back(s > 0 ? tokens() / s : 0);
@@ -203,7 +209,9 @@ std::string format_json(const BenchReport& r) {
                 {"n_params", r.model.n_params},
                 {"block_matrix_params", r.model.block_matrix_params},
                 {"output_params", r.model.output_params},
-                {"decode_bytes_per_token", r.model.decode_bytes}};
+                {"decode_bytes_per_token", r.model.decode_bytes},
+                {"kv_bytes_per_position", r.model.kv_bytes_per_position},
+                {"state_bytes", r.model.state_bytes}};
   json roof = json::array();
   for (const Roofline& c : r.rooflines)
     roof.push_back({{"threads", c.n_threads},
@@ -221,6 +229,7 @@ std::string format_json(const BenchReport& r) {
     results.push_back({{"test", t.test},
                        {"n_prompt", t.n_prompt},
                        {"n_gen", t.n_gen},
+                       {"n_depth", t.n_depth},
                        {"n_batch", t.n_batch},
                        {"threads", t.n_threads},
                        {"repetitions", t.seconds.size()},

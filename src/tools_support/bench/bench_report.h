@@ -16,9 +16,10 @@
 namespace vela::bench {
 
 struct TestResult {
-  std::string test;  // "pp512" or "tg128"
+  std::string test;  // "pp512" or "tg128"; after a context, "tg128 @ d4096" (test_name())
   int32_t n_prompt = 0;
   int32_t n_gen = 0;
+  int32_t n_depth = 0;  // tokens of context computed before each run, untimed
   int32_t n_batch = 0;
   int32_t n_threads = 1;
   std::vector<double> seconds;  // one per repetition
@@ -78,6 +79,9 @@ struct BenchReport {
   ModelProfile rank_model;
   bool split() const { return tensor_parallel * pipeline_parallel > 1; }
 };
+
+// llama-bench's test names: "pp512", "tg128", and after a context "pp512 @ d4096".
+std::string test_name(int32_t n_prompt, int32_t n_gen, int32_t n_depth);
 
 std::string format_markdown(const BenchReport& report);
 std::string format_json(const BenchReport& report);  // pretty-printed, ends with a newline

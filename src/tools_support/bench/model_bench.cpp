@@ -83,9 +83,11 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
   const double expert_share =
       whole.moe() ? double(whole.n_expert_used) / double(whole.n_expert) : 0.0;
   for (const LayerWeights& l : w.layers) {
-    for (const WeightMatrix* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
-      count(*m, 1.0);
+    // Whatever the mixer (attention, Gated DeltaNet, latent attention) and FFN (dense, or routed
+    // experts beside a shared one): every matrix multiplied as a whole, the router, and latent
+    // attention's per-head stacks, which every token's heads read.
+    for (const WeightMatrix* m : l.matrices()) count(*m, 1.0);
+    for (const WeightMatrix* m : {&l.router, &l.mla.k_b, &l.mla.v_b}) count(*m, 1.0);
     for (const ExpertWeights& e : l.experts)
       for (const WeightMatrix* m : {&e.gate, &e.up, &e.down}) count(*m, expert_share);
   }
@@ -94,6 +96,10 @@ ModelProfile profile_model(const Model& model, const std::string& path, uint64_t
     p.output_bytes = uint64_t(w.output.n_rows * w.output.row_bytes);
   }
   p.decode_bytes += p.output_bytes;
+  // ModelBench's cache: f16 K/V, one state slot per sequence.
+  const KvCacheConfig kc = model_cache_config(c, 1, 1, KvType::kF16, 1);
+  p.kv_bytes_per_position = uint64_t(KvCache::bytes_per_block(kc));
+  p.state_bytes = uint64_t(KvCache::bytes_per_state_slot(kc));
   GgmlType dominant = GgmlType::F32;
   uint64_t most = 0;
   for (const auto& [type, bytes] : bytes_by_type)
@@ -113,6 +119,7 @@ ModelProfile per_rank_profile(const ModelProfile& rank0, const ModelProfile& who
   if (rank0_layers > 0 && rank0_layers < whole_layers) {
     const double scale = double(whole_layers) / double(rank0_layers);
     p.block_matrix_params = uint64_t(double(rank0.block_matrix_params) * scale);
+    p.kv_bytes_per_position = uint64_t(double(rank0.kv_bytes_per_position) * scale);
     p.decode_bytes = uint64_t(double(rank0.decode_bytes - rank0.output_bytes) * scale);
     p.output_params = rank0.output_params;
     p.output_bytes = rank0.output_bytes;
@@ -134,6 +141,13 @@ CeilingKind prompt_ceiling(const ModelProfile& p, const Roofline& r) {
   return CeilingKind::kFp32Peak;
 }
 
+double generation_bytes(const ModelProfile& p, int32_t n_depth, int32_t n_gen) {
+  // Step k (0-based) attends n_depth + k + 1 positions.
+  const double n = double(n_gen);
+  const double positions = n * double(n_depth) + n * (n + 1) / 2;
+  return n * double(p.decode_bytes + p.state_bytes) + positions * double(p.kv_bytes_per_position);
+}
+
 double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch) {
   const int64_t passes = (int64_t(n_prompt) + n_batch - 1) / std::max(1, n_batch);
   return 2.0 *
@@ -142,11 +156,12 @@ double prompt_flops(const ModelProfile& p, int32_t n_prompt, int32_t n_batch) {
 
 ModelBench::ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, int32_t n_batch,
                        int32_t max_prompt, int32_t max_gen, uint64_t seed,
-                       std::shared_ptr<TensorParallel> group)
-    : model_(std::move(model)) {
+                       std::shared_ptr<TensorParallel> group, int32_t max_depth)
+    : model_(std::move(model)), max_depth_(std::max(max_depth, 0)) {
   const ModelConfig& c = model_->config();
-  const int32_t max_context = std::max({max_prompt, max_gen, 1});
-  n_batch_ = std::clamp(n_batch, 1, std::max(max_prompt, 1));
+  const int32_t max_context = max_depth_ + std::max({max_prompt, max_gen, 1});
+  // Contexts are computed in passes of n_batch as well (not token by token when no pp test runs).
+  n_batch_ = std::clamp(n_batch, 1, std::max({max_prompt, max_depth_, 1}));
   ForwardOptions fo;
   fo.max_batch_tokens = n_batch_;
   fo.max_logits = 1;
@@ -155,8 +170,9 @@ ModelBench::ModelBench(std::shared_ptr<const Model> model, int32_t n_threads, in
   fo.tensor_parallel = std::move(group);
   forward_ = std::make_unique<DecoderForward>(model_, fo);
 
-  const KvCacheConfig kc =
-      model_cache_config(c, 16, (max_context + 15) / 16, KvType::kF16, /*n_state_slots=*/1);
+  // State slot 0 runs; slot 1 keeps the state at the end of a context (set_depth).
+  const KvCacheConfig kc = model_cache_config(c, 16, (max_context + 15) / 16, KvType::kF16,
+                                              /*n_state_slots=*/max_depth_ > 0 ? 2 : 1);
   cache_ = std::make_unique<KvCache>(kc);
 
   block_table_.resize(size_t(kc.n_blocks));
@@ -188,24 +204,54 @@ Status ModelBench::pass(int32_t first, int32_t n) {
 }
 
 Status ModelBench::warmup() {
+  // Positions [0, n_batch) get the K/V the context has there (the same tokens from position 0),
+  // and slot 0's state is replaced before any run after a context: the context stays intact.
   return pass(0, n_batch_);
 }
 
+void ModelBench::copy_state(int32_t from, int32_t to) {
+  const KvCacheConfig& kc = cache_->config();
+  for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
+    std::copy_n(cache_->state(layer, from), kc.state_floats, cache_->state(layer, to));
+}
+
+void ModelBench::restore_context() {
+  if (depth_ > 0 && model_->config().recurrent()) copy_state(1, 0);
+}
+
+Status ModelBench::set_depth(int32_t n_depth) {
+  if (n_depth < 0 || n_depth > max_depth_)
+    return make_error("context depth " + std::to_string(n_depth) + " out of range [0, " +
+                      std::to_string(max_depth_) + "]");
+  depth_ = 0;  // until the context is whole
+  if (n_depth == 0) return {};
+  int32_t p = n_depth >= filled_ ? filled_ : 0;
+  if (p > 0 && model_->config().recurrent()) copy_state(1, 0);
+  filled_ = 0;  // a failed pass leaves no usable context
+  for (; p < n_depth; p += n_batch_)
+    if (auto st = pass(p, std::min(n_batch_, n_depth - p)); !st) return st.error();
+  if (model_->config().recurrent()) copy_state(0, 1);
+  filled_ = depth_ = n_depth;
+  return {};
+}
+
 Result<double> ModelBench::run_prompt(int32_t n_prompt) {
-  if (n_prompt <= 0 || size_t(n_prompt) > tokens_.size())
+  if (n_prompt <= 0 || size_t(depth_ + n_prompt) > tokens_.size())
     return make_error("prompt length out of range");
+  restore_context();
   const auto t0 = Clock::now();
   for (int32_t p = 0; p < n_prompt; p += n_batch_)
-    if (auto st = pass(p, std::min(n_batch_, n_prompt - p)); !st) return st.error();
+    if (auto st = pass(depth_ + p, std::min(n_batch_, n_prompt - p)); !st) return st.error();
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 Result<double> ModelBench::run_generation(int32_t n_gen, std::vector<double>* step_seconds) {
-  if (n_gen <= 0 || size_t(n_gen) > tokens_.size())
+  if (n_gen <= 0 || size_t(depth_ + n_gen) > tokens_.size())
     return make_error("generation length out of range");
+  restore_context();
   const auto t0 = Clock::now();
   auto step_start = t0;
-  for (int32_t p = 0; p < n_gen; ++p) {
+  for (int32_t p = depth_; p < depth_ + n_gen; ++p) {
     if (auto st = pass(p, 1); !st) return st.error();
     if (step_seconds) {
       const auto now = Clock::now();
