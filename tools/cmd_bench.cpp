@@ -1,5 +1,7 @@
 // `vela bench -m MODEL`: prompt-processing and generation speed (llama-bench style) for each
-// thread count, with the machine's measured bandwidth and arithmetic peak as the roofline. With
+// thread count, from position 0 or after contexts of -d tokens, with the machine's measured
+// bandwidth and arithmetic peak as the roofline (a tg test's bytes: the weights, the recurrent
+// state and the K/V it attends). With
 // --tensor-parallel-size / --pipeline-parallel-size the model is split over that many ranks
 // (main() joined the group: spawned workers, or mpirun's ranks), each running -t threads; the
 // report adds rank 0's communication share and each rank's bytes sent per token, and the
@@ -40,6 +42,9 @@ int run_bench(int argc, char** argv) {
             {{"model", 'm', "FILE", "GGUF model file"},
              {"n-prompt", 'p', "N[,N..]", "prompt tokens per pp test; 0 = skip (default 512)"},
              {"n-gen", 'n', "N[,N..]", "generated tokens per tg test; 0 = skip (default 128)"},
+             {"n-depth", 'd', "N[,N..]",
+              "tokens of context computed (untimed) before each pp and tg test, as llama-bench's "
+              "\"tg128 @ d4096\" (default 0)"},
              {"batch-size", 'b', "N", "prompt tokens per forward pass (default 512)"},
              {"threads", 't', "N[,N..]", "thread counts (default: physical cores)"},
              {"repetitions", 'r', "N", "repetitions of each test (default 3)"},
@@ -66,25 +71,28 @@ int run_bench(int argc, char** argv) {
   const int32_t default_threads = cpu_features().physical_cores;
   auto prompts = args.get_int_list("n-prompt", 512, 0, 1 << 20);
   auto gens = args.get_int_list("n-gen", 128, 0, 1 << 20);
+  auto depths = args.get_int_list("n-depth", 0, 0, 1 << 20);
   auto threads = args.get_int_list("threads", default_threads, 1, 1024);
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   auto reps = args.get_int("repetitions", 3, 1, 1000);
   auto bw_mib = args.get_int("bw-mib", 0, 1, 1 << 20);
   auto tensor_parallel = args.get_int("tensor-parallel-size", 1, 1, 256);
   auto pipeline_parallel = args.get_int("pipeline-parallel-size", 1, 1, 256);
-  for (const Error* e : {prompts ? nullptr : &prompts.error(), gens ? nullptr : &gens.error(),
-                         threads ? nullptr : &threads.error(), batch ? nullptr : &batch.error(),
-                         reps ? nullptr : &reps.error(), bw_mib ? nullptr : &bw_mib.error(),
-                         tensor_parallel ? nullptr : &tensor_parallel.error(),
-                         pipeline_parallel ? nullptr : &pipeline_parallel.error()}) {
+  for (const Error* e :
+       {prompts ? nullptr : &prompts.error(), gens ? nullptr : &gens.error(),
+        depths ? nullptr : &depths.error(), threads ? nullptr : &threads.error(),
+        batch ? nullptr : &batch.error(), reps ? nullptr : &reps.error(),
+        bw_mib ? nullptr : &bw_mib.error(), tensor_parallel ? nullptr : &tensor_parallel.error(),
+        pipeline_parallel ? nullptr : &pipeline_parallel.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;
     }
   }
-  int32_t max_prompt = 0, max_gen = 0;
+  int32_t max_prompt = 0, max_gen = 0, max_depth = 0;
   for (int32_t p : *prompts) max_prompt = std::max(max_prompt, p);
   for (int32_t n : *gens) max_gen = std::max(max_gen, n);
+  for (int32_t d : *depths) max_depth = std::max(max_depth, d);
   if (max_prompt == 0 && max_gen == 0) {
     std::fprintf(stderr, "vela bench: nothing to run (-p and -n are both 0)\n");
     return 2;
@@ -163,7 +171,8 @@ int run_bench(int argc, char** argv) {
     const auto measure = [&](bench::CeilingKind kind) {
       return bench::measure_ceiling(kind, t, selected_kernel_isa(), report.bandwidth_buffer_bytes);
     };
-    bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen, 1234, group);
+    bench::ModelBench runner(*model, t, int32_t(*batch), max_prompt, max_gen, 1234, group,
+                             max_depth);
     if (group) {
       // The other ranks build their slices for this runner's passes, with t threads each.
       dist::ShardSetup setup;
@@ -189,13 +198,14 @@ int run_bench(int argc, char** argv) {
       bench::TestResult r;
       r.n_prompt = n_prompt;
       r.n_gen = n_gen;
+      r.n_depth = runner.depth();
       r.n_batch = int32_t(std::min<int64_t>(*batch, std::max(n_prompt, 1)));
       r.n_threads = t;
-      r.test = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+      r.test = bench::test_name(n_prompt, n_gen, r.n_depth);
       const bench::CeilingKind kind =
           n_prompt > 0 ? bench::prompt_ceiling(work, ceiling) : bench::CeilingKind::kReadBandwidth;
       r.work_per_run = n_prompt > 0 ? bench::prompt_flops(work, n_prompt, int32_t(*batch))
-                                    : double(work.decode_bytes) * n_gen;
+                                    : bench::generation_bytes(work, r.n_depth, n_gen);
       r.ceiling_name = bench::ceiling_name(kind);
       // The ceiling next to each run: measured before the first and after every run, a run
       // taking the mean of the two around it.
@@ -231,10 +241,19 @@ int run_bench(int argc, char** argv) {
       report.results.push_back(std::move(r));
       return true;
     };
-    for (int32_t p : *prompts)
-      if (p > 0 && !run_test(p, 0)) return 1;
-    for (int32_t n : *gens)
-      if (n > 0 && !run_test(0, n)) return 1;
+    for (int32_t d : *depths) {
+      if (d > 0)
+        std::fprintf(stderr, "vela bench: computing a context of %d tokens, %d thread(s)...\n", d,
+                     t);
+      if (auto st = runner.set_depth(d); !st) {
+        std::fprintf(stderr, "vela bench: %s\n", st.message().c_str());
+        return 1;
+      }
+      for (int32_t p : *prompts)
+        if (p > 0 && !run_test(p, 0)) return 1;
+      for (int32_t n : *gens)
+        if (n > 0 && !run_test(0, n)) return 1;
+    }
   }
   const std::string out =
       format == "json" ? bench::format_json(report) : bench::format_markdown(report);

