@@ -104,8 +104,8 @@ struct CacheGroupUsage {
   // layers, the window's blocks only), "recurrent_state" (a state slot per sequence)
   const char* name = "";
   int32_t n_layers = 0;
-  int32_t window = 0;               // sliding_window: positions a token sees
-  uint64_t bytes_per_token = 0;     // K/V of one token over the group's layers (0 for a state)
+  int32_t window = 0;            // sliding_window: positions a token sees
+  uint64_t bytes_per_token = 0;  // K/V of one token over the group's layers (0 for a state)
   // The most one running sequence holds: its state, or a window's blocks (0: grows with it)
   uint64_t bytes_per_sequence = 0;
   int32_t used = 0;  // blocks (the pool is shared by the K/V groups) or state slots held
@@ -263,8 +263,8 @@ class Engine {
   std::unique_ptr<DecoderForward> forward_;
   KvCache cache_;
   BlockPool pool_;
-  StateSlotPool state_slots_;         // recurrent models' sequence states (unused otherwise)
-  StateCheckpoints checkpoints_;      // and their cached prefixes' states
+  StateSlotPool state_slots_;     // recurrent models' sequence states (unused otherwise)
+  StateCheckpoints checkpoints_;  // and their cached prefixes' states
   KvCacheManager kv_;
   Scheduler scheduler_;
   StepCostModel step_cost_;
@@ -281,16 +281,17 @@ class Engine {
   std::vector<StepPlan> plans_;  // [max_in_flight_]
   int32_t first_plan_ = 0, n_plans_ = 0, max_in_flight_ = 1;
   // Step buffers, sized once.
-  std::vector<int32_t> batch_tokens_;     // [max_num_batched_tokens]
-  std::vector<int32_t> batch_positions_;  // [max_num_batched_tokens]
-  std::vector<int32_t> batch_seq_;        // [max_num_batched_tokens]
+  std::vector<int32_t> batch_tokens_;       // [max_num_batched_tokens]
+  std::vector<int32_t> batch_positions_;    // [max_num_batched_tokens]
+  std::vector<int32_t> batch_seq_;          // [max_num_batched_tokens]
   std::vector<int32_t> batch_state_slots_;  // [max_num_seqs] state slot of each batch sequence
-  std::vector<PlannedCheckpoint> planned_checkpoints_;     // [<= max_num_batched_tokens] a request's
-  std::vector<StateCheckpointWrite> batch_checkpoints_;    // [<= max_num_batched_tokens] the pass's
-  int32_t speculation_slots_ = -1;  // first speculation state slot (recurrent models that speculate)
-  std::vector<int32_t> block_tables_;     // [max_num_seqs, max_blocks_per_seq]
-  std::vector<int32_t> logits_rows_;      // [max_logits]
-  std::vector<float> logits_;             // [max_logits, n_vocab] the completing pass's
+  std::vector<PlannedCheckpoint> planned_checkpoints_;   // [<= max_num_batched_tokens] a request's
+  std::vector<StateCheckpointWrite> batch_checkpoints_;  // [<= max_num_batched_tokens] the pass's
+  int32_t speculation_slots_ =
+      -1;  // first speculation state slot (recurrent models that speculate)
+  std::vector<int32_t> block_tables_;  // [max_num_seqs, max_blocks_per_seq]
+  std::vector<int32_t> logits_rows_;   // [max_logits]
+  std::vector<float> logits_;          // [max_logits, n_vocab] the completing pass's
   // Embedding requests only (sized at the first one): rows whose final hidden state is wanted.
   std::vector<int32_t> hidden_rows_;    // [max_num_batched_tokens] batch indices
   std::vector<Live*> hidden_owner_;     // [max_num_batched_tokens] request of each row

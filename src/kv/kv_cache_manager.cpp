@@ -111,8 +111,8 @@ bool KvCacheManager::allocate(KvSequence& seq, int32_t n_tokens) {
 void KvCacheManager::cache_full_blocks(std::span<const int32_t> tokens, int32_t n_computed,
                                        KvSequence& seq) {
   if (!pool_.prefix_caching()) return;
-  const int32_t n_full = std::min(n_computed / block_size_,
-                                  static_cast<int32_t>(seq.blocks.size()) / n_groups());
+  const int32_t n_full =
+      std::min(n_computed / block_size_, static_cast<int32_t>(seq.blocks.size()) / n_groups());
   if (n_full <= seq.n_cached_blocks) return;
   hash_blocks(tokens, n_full, seq);
   for (int32_t b = seq.n_cached_blocks; b < n_full; ++b)

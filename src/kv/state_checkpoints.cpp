@@ -27,8 +27,7 @@ std::optional<int32_t> StateCheckpoints::reserve(uint64_t hash) {
       chosen = i;
       break;
     }
-    if (e.state == State::kReady &&
-        (chosen < 0 || e.last_use < entries_[size_t(chosen)].last_use))
+    if (e.state == State::kReady && (chosen < 0 || e.last_use < entries_[size_t(chosen)].last_use))
       chosen = i;
   }
   if (chosen < 0) return std::nullopt;

@@ -46,8 +46,7 @@ AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p
 void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionParams& p,
                         int32_t first_head, int32_t n_heads, const float* q, int64_t q_stride,
                         int32_t n_tokens, int32_t first_position, const int32_t* block_table,
-                        float* out, int64_t out_stride, AttentionScratch& s,
-                        int32_t table_stride) {
+                        float* out, int64_t out_stride, AttentionScratch& s, int32_t table_stride) {
   assert(n_tokens >= 1 && n_tokens <= kAttentionMaxTokens);
   assert(n_heads >= 1 && first_head / p.group() == (first_head + n_heads - 1) / p.group());
   const KvType type = cache.config().type;

@@ -27,7 +27,7 @@ std::shared_ptr<ThreadPool> make_pool(int32_t n_threads) {
 }  // namespace
 
 DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
-                           std::shared_ptr<ThreadPool> pool)
+                               std::shared_ptr<ThreadPool> pool)
     : model_(std::move(model)),
       options_(options),
       pool_(pool ? std::move(pool) : make_pool(options.n_threads)) {
@@ -56,8 +56,8 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   up_.resize(T * ff);
   if (c.n_ff_shared_expert > 0) shared_out_.resize(T * size_t(c.n_embd));
   if (c.recurrent()) {
-    delta_net_ = std::make_unique<GatedDeltaNetMixer>(c, options_.max_batch_tokens,
-                                                      pool_->n_threads());
+    delta_net_ =
+        std::make_unique<GatedDeltaNetMixer>(c, options_.max_batch_tokens, pool_->n_threads());
     spans_.reserve(T);
   }
   if (c.latent_attention()) {
@@ -137,7 +137,7 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
 }
 
 void DecoderForward::gather_columns(const float* local, int64_t n_rows,
-                                  std::span<const int64_t> split, float* out, bool everyone) {
+                                    std::span<const int64_t> split, float* out, bool everyone) {
   const int32_t n_ranks = tp_->size();
   const int32_t rank = tp_->rank();
   const int64_t local_cols = split[size_t(rank) + 1] - split[size_t(rank)];
@@ -160,7 +160,7 @@ void DecoderForward::gather_columns(const float* local, int64_t n_rows,
 }
 
 void DecoderForward::output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
-                                     std::span<const int64_t> split, std::vector<float>& full) {
+                                       std::span<const int64_t> split, std::vector<float>& full) {
   if (split_layers_ && !full.empty()) {
     gather_columns(x, n_tokens, split, full.data(), true);
     x = full.data();
@@ -248,12 +248,11 @@ void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int3
     const int32_t n_heads = std::min(per_part, group - first);
     if (n_heads <= 0) return;
     const int32_t s = b.seq_index[size_t(run.first)];
-    attention_kv_group(cache, layer, p, kv_head * group + first, n_heads, q + run.first * q_dim,
-                       q_dim, run.n_tokens, b.positions[size_t(run.first)],
-                       b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq) +
-                           size_t(layer_group),
-                       out + run.first * out_dim, out_dim, attn_scratch_[size_t(thread)],
-                       b.n_kv_groups);
+    attention_kv_group(
+        cache, layer, p, kv_head * group + first, n_heads, q + run.first * q_dim, q_dim,
+        run.n_tokens, b.positions[size_t(run.first)],
+        b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq) + size_t(layer_group),
+        out + run.first * out_dim, out_dim, attn_scratch_[size_t(thread)], b.n_kv_groups);
   };
   const int64_t n_tasks = n_pairs * parts;
   if (parallel) {
@@ -264,7 +263,7 @@ void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int3
 }
 
 Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, size_t logits_size,
-                              size_t hidden_size) const {
+                                size_t hidden_size) const {
   const ModelConfig& c = model_->config();
   const int32_t T = b.n_tokens();
   if (T == 0) return make_error("empty batch");
@@ -277,8 +276,7 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
     return make_error("batch block table shape is invalid");
   const KvCacheConfig& kc = cache.config();
   const KvLayerGroups& groups = layer_groups_[kc.group_windows.empty() ? 0 : 1];
-  const int32_t n_layers_held =
-      kc.group_windows.empty() ? c.n_kv_layers : groups.layers_per_group;
+  const int32_t n_layers_held = kc.group_windows.empty() ? c.n_kv_layers : groups.layers_per_group;
   if (kc.n_layer != n_layers_held || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim ||
       kc.k_only != c.latent_attention() ||
       (!kc.group_windows.empty() && kc.group_windows != groups.windows))
@@ -389,14 +387,14 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
 }
 
 Status DecoderForward::forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
-                             std::span<float> hidden) {
+                               std::span<float> hidden) {
   if (auto st = begin_forward(b, cache, logits, hidden); !st) return st;
   finish_forward();
   return {};
 }
 
 Status DecoderForward::begin_forward(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
-                                   std::span<float> hidden) {
+                                     std::span<float> hidden) {
   assert(passes_in_flight() < max_passes_in_flight());
   // Trace (when on): the pass, partitioned into prepare, each layer (itself partitioned into
   // its operations) and the output head.
@@ -431,7 +429,7 @@ void DecoderForward::finish_forward() {
 }
 
 void DecoderForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
-                                std::span<float> hidden) {
+                                  std::span<float> hidden) {
   const ModelConfig& c = model_->config();
   const int64_t T = b.n_tokens(), V = c.n_vocab, E = c.n_embd;
   // Micro-batches take the logits and hidden rows of their tokens in order, so each one's rows
@@ -480,7 +478,7 @@ void DecoderForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::sp
 }
 
 void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<float> logits,
-                             std::span<float> hidden, int64_t send_offset) {
+                               std::span<float> hidden, int64_t send_offset) {
   // Trace (when on): the stage's pass, partitioned into prepare, each layer (itself partitioned
   // into its operations) and the output head.
   trace::Phases parts("forward");

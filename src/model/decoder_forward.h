@@ -59,7 +59,7 @@ class DecoderForward {
   // Runs on `pool` when given (its size decides the thread count), else on a pool of its own
   // with options.n_threads threads.
   DecoderForward(std::shared_ptr<const Model> model, const ForwardOptions& options,
-               std::shared_ptr<ThreadPool> pool = nullptr);
+                 std::shared_ptr<ThreadPool> pool = nullptr);
 
   const Model& model() const { return *model_; }
   const ForwardOptions& options() const { return options_; }
@@ -157,7 +157,7 @@ class DecoderForward {
   std::shared_ptr<const Model> model_;
   ForwardOptions options_;
   std::shared_ptr<ThreadPool> pool_;
-  int64_t min_work_ = 0;      // element-wise and attention steps below this run inline
+  int64_t min_work_ = 0;  // element-wise and attention steps below this run inline
   std::unique_ptr<Projector> projector_;
   RopeFrequencies rope_global_;          // every layer's RoPE, or the global layers'
   RopeFrequencies rope_local_;           // the windowed layers' when the model has a separate one
@@ -167,28 +167,28 @@ class DecoderForward {
   std::unique_ptr<LatentAttentionMixer> latent_;   // models with latent-attention layers only
 
   // Work buffers, sized once for max_batch_tokens (T).
-  std::vector<float> x_;        // [T, n_embd] residual stream
-  std::vector<float> xn_;       // [T, n_embd] normalised input of a sub-layer
-  std::vector<float> q_;        // [T, n_head * head_dim]
-  std::vector<float> k_;        // [T, n_head_kv * head_dim]
-  std::vector<float> v_;        // [T, n_head_kv * head_dim]
-  std::vector<float> attn_;     // [T, n_head * head_dim] (latent attention: n_head * v_head_dim)
-  std::vector<float> q_gate_;   // [T, n_head, 2, head_dim] query and gate rows (output gate)
+  std::vector<float> x_;          // [T, n_embd] residual stream
+  std::vector<float> xn_;         // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> q_;          // [T, n_head * head_dim]
+  std::vector<float> k_;          // [T, n_head_kv * head_dim]
+  std::vector<float> v_;          // [T, n_head_kv * head_dim]
+  std::vector<float> attn_;       // [T, n_head * head_dim] (latent attention: n_head * v_head_dim)
+  std::vector<float> q_gate_;     // [T, n_head, 2, head_dim] query and gate rows (output gate)
   std::vector<float> attn_gate_;  // [T, n_head * head_dim] the output gate (before sigmoid)
   std::vector<float> gate_;  // [T, the wider of n_ff (dense layers), n_ff_shared_expert (MoE ones)]
-  std::vector<float> up_;         // [T, n_ff] (the same)
+  std::vector<float> up_;    // [T, n_ff] (the same)
   std::vector<float> shared_out_;  // [T, n_embd] the shared expert's output
-  std::vector<float> proj_;     // [T, n_embd] output of attn_output / ffn_down
-  std::vector<float> rope_cs_;  // [2, T, n_rot / 2, 2] global, then local (if separate) tables
-  std::vector<int64_t> slots_;  // [n_groups, T] KV slot of each token in each layer group
+  std::vector<float> proj_;        // [T, n_embd] output of attn_output / ffn_down
+  std::vector<float> rope_cs_;     // [2, T, n_rot / 2, 2] global, then local (if separate) tables
+  std::vector<int64_t> slots_;     // [n_groups, T] KV slot of each token in each layer group
   // Where each layer's K/V lives: [0] one group, [1] grouped by sliding window; groups_ is the
   // one the pass's cache has.
   KvLayerGroups layer_groups_[2];
   const KvLayerGroups* groups_ = &layer_groups_[0];
-  std::vector<float> final_;    // [max_logits, n_embd] normalised rows that get logits
-  std::vector<TokenRun> runs_;  // [<= T] this pass's attention runs
+  std::vector<float> final_;         // [max_logits, n_embd] normalised rows that get logits
+  std::vector<TokenRun> runs_;       // [<= T] this pass's attention runs
   std::vector<SequenceSpan> spans_;  // [<= T] this pass's sequences (recurrent models)
-  int64_t attention_work_ = 0;  // multiply-adds of one layer's attention in this pass
+  int64_t attention_work_ = 0;       // multiply-adds of one layer's attention in this pass
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
   // Tensor-parallel only.
   TensorParallel* tp_ = nullptr;        // options_.tensor_parallel

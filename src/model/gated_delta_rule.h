@@ -34,10 +34,10 @@ struct DeltaRuleShape {
 // One value head's inputs for n_tokens consecutive tokens of one sequence. Token t's vectors
 // are at q + t * q_stride etc.; g and beta at g[t * gb_stride], beta[t * gb_stride].
 struct DeltaRuleHead {
-  const float* q = nullptr;  // [n_tokens, q_stride] row t: this head's [d_k] query (normalised)
-  const float* k = nullptr;  // [n_tokens, k_stride] row t: [d_k] key (normalised)
-  const float* v = nullptr;  // [n_tokens, v_stride] row t: [d_v] value
-  const float* g = nullptr;  // [n_tokens, gb_stride] log-decay
+  const float* q = nullptr;     // [n_tokens, q_stride] row t: this head's [d_k] query (normalised)
+  const float* k = nullptr;     // [n_tokens, k_stride] row t: [d_k] key (normalised)
+  const float* v = nullptr;     // [n_tokens, v_stride] row t: [d_v] value
+  const float* g = nullptr;     // [n_tokens, gb_stride] log-decay
   const float* beta = nullptr;  // [n_tokens, gb_stride] write strength
   int64_t q_stride = 0, k_stride = 0, v_stride = 0, gb_stride = 0;
   float* out = nullptr;  // [n_tokens, out_stride] row t: [d_v] output

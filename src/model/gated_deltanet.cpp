@@ -11,9 +11,15 @@ namespace vela {
 
 namespace {
 
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float softplus(float x) {
+  return x > 20.0f ? x : std::log1p(std::exp(x));
+}
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
 
 // x / max(|x|, eps).  x: [n]
 void l2_normalize(float* x, int32_t n, float eps) {
@@ -58,7 +64,9 @@ void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
   const float eps = config_.rms_eps;
 
   projector.project(xn, T,
-                    {{&w.qkv, qkv_.data()}, {&w.gate, z_.data()}, {&w.beta, beta_.data()},
+                    {{&w.qkv, qkv_.data()},
+                     {&w.gate, z_.data()},
+                     {&w.beta, beta_.data()},
                      {&w.alpha, g_.data()}});
 
   // A sequence that starts here starts from a zero state.

@@ -58,8 +58,7 @@ class GatedDeltaNetMixer {
   // checkpoints: the spans' states to save, each span's by position.
   void run(std::span<const SequenceSpan> spans, std::span<const StateCheckpointWrite> checkpoints,
            KvCache& cache, const DeltaNetWeights& w, int32_t state_layer, const float* xn,
-           int64_t n_tokens, Projector& projector, ThreadPool& pool, int64_t min_work,
-           float* out);
+           int64_t n_tokens, Projector& projector, ThreadPool& pool, int64_t min_work, float* out);
 
  private:
   const ModelConfig& config_;

@@ -277,8 +277,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", kv_dim, c.n_embd));
     }
     const bool attends = c.layers[size_t(stage->begin + i)].mixer == MixerKind::kAttention;
-    if (attends)
-      VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
+    if (attends) VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
     if (attends && arch.qkv_bias != TensorRule::kAbsent) {
       const bool required = arch.qkv_bias == TensorRule::kRequired;
       VELA_TRY_ASSIGN(l.bq, get_vector(g, p + "attn_q.bias", q_dim, required));

@@ -44,15 +44,15 @@ struct ExpertWeights {
 
 // A Gated DeltaNet mixer's tensors (shapes with the DeltaNetConfig's names).
 struct DeltaNetWeights {
-  WeightMatrix qkv;              // attn_qkv [conv_channels, n_embd]: rows q, k, v
-  WeightMatrix gate;             // attn_gate [value_dim, n_embd]: z of the gated norm
-  WeightMatrix beta;             // ssm_beta [n_v_heads, n_embd]: write strength before sigmoid
-  WeightMatrix alpha;            // ssm_alpha [n_v_heads, n_embd]: decay rate before softplus
-  WeightMatrix out;              // ssm_out [n_embd, value_dim]
-  std::vector<float> conv;       // ssm_conv1d [conv_channels, conv_kernel] taps, oldest first
-  std::vector<float> dt_bias;    // ssm_dt.bias [n_v_heads]
-  std::vector<float> a;          // ssm_a [n_v_heads]: -exp(A_log), the decay's scale
-  std::vector<float> norm;       // ssm_norm [head_v_dim]
+  WeightMatrix qkv;            // attn_qkv [conv_channels, n_embd]: rows q, k, v
+  WeightMatrix gate;           // attn_gate [value_dim, n_embd]: z of the gated norm
+  WeightMatrix beta;           // ssm_beta [n_v_heads, n_embd]: write strength before sigmoid
+  WeightMatrix alpha;          // ssm_alpha [n_v_heads, n_embd]: decay rate before softplus
+  WeightMatrix out;            // ssm_out [n_embd, value_dim]
+  std::vector<float> conv;     // ssm_conv1d [conv_channels, conv_kernel] taps, oldest first
+  std::vector<float> dt_bias;  // ssm_dt.bias [n_v_heads]
+  std::vector<float> a;        // ssm_a [n_v_heads]: -exp(A_log), the decay's scale
+  std::vector<float> norm;     // ssm_norm [head_v_dim]
 };
 
 // A latent-attention mixer's tensors (shapes with LatentAttentionConfig's names, H = n_head).

@@ -45,8 +45,10 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
   r.layer_begin = layers->begin;
   r.n_layer = layers->count;
   if (c.recurrent() && (s.sharded() || s.n_stages > 1))
-    return make_error("tensor and pipeline parallelism do not split a model with recurrent "
-                      "(Gated DeltaNet) layers (" + c.arch_name + ")");
+    return make_error(
+        "tensor and pipeline parallelism do not split a model with recurrent "
+        "(Gated DeltaNet) layers (" +
+        c.arch_name + ")");
   if (c.latent_attention() && (s.sharded() || s.n_stages > 1))
     return make_error(std::string("tensor and pipeline parallelism do not split a model with ") +
                       "multi-head latent attention (" + c.arch_name + ")");

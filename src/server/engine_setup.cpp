@@ -115,8 +115,8 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
     held += g.bytes_per_sequence > 0 ? std::min(full, g.bytes_per_sequence) : full;
     every_position += full;
   }
-  s << "; one sequence of " << actual.max_context << " tokens holds "
-    << double(held) / (1 << 20) << " MiB";
+  s << "; one sequence of " << actual.max_context << " tokens holds " << double(held) / (1 << 20)
+    << " MiB";
   if (held != every_position)
     s << " (every position of every layer: " << double(every_position) / (1 << 20) << " MiB)";
   s << "\n";

@@ -260,8 +260,7 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
                 "Usage of each cache group (K/V blocks of the attention layers, state slots of "
                 "the recurrent layers). 1 means 100 percent.");
   for (const CacheGroupUsage& g : s.cache_groups)
-    append_sample(out, "vela:cache_group_usage_perc",
-                  "group=\"" + std::string(g.name) + "\"," + l,
+    append_sample(out, "vela:cache_group_usage_perc", "group=\"" + std::string(g.name) + "\"," + l,
                   g.total > 0 ? double(g.used) / double(g.total) : 0.0);
   append_header(out, "vela:cache_group_bytes_per_token", "gauge",
                 "Cache bytes one token takes in each group's layers (0: a fixed state per "
@@ -281,8 +280,7 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
     append_sample(out, "vela:state_checkpoint_hits_total", l, double(s.state_checkpoints.hits));
     append_header(out, "vela:state_checkpoints_saved_total", "counter",
                   "Recurrent states saved at prefix boundaries.");
-    append_sample(out, "vela:state_checkpoints_saved_total", l,
-                  double(s.state_checkpoints.saved));
+    append_sample(out, "vela:state_checkpoints_saved_total", l, double(s.state_checkpoints.saved));
   }
 
   append_header(out, "vela:prompt_tokens_total", "counter", "Number of prefill tokens processed.");

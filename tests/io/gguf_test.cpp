@@ -31,7 +31,8 @@ TEST(Gguf, ReadsEveryValueTypeAndNestedArrays) {
     w.add_bool("bool", true);
     w.add_string("str", "héllo");
     w.add_u64("u64", 18000000000000000000ull);
-    w.add_raw("i64", GgufValueType::INT64, GgufEncoder().pod<int64_t>(-9000000000000000000ll).bytes);
+    w.add_raw("i64", GgufValueType::INT64,
+              GgufEncoder().pod<int64_t>(-9000000000000000000ll).bytes);
     w.add_raw("f64", GgufValueType::FLOAT64, GgufEncoder().pod<double>(2.25).bytes);
     const std::vector<std::string> strs = {"a", "", "ccc"};
     w.add_strings("strs", strs);

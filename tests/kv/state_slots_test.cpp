@@ -45,7 +45,7 @@ TEST(StateCheckpoints, ReservedThenCommittedThenReplacedLeastRecentlyUsed) {
   ASSERT_TRUE(c);
   EXPECT_EQ(*c, 5);
   cp.commit(*c);
-  EXPECT_EQ(cp.find(100), 4);  // 100 is now the most recently used
+  EXPECT_EQ(cp.find(100), 4);      // 100 is now the most recently used
   const auto d = cp.reserve(400);  // replaces 300
   ASSERT_TRUE(d);
   EXPECT_EQ(*d, 5);
@@ -81,7 +81,7 @@ TEST(KvCacheManager, RecurrentSequencesHoldASlotAndReuseOnlyCheckpointedPrefixes
   checkpoints.commit(planned[1].slot);
   planned.clear();
   kv.plan_checkpoints(tokens, 20, 10, a, planned);  // both checkpoint slots are held
-  EXPECT_EQ(planned.size(), 1u);                     // 24 replaces the least recently used
+  EXPECT_EQ(planned.size(), 1u);                    // 24 replaces the least recently used
   checkpoints.cancel(planned[0].slot);
   kv.cache_full_blocks(tokens, 30, a);
 

@@ -222,7 +222,8 @@ TEST_P(HybridModels, BadBatchesAreRejected) {
                               4 * kMaxBlocks, KvType::kF16});
   std::vector<int32_t> ids = {1}, pos = {0}, seq = {0}, table(kMaxBlocks, 0), want = {0};
   std::vector<float> logits(size_t(model->config().n_vocab));
-  const Status st = fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, plain, logits);
+  const Status st =
+      fwd.forward(ForwardBatch{ids, pos, seq, table, kMaxBlocks, want}, plain, logits);
   EXPECT_FALSE(st.ok());
 }
 

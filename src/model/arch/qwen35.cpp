@@ -1,9 +1,9 @@
-// Qwen3.5 (dense `qwen35`, MoE `qwen35moe`): three Gated DeltaNet layers to each full-attention layer by default. The attention layers gate their
-// output per head with sigmoid(gate) from a second half of the query projection, normalise q and
-// k per head and rotate part of each head (rope.dimension_count of key_length; the text positions
-// make the sections of its multi-axis RoPE one ordinary NeoX rotation). The FFN's input norm is
-// named post_attention_norm. The MoE forms route with a softmax over the experts, renormalised,
-// beside a shared expert gated by sigmoid.
+// Qwen3.5 (dense `qwen35`, MoE `qwen35moe`): three Gated DeltaNet layers to each full-attention
+// layer by default. The attention layers gate their output per head with sigmoid(gate) from a
+// second half of the query projection, normalise q and k per head and rotate part of each head
+// (rope.dimension_count of key_length; the text positions make the sections of its multi-axis RoPE
+// one ordinary NeoX rotation). The FFN's input norm is named post_attention_norm. The MoE forms
+// route with a softmax over the experts, renormalised, beside a shared expert gated by sigmoid.
 #include "model/architecture.h"
 
 namespace vela::arch {
