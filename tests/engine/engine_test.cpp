@@ -168,7 +168,9 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, EngineAgreement,
                          ::testing::Values("aidreams260K", "tiny-llama-gqa", "tiny-qwen2-bpe-F16",
                                            "tiny-qwen35-F32", "tiny-qwen35moe-F32",
                                            // sliding-window layers in groups of their own
-                                           "tiny-gemma2-F32", "tiny-gemma3-F32"),
+                                           "tiny-gemma2-F32", "tiny-gemma3-F32",
+                                           // latent attention: a K-only cache of latents
+                                           "tiny-deepseek2-F32"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

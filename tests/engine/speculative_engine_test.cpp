@@ -189,7 +189,8 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, SpeculativeAgreement,
                                            // Recurrent layers: the state saved after each
                                            // proposal replaces the one a rejection leaves.
                                            AgreementCase{"tiny-qwen35-F32", false},
-                                           AgreementCase{"tiny-qwen35moe-Q4_K_M", false}),
+                                           AgreementCase{"tiny-qwen35moe-Q4_K_M", false},
+                                           AgreementCase{"tiny-deepseek2-F32", false}),
                          [](const auto& info) {
                            std::string n = info.param.model;
                            for (char& c : n)
