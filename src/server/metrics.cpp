@@ -256,24 +256,25 @@ std::string ServerMetrics::render(const EngineStats* stats, int32_t block_size) 
   append_sample(out, "vela:kv_cache_usage_perc", l,
                 s.kv.total > 0 ? double(s.kv.used) / double(s.kv.total) : 0.0);
 
-  append_header(out, "vela:cache_group_usage_perc", "gauge",
-                "Usage of each cache group (K/V blocks of the attention layers, state slots of "
-                "the recurrent layers). 1 means 100 percent.");
-  for (const CacheGroupUsage& g : s.cache_groups)
-    append_sample(out, "vela:cache_group_usage_perc", "group=\"" + std::string(g.name) + "\"," + l,
-                  g.total > 0 ? double(g.used) / double(g.total) : 0.0);
-  append_header(out, "vela:cache_group_bytes_per_token", "gauge",
-                "Cache bytes one token takes in each group's layers (0: a fixed state per "
-                "sequence).");
-  for (const CacheGroupUsage& g : s.cache_groups)
-    append_sample(out, "vela:cache_group_bytes_per_token",
-                  "group=\"" + std::string(g.name) + "\"," + l, double(g.bytes_per_token));
-  append_header(out, "vela:cache_group_bytes_per_sequence", "gauge",
-                "Fixed cache bytes of one running sequence in each group's layers (recurrent "
-                "state).");
-  for (const CacheGroupUsage& g : s.cache_groups)
-    append_sample(out, "vela:cache_group_bytes_per_sequence",
-                  "group=\"" + std::string(g.name) + "\"," + l, double(g.bytes_per_sequence));
+  // One sample per cache group (engine.h: CacheGroupUsage).
+  const auto per_group = [&](const char* name, const char* help, const auto& value) {
+    append_header(out, name, "gauge", help);
+    for (const CacheGroupUsage& g : s.cache_groups)
+      append_sample(out, name, "group=\"" + std::string(g.name) + "\"," + l, double(value(g)));
+  };
+  per_group("vela:cache_group_usage_perc",
+            "Usage of each cache group (K/V blocks of the attention layers, state slots of the "
+            "recurrent layers). 1 means 100 percent.",
+            [](const CacheGroupUsage& g) {
+              return g.total > 0 ? double(g.used) / double(g.total) : 0.0;
+            });
+  per_group("vela:cache_group_bytes_per_token",
+            "Cache bytes one token takes in each group's layers (0: a fixed state per sequence).",
+            [](const CacheGroupUsage& g) { return g.bytes_per_token; });
+  per_group("vela:cache_group_bytes_per_sequence",
+            "The most cache bytes one running sequence holds in each group's layers (a recurrent "
+            "state, a sliding window's blocks; 0: it grows with the sequence).",
+            [](const CacheGroupUsage& g) { return g.bytes_per_sequence; });
   if (s.state_checkpoints.slots > 0) {
     append_header(out, "vela:state_checkpoint_hits_total", "counter",
                   "Cached prefixes of a recurrent model resumed from a saved state.");

@@ -77,6 +77,22 @@ std::vector<float> run_pass(DecoderForward& fwd, KvCache& cache, const std::vect
 
 class HybridModels : public ::testing::TestWithParam<const char*> {};
 
+// The parameter's model and a forward pass over 256 positions that splits every step.
+struct Loaded {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<DecoderForward> fwd;
+  int32_t n_vocab = 0;
+};
+Loaded load_with_forward(const char* name) {
+  Loaded l;
+  l.model = load_shared(name);
+  if (!l.model) return l;
+  l.fwd = std::make_unique<DecoderForward>(l.model,
+                                           ForwardOptions{256, 256, kBlock * kMaxBlocks, 0, 0});
+  l.n_vocab = l.model->config().n_vocab;
+  return l;
+}
+
 TEST_P(HybridModels, LayerLayoutAndCacheGeometryFromTheFile) {
   VELA_REQUIRE_SHARED();
   auto model = load_shared(GetParam());
@@ -105,10 +121,11 @@ TEST_P(HybridModels, LayerLayoutAndCacheGeometryFromTheFile) {
 
 TEST_P(HybridModels, MixedBatchOfChunksAndDecodesMatchesEachSequenceAlone) {
   VELA_REQUIRE_SHARED();
-  auto model = load_shared(GetParam());
-  ASSERT_TRUE(model);
-  const int32_t V = model->config().n_vocab;
-  DecoderForward fwd(model, ForwardOptions{256, 256, kBlock * kMaxBlocks, 0, 0});
+  Loaded l = load_with_forward(GetParam());
+  ASSERT_TRUE(l.model);
+  const auto& model = l.model;
+  const int32_t V = l.n_vocab;
+  DecoderForward& fwd = *l.fwd;
   // Three sequences, each as a schedule of pieces: a long prompt in chunks that cross the
   // DeltaNet's 64-position chunks, a short one, one decoding from the start.
   const auto a = tokens_of(150, 1, V), b = tokens_of(40, 2, V), c = tokens_of(12, 3, V);
@@ -142,10 +159,11 @@ TEST_P(HybridModels, MixedBatchOfChunksAndDecodesMatchesEachSequenceAlone) {
 
 TEST_P(HybridModels, CheckpointedStateResumesThePrefixExactly) {
   VELA_REQUIRE_SHARED();
-  auto model = load_shared(GetParam());
-  ASSERT_TRUE(model);
-  const int32_t V = model->config().n_vocab;
-  DecoderForward fwd(model, ForwardOptions{256, 256, kBlock * kMaxBlocks, 0, 0});
+  Loaded l = load_with_forward(GetParam());
+  ASSERT_TRUE(l.model);
+  const auto& model = l.model;
+  const int32_t V = l.n_vocab;
+  DecoderForward& fwd = *l.fwd;
   const auto t = tokens_of(100, 4, V);
   KvCache cache = make_cache(*model);
   // Sequence 0 computes all 100 tokens, saving its state after 64 of them in slot 5.
@@ -181,10 +199,11 @@ TEST_P(HybridModels, CheckpointedStateResumesThePrefixExactly) {
 // and layouts), far below the differences a wrong state makes (the checkpoint test above: > 0.1).
 TEST_P(HybridModels, ChunkedPromptAgreesWithTokenByToken) {
   VELA_REQUIRE_SHARED();
-  auto model = load_shared(GetParam());
-  ASSERT_TRUE(model);
-  const int32_t V = model->config().n_vocab;
-  DecoderForward fwd(model, ForwardOptions{256, 256, kBlock * kMaxBlocks, 0, 0});
+  Loaded l = load_with_forward(GetParam());
+  ASSERT_TRUE(l.model);
+  const auto& model = l.model;
+  const int32_t V = l.n_vocab;
+  DecoderForward& fwd = *l.fwd;
   const auto t = tokens_of(140, 5, V);
   KvCache cache = make_cache(*model);
   const std::vector<float> prompt = run_pass(fwd, cache, {{0, &t, 0, 140}});
@@ -201,9 +220,10 @@ TEST_P(HybridModels, ChunkedPromptAgreesWithTokenByToken) {
 
 TEST_P(HybridModels, BadBatchesAreRejected) {
   VELA_REQUIRE_SHARED();
-  auto model = load_shared(GetParam());
-  ASSERT_TRUE(model);
-  DecoderForward fwd(model, ForwardOptions{256, 256, kBlock * kMaxBlocks, 0, 0});
+  Loaded l = load_with_forward(GetParam());
+  ASSERT_TRUE(l.model);
+  const auto& model = l.model;
+  DecoderForward& fwd = *l.fwd;
   KvCache cache = make_cache(*model);
   const auto t = tokens_of(20, 6, model->config().n_vocab);
   const auto message = [&](const std::vector<Piece>& pieces,

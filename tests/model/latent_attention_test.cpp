@@ -1,6 +1,7 @@
 // Multi-head latent attention (deepseek2): the geometry, scale and routing read from the file, a
 // cache of one compressed row per token, the Lite form (one attn_q matrix) against the q_lora
-// form, clear errors for bad files, and no tensor or pipeline split.
+// form, clear errors for bad files, and what a tensor-parallel rank keeps (its logits against
+// one process's: tensor_parallel_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -237,16 +238,55 @@ TEST(LatentAttention, ClearErrorsForBadFiles) {
   EXPECT_TRUE(has(e, "missing tensor 'blk.1.ffn_gate.weight'")) << e;
 }
 
-TEST(LatentAttention, TensorAndPipelineParallelismAreRefused) {
+// A tensor-parallel rank keeps its heads' rows of attn_q_b, attn_k_b and attn_v_b and its
+// heads' columns of attn_output; the latent path every head shares (attn_q_a, attn_kv_a_mqa,
+// their norms) stays whole, and so does the cache row: each rank's cache is the whole model's.
+TEST(LatentAttention, ATensorParallelRankKeepsItsHeadsAndTheWholeLatentPath) {
   VELA_REQUIRE_SHARED();
-  for (const TensorShard shard : {TensorShard{0, 2, 0, 1}, TensorShard{0, 1, 0, 2}}) {
-    ModelLoadOptions o;
-    o.shard = shard;
-    auto m = Model::load(test::shared_path(kModel).string(), o);
-    ASSERT_FALSE(m.ok());
-    EXPECT_NE(m.message().find("do not split a model with multi-head latent attention"),
-              std::string::npos)
-        << m.message();
+  // The file's row-major layout, so that a row's values are where the comparisons look.
+  ModelLoadOptions o;
+  o.repack_weights = false;
+  auto whole_model = Model::load(test::shared_path(kModel).string(), o);
+  ASSERT_TRUE(whole_model.ok()) << whole_model.message();
+  const std::shared_ptr<const Model>& whole = *whole_model;
+  o.shard = {1, 2};
+  auto rank = Model::load(test::shared_path(kModel).string(), o);
+  ASSERT_TRUE(rank.ok()) << rank.message();
+  const ModelConfig& c = (*rank)->config();
+  EXPECT_EQ(c.n_head, 2);
+  EXPECT_EQ(c.n_head_kv, 1);
+  EXPECT_EQ(c.head_dim, 80);
+  const KvCacheConfig mine = model_cache_config(c, 16, 4, KvType::kF16);
+  const KvCacheConfig all = model_cache_config(whole->config(), 16, 4, KvType::kF16);
+  EXPECT_TRUE(mine.k_only);
+  EXPECT_EQ(mine.n_layer, all.n_layer);
+  EXPECT_EQ(mine.n_head_kv, all.n_head_kv);
+  EXPECT_EQ(mine.head_dim, all.head_dim);
+  for (int32_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE("layer " + std::to_string(i));
+    const LatentAttentionWeights& m = (*rank)->weights().layers[size_t(i)].mla;
+    const LatentAttentionWeights& w = whole->weights().layers[size_t(i)].mla;
+    EXPECT_EQ(m.q_a.n_rows, 96);
+    EXPECT_EQ(m.q_a_norm.size(), 96u);
+    EXPECT_EQ(m.kv_a.n_rows, 80);
+    EXPECT_EQ(m.kv_a_norm.size(), 64u);
+    // Rank 1's heads are 2 and 3: the second half of each per-head stack.
+    EXPECT_EQ(m.q_b.n_rows, 2 * 48);
+    EXPECT_EQ(m.k_b.n_rows, 2 * 64);
+    EXPECT_EQ(m.v_b.n_rows, 2 * 32);
+    EXPECT_EQ(m.k_b.n_cols, 32);
+    EXPECT_EQ((*rank)->weights().layers[size_t(i)].wo.n_cols, 2 * 32);
+    // The views' first rows are the whole model's head 2 rows, wo's first column its column 64.
+    const auto row = [](const WeightMatrix& x, int64_t r) {
+      return static_cast<const float*>(x.data)[r * x.n_cols];
+    };
+    EXPECT_EQ(row(m.q_b, 0), row(w.q_b, 2 * 48));
+    EXPECT_EQ(row(m.k_b, 0), row(w.k_b, 2 * 64));
+    EXPECT_EQ(row(m.v_b, 0), row(w.v_b, 2 * 32));
+    const WeightMatrix& wo = (*rank)->weights().layers[size_t(i)].wo;
+    const WeightMatrix& wo_all = whole->weights().layers[size_t(i)].wo;
+    EXPECT_EQ(static_cast<const float*>(wo.data)[0],
+              static_cast<const float*>(wo_all.data)[2 * 32]);
   }
 }
 

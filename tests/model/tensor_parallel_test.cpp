@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <thread>
 
+#include "io/gguf_writer.h"
 #include "kv/kv_cache.h"
 #include "model/decoder_forward.h"
 #include "model/tensor_parallel.h"
+#include "quant/quantize.h"
 #include "support/shared_data.h"
 #include "support/thread_group.h"
 #include "two_sequence_passes.h"
@@ -28,10 +31,11 @@ ForwardOptions options(std::shared_ptr<TensorParallel> group = nullptr) {
   return o;
 }
 
+// The cache of one rank: its stage's layers, its KV heads (latent attention: the whole
+// compressed row, K only, on every rank).
 KvCache make_cache(const Model& m) {
-  const ModelConfig& c = m.config();
-  return KvCache(KvCacheConfig{c.n_layer, c.n_head_kv, c.head_dim, test::kTwoSeqBlock,
-                               test::kTwoSeqBlocks, KvType::kF16});
+  return KvCache(
+      model_cache_config(m.config(), test::kTwoSeqBlock, test::kTwoSeqBlocks, KvType::kF16));
 }
 
 // The logits of run_two_sequence_passes with the model split over n_stages pipeline stages of
@@ -73,18 +77,17 @@ struct TpCase {
 
 class TensorParallelForward : public ::testing::TestWithParam<TpCase> {};
 
-TEST_P(TensorParallelForward, MatchesTheWholeModel) {
-  VELA_REQUIRE_SHARED();
-  const std::string path =
-      test::shared_path(std::string("models/") + GetParam().model + ".gguf").string();
+// The logits of the model at `path` split over n_ranks ranks in each of n_stages stages against
+// one process's.
+void expect_matches_whole_model(const std::string& path, int32_t n_ranks, int32_t n_stages) {
   auto whole = Model::load(path);
   ASSERT_TRUE(whole.ok()) << whole.message();
   DecoderForward fwd(*whole, options());
   KvCache cache = make_cache(**whole);
   const std::vector<float> expected = test::run_two_sequence_passes(fwd, cache);
-  const std::vector<float> got = sharded_logits(path, GetParam().n_ranks, GetParam().n_stages);
+  const std::vector<float> got = sharded_logits(path, n_ranks, n_stages);
   ASSERT_EQ(got.size(), expected.size());
-  if (GetParam().n_ranks == 1) {
+  if (n_ranks == 1) {
     // Whole layers in stages compute every value as one process does (micro-batches included:
     // a token's values do not depend on the rest of its batch).
     EXPECT_EQ(got, expected);
@@ -114,6 +117,13 @@ TEST_P(TensorParallelForward, MatchesTheWholeModel) {
   }
 }
 
+TEST_P(TensorParallelForward, MatchesTheWholeModel) {
+  VELA_REQUIRE_SHARED();
+  expect_matches_whole_model(
+      test::shared_path(std::string("models/") + GetParam().model + ".gguf").string(),
+      GetParam().n_ranks, GetParam().n_stages);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, TensorParallelForward,
     ::testing::Values(TpCase{"tiny-llama-256-F32", 2}, TpCase{"tiny-llama-256-Q8_0", 2},
@@ -128,12 +138,19 @@ INSTANTIATE_TEST_SUITE_P(
                       TpCase{"tiny-qwen3moe-Q8_0", 2},     // experts split over the ranks
                       TpCase{"tiny-qwen3moe-F32", 4},      // 2 experts a rank, KV replicated
                       TpCase{"tiny-mixtral-Q4_0", 2},      // 4 experts, 2 chosen per token
+                      // Latent attention (2 heads a rank; the latent row computed and cached
+                      // whole on each), a leading dense layer, shared expert split by columns,
+                      // 4 experts a rank routed by sigmoid scores in groups.
+                      TpCase{"tiny-deepseek2-F32", 2},
+                      TpCase{"tiny-deepseek2-F32", 4},  // one head, two experts a rank
                       // Pipelines, alone and with tensor parallelism in each stage.
                       TpCase{"tiny-llama-256-Q8_0", 1, 2}, TpCase{"tiny-llama-gqa", 1, 2},
                       TpCase{"tiny-gemma3-Q4_0", 1, 3},  // one layer a stage
                       TpCase{"tiny-phi3-F32", 1, 2}, TpCase{"tiny-qwen3moe-Q8_0", 1, 2},
+                      TpCase{"tiny-deepseek2-F32", 1, 3},  // the dense layer, then MoE ones
                       TpCase{"tiny-llama-256-Q4_K_M", 2, 2}, TpCase{"tiny-llama-gqa", 2, 2},
-                      TpCase{"tiny-qwen3moe-F32", 2, 2}),
+                      TpCase{"tiny-qwen3moe-F32", 2, 2},
+                      TpCase{"tiny-deepseek2-F32", 2, 2}),  // a dense stage, an MoE one
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
       if (info.param.n_stages > 1) name += "_pp" + std::to_string(info.param.n_stages);
@@ -169,7 +186,7 @@ TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
   c.n_ff = 768;
   c.n_vocab = 1000;
   c.n_layer = 4;
-  auto r = shard_ranges(c, {1, 2}, 32, 256);
+  auto r = shard_ranges(c, {1, 2}, 32, 256, 1);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->head_begin, 4);
   EXPECT_EQ(r->n_head, 4);
@@ -182,21 +199,21 @@ TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
   EXPECT_EQ(r->n_vocab, 504);
   // Four ranks over two KV heads: ranks 0-1 share KV head 0, ranks 2-3 KV head 1.
   for (int32_t rank = 0; rank < 4; ++rank) {
-    auto q = shard_ranges(c, {rank, 4}, 32, 32);
+    auto q = shard_ranges(c, {rank, 4}, 32, 32, 1);
     ASSERT_TRUE(q.ok());
     EXPECT_EQ(q->kv_head_begin, rank / 2);
     EXPECT_EQ(q->n_head_kv, 1);
     EXPECT_EQ(q->head_begin / (c.n_head / c.n_head_kv), q->kv_head_begin);
   }
   const auto error = [&](const TensorShard& s) {
-    auto e = shard_ranges(c, s, 32, 32);
+    auto e = shard_ranges(c, s, 32, 32, 1);
     return e.ok() ? std::string() : e.message();
   };
   EXPECT_NE(error({0, 3}).find("8 attention heads do not split over 3 ranks"), std::string::npos);
   // Pipeline stages: contiguous layers; of 5 layers, stage 1 of 2 holds layers 2-4.
   c.n_layer = 5;
   c.layers.resize(5);
-  auto stage = shard_ranges(c, {1, 2, 1, 2}, 32, 32);
+  auto stage = shard_ranges(c, {1, 2, 1, 2}, 32, 32, 1);
   ASSERT_TRUE(stage.ok()) << stage.message();
   EXPECT_EQ(stage->layer_begin, 2);
   EXPECT_EQ(stage->n_layer, 3);
@@ -207,6 +224,188 @@ TEST(TensorShard, RangesSplitHeadsFfnAndVocabulary) {
   c.n_head_kv = 3;
   c.n_head = 12;
   EXPECT_NE(error({0, 2}).find("KV heads"), std::string::npos);
+}
+
+// deepseek2's shape: latent attention (one shared KV row), a leading dense layer, then
+// mixtures of experts beside a shared expert.
+ModelConfig latent_moe_config() {
+  ModelConfig c;
+  static const ArchDescription arch{};
+  c.arch = &arch;
+  c.arch_name = "deepseek2";
+  c.n_head = 4;
+  c.n_head_kv = 1;
+  c.mla.kv_lora_rank = 64;
+  c.mla.rope_dim = 16;
+  c.mla.nope_dim = 32;
+  c.mla.v_head_dim = 32;
+  c.head_dim = c.mla.cache_dim();
+  c.n_ff = 256;
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_ff_expert = 64;
+  c.n_ff_shared_expert = 64;
+  c.n_vocab = 512;
+  c.n_layer = 3;
+  c.layers.resize(3);
+  c.layers[1].moe = c.layers[2].moe = true;
+  return c;
+}
+
+TEST(TensorShard, LatentMoeSplitsHeadsDenseLayersExpertsAndTheSharedExpert) {
+  const ModelConfig c = latent_moe_config();
+  auto r = shard_ranges(c, {1, 2}, 32, 32, 32);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->head_begin, 2);
+  EXPECT_EQ(r->n_head, 2);
+  EXPECT_EQ(r->kv_head_begin, 0);  // the one latent row, on every rank
+  EXPECT_EQ(r->n_head_kv, 1);
+  EXPECT_EQ(r->ff_begin, 128);  // the leading dense layer's FFN
+  EXPECT_EQ(r->n_ff, 128);
+  EXPECT_EQ(r->expert_begin, 4);
+  EXPECT_EQ(r->n_expert, 4);
+  EXPECT_EQ(r->shared_ff_begin, 32);
+  EXPECT_EQ(r->n_shared_ff, 32);
+  EXPECT_FALSE(r->replicated_shared_expert);
+  // Two heads' values (2 * 32 columns) are whole 32-column blocks; the cache row's width (2 * 80)
+  // would not be.
+  EXPECT_FALSE(r->replicated_attn_output);
+  const ModelConfig local = shard_config(c, *r);
+  EXPECT_EQ(local.n_head, 2);
+  EXPECT_EQ(local.n_head_kv, 1);
+  EXPECT_EQ(local.head_dim, c.head_dim);
+  EXPECT_EQ(local.n_ff, 128);
+  EXPECT_EQ(local.n_ff_shared_expert, 32);
+  EXPECT_EQ(local.n_ff_expert, 64);
+  // Over 4 ranks, 16 shared-expert columns a rank are not whole 32-column blocks: the shared
+  // expert stays whole on every rank; one head's 32 value columns still split.
+  auto q = shard_ranges(c, {3, 4}, 32, 32, 32);
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_TRUE(q->replicated_shared_expert);
+  EXPECT_EQ(q->shared_ff_begin, 0);
+  EXPECT_EQ(q->n_shared_ff, 64);
+  EXPECT_EQ(shard_config(c, *q).n_ff_shared_expert, 64);
+  EXPECT_FALSE(q->replicated_attn_output);
+  EXPECT_FALSE(q->replicated_ffn_down);
+  EXPECT_TRUE(shard_ranges(c, {3, 4}, 64, 32, 1)->replicated_attn_output);
+  // A shared-expert width that does not divide stays whole too, rather than refusing.
+  ModelConfig odd = c;
+  odd.n_ff_shared_expert = 90;
+  auto o = shard_ranges(odd, {0, 4}, 1, 1, 1);
+  ASSERT_TRUE(o.ok()) << o.message();
+  EXPECT_TRUE(o->replicated_shared_expert);
+  // A dense layer whose width does not divide still refuses.
+  ModelConfig narrow = c;
+  narrow.n_ff = 250;
+  auto n = shard_ranges(narrow, {0, 4}, 1, 1, 1);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.message().find("FFN width 250"), std::string::npos) << n.message();
+  // Without dense layers, the FFN width is not split (nor checked).
+  ModelConfig all_moe = narrow;
+  for (LayerConfig& l : all_moe.layers) l.moe = true;
+  auto m = shard_ranges(all_moe, {0, 4}, 1, 1, 1);
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_EQ(m->n_ff, 0);
+  EXPECT_EQ(shard_config(all_moe, *m).n_ff, 250);
+  // Pipeline stages of latent attention: the stage's layers, whole.
+  auto stage = shard_ranges(c, {0, 1, 1, 2}, 32, 32, 32);
+  ASSERT_TRUE(stage.ok()) << stage.message();
+  EXPECT_EQ(stage->layer_begin, 1);
+  EXPECT_EQ(stage->n_layer, 2);
+  EXPECT_EQ(stage->n_head, 4);
+  EXPECT_EQ(stage->n_shared_ff, 64);
+}
+
+TEST(TensorShard, RecurrentLayersStillRefuse) {
+  ModelConfig c = latent_moe_config();
+  c.mla = {};
+  c.arch_name = "qwen35moe";
+  c.n_state_layers = 1;
+  c.layers[0].mixer = MixerKind::kGatedDeltaNet;
+  for (const TensorShard& s : {TensorShard{0, 2}, TensorShard{0, 1, 0, 2}}) {
+    auto r = shard_ranges(c, s, 1, 1, 1);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("recurrent (Gated DeltaNet) layers (qwen35moe)"), std::string::npos)
+        << r.message();
+  }
+}
+
+// A copy of tiny-deepseek2 (all F32) written to `path`, in one of two forms:
+// - q8_0: its matrices in Q8_0 (the router and the 1-D tensors stay f32), so that the per-head
+//   stacks, q_b and the output head are repacked after slicing and the column slices are whole
+//   32-column blocks;
+// - lite: DeepSeek-V2-Lite's query, one random attn_q [n_head * key_dim, n_embd] instead of
+//   attn_q_a, its norm and attn_q_b.
+void write_deepseek2_copy(const GgufFile& src, const std::string& path, bool q8_0, bool lite) {
+  const std::string q_lora_key = "deepseek2.attention.q_lora_rank";
+  GgufWriter w;
+  for (const auto& [key, value] : src.metadata())
+    if (key != "general.file_type" && !(lite && key == q_lora_key)) w.add_value(key, value);
+  w.add_u32("general.file_type", q8_0 ? 7 : 0);  // MOSTLY_Q8_0 or ALL_F32
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.35f);  // about 4 / sqrt(n_embd)
+  for (const GgufTensorInfo& t : src.tensors()) {
+    const std::string_view name = t.name;
+    ASSERT_EQ(t.ggml_type(), GgmlType::F32) << name;
+    const bool q_lora_tensor = name.find(".attn_q_a") != std::string_view::npos ||
+                               name.find(".attn_q_b.") != std::string_view::npos;
+    if (lite && q_lora_tensor) {
+      if (name.ends_with("attn_q_b.weight")) {  // [q_lora_rank, n_head * key_dim]
+        const std::string q_name =
+            std::string(name.substr(0, name.size() - std::string_view("attn_q_b.weight").size())) +
+            "attn_q.weight";
+        const std::vector<int64_t> ne = {128, t.ne[1]};  // [n_embd, n_head * key_dim]
+        std::vector<float> q(size_t(ne[0] * ne[1]));
+        for (float& x : q) x = normal(rng);
+        const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
+        ASSERT_TRUE(
+            w.add_tensor(q_name, GgmlType::F32, ne, {bytes, bytes + q.size() * sizeof(float)})
+                .ok());
+      }
+      continue;
+    }
+    const std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+    const bool keep = !q8_0 || t.n_dims < 2 || name.find("ffn_gate_inp") != std::string_view::npos;
+    if (keep) {
+      ASSERT_TRUE(w.add_tensor(name, t.ggml_type(), ne, {t.data, t.data + t.n_bytes}).ok());
+      continue;
+    }
+    ASSERT_EQ(t.ne[0] % 32, 0) << name;
+    const int64_t rows = t.n_elements() / t.ne[0];
+    const int64_t row_q = t.ne[0] / 32 * 34;
+    std::vector<uint8_t> q(size_t(rows * row_q));
+    const auto* f = reinterpret_cast<const float*>(t.data);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(GgmlType::Q8_0, f + r * t.ne[0], q.data() + r * row_q, t.ne[0]);
+    ASSERT_TRUE(w.add_tensor(name, GgmlType::Q8_0, ne, q).ok());
+  }
+  ASSERT_TRUE(w.write_file(path).ok());
+}
+
+TEST(TensorParallelLatentAttention, QuantizedSplitsOrKeepsTheSharedExpertWhole) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path("models/tiny-deepseek2-F32.gguf").string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  const std::string path = test::unique_temp_path("tiny-deepseek2-Q8_0.gguf");
+  write_deepseek2_copy(*src, path, /*q8_0=*/true, /*lite=*/false);
+  if (HasFatalFailure()) return;
+  for (const int32_t n_ranks : {2, 4}) {
+    SCOPED_TRACE("ranks " + std::to_string(n_ranks));
+    // 32 shared-expert columns a rank of 2 are one Q8_0 block; 16 of 4 are not: kept whole.
+    ModelLoadOptions lo;
+    lo.shard = {n_ranks - 1, n_ranks};
+    auto rank = Model::load(path, lo);
+    ASSERT_TRUE(rank.ok()) << rank.message();
+    const ShardRanges& r = (*rank)->weights().shard;
+    EXPECT_EQ(r.replicated_shared_expert, n_ranks == 4);
+    EXPECT_FALSE(r.replicated_attn_output);
+    EXPECT_FALSE(r.replicated_ffn_down);
+    const LayerWeights& moe_layer = (*rank)->weights().layers[1];
+    EXPECT_EQ(moe_layer.shared_expert.down.n_cols, n_ranks == 4 ? 64 : 32);
+    EXPECT_EQ(moe_layer.mla.k_b.n_rows, 4 / n_ranks * 64);
+    EXPECT_EQ(moe_layer.wo.n_cols, 4 / n_ranks * 32);
+    expect_matches_whole_model(path, n_ranks, 1);
+  }
 }
 
 TEST(BatchMessage, RoundTripsAndRejectsMalformedMessages) {
@@ -229,6 +428,29 @@ TEST(BatchMessage, RoundTripsAndRejectsMalformedMessages) {
   words[0] = -1;
   EXPECT_FALSE(BatchMessage::decode(words).ok());
   EXPECT_FALSE(BatchMessage::decode(std::span<const int32_t>(words.data(), 2)).ok());
+}
+
+// The Lite form's attn_q splits by heads as attn_q_b does.
+TEST(TensorParallelLatentAttention, LiteFormSplitsItsQueryByHeads) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path("models/tiny-deepseek2-F32.gguf").string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  const std::string path = test::unique_temp_path("tiny-deepseek2-lite-F32.gguf");
+  write_deepseek2_copy(*src, path, /*q8_0=*/false, /*lite=*/true);
+  if (HasFatalFailure()) return;
+  ModelLoadOptions lo;
+  lo.shard = {1, 2};
+  auto rank = Model::load(path, lo);
+  ASSERT_TRUE(rank.ok()) << rank.message();
+  const LatentAttentionWeights& mw = (*rank)->weights().layers[0].mla;
+  EXPECT_EQ((*rank)->config().mla.q_lora_rank, 0);
+  EXPECT_EQ(mw.q_b.data, nullptr);
+  EXPECT_EQ(mw.q.n_rows, 2 * 48);
+  EXPECT_EQ(mw.q.n_cols, 128);
+  for (const int32_t n_ranks : {2, 4}) {
+    SCOPED_TRACE("ranks " + std::to_string(n_ranks));
+    expect_matches_whole_model(path, n_ranks, 1);
+  }
 }
 
 }  // namespace
