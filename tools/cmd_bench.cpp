@@ -23,6 +23,7 @@
 #include "tools_support/bench/model_bench.h"
 #include "tools_support/bench/roofline.h"
 #include "trace_option.h"
+#include "util/trace.h"
 #include "util/trace_profile.h"
 
 namespace vela::cli {
@@ -187,7 +188,16 @@ int run_bench(int argc, char** argv) {
         return 1;
       }
     }
-    if (auto st = runner.warmup(); !st) {
+    // Untimed passes (the warm-up, a context's) stay out of --profile and --trace, which then
+    // show the timed runs' passes alone (a 512-token warm-up would swamp a tg profile).
+    const auto untraced = [](const auto& work) -> Status {
+      trace::Recorder* recorder = trace::Recorder::active();
+      trace::Recorder::uninstall();
+      Status st = work();
+      if (recorder != nullptr) trace::Recorder::install(recorder);
+      return st;
+    };
+    if (auto st = untraced([&] { return runner.warmup(); }); !st) {
       std::fprintf(stderr, "vela bench: %s\n", st.message().c_str());
       return 1;
     }
@@ -245,7 +255,7 @@ int run_bench(int argc, char** argv) {
       if (d > 0)
         std::fprintf(stderr, "vela bench: computing a context of %d tokens, %d thread(s)...\n", d,
                      t);
-      if (auto st = runner.set_depth(d); !st) {
+      if (auto st = untraced([&] { return runner.set_depth(d); }); !st) {
         std::fprintf(stderr, "vela bench: %s\n", st.message().c_str());
         return 1;
       }

@@ -108,6 +108,37 @@ TEST(ToolsCli, SynthQuantizeBenchEndToEnd) {
   EXPECT_NE(r.out.find("| tg2 |"), std::string::npos) << r.out;
 }
 
+// A Qwen3.5 shape from the builtin vocabulary (no test data needed), benchmarked from position 0
+// and after a context (-d): each depth runs every test, named as llama-bench names them; the
+// profile counts the timed passes alone (not the warm-up's, nor the context's).
+TEST(ToolsCli, SynthQwen35AndBenchAfterAContext) {
+  const std::string model = vela::test::unique_temp_path("vela_cli_tiny_qwen35.gguf");
+  CliRun r = run("synth -o " + model +
+                 " --shape tiny-qwen35 --type Q8_0 --vocab-from builtin --pad-vocab -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("bench -m " + model + " -p 8 -n 4 -d 0,16 -t 1 -r 1 --no-roofline -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 4u);
+  EXPECT_EQ(j["results"][0]["test"], "pp8");
+  EXPECT_EQ(j["results"][1]["test"], "tg4");
+  EXPECT_EQ(j["results"][2]["test"], "pp8 @ d16");
+  EXPECT_EQ(j["results"][3]["test"], "tg4 @ d16");
+  EXPECT_EQ(j["results"][0]["n_depth"], 0);
+  EXPECT_EQ(j["results"][3]["n_depth"], 16);
+  for (const auto& t : j["results"]) EXPECT_GT(t["avg_ts"].get<double>(), 0);
+  // The hybrid's cache: one attention layer's f16 K/V per position, three DeltaNet states.
+  EXPECT_EQ(j["model"]["kv_bytes_per_position"], 512);
+  EXPECT_GT(j["model"]["state_bytes"].get<double>(), 0);
+
+  r = run("bench -m " + model + " -p 0 -n 3 -d 16 -t 1 -r 1 --no-roofline --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| tg3 @ d16 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("### Profile: 3 forward passes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| delta_net |"), std::string::npos) << r.out;
+  std::filesystem::remove(model);
+}
+
 // `vela bench matmul`: every type x layout x token count in the JSON, the single-row case as the
 // unit of cost, and one-line errors for a shape the kernels cannot tile.
 TEST(ToolsCli, BenchMatmul) {
