@@ -56,14 +56,15 @@ std::unique_ptr<Worker> load_worker(const std::string& setup_text,
     return nullptr;
   }
   const ModelConfig& c = (*model)->config();
-  // Rank 0's geometry but this stage's own layers (the block ids are the same on every stage).
-  KvCacheConfig kv = setup->kv;
-  if (kv.n_head_kv != c.n_head_kv || kv.head_dim != c.head_dim ||
-      (group->n_stages() == 1 && kv.n_layer != c.n_layer)) {
+  const KvCacheConfig& sent = setup->kv;
+  if (sent.n_head_kv != c.n_head_kv || sent.head_dim != c.head_dim ||
+      (group->n_stages() == 1 && sent.n_layer != c.n_layer)) {
     status = "'" + setup->model_path + "' is not the model rank 0 loaded";
     return nullptr;
   }
-  kv.n_layer = c.n_layer;
+  // Rank 0's blocks (the block ids are the same on every rank) in this rank's own layout: its
+  // stage's layers, and what its model keeps per token (a K-only row for latent attention).
+  const KvCacheConfig kv = model_cache_config(c, sent.block_size, sent.n_blocks, sent.type);
   ForwardOptions fo;
   fo.max_batch_tokens = setup->max_batch_tokens;
   fo.max_logits = setup->max_logits;

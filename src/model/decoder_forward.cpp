@@ -42,7 +42,10 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   q_.resize(T * q_dim);
   k_.resize(T * kv_dim);
   v_.resize(T * kv_dim);
-  attn_.resize(T * q_dim);
+  // Latent attention's heads end in v_head_dim values, which a file may make wider than a
+  // cache row (head_dim there).
+  const size_t v_out = c.latent_attention() ? size_t(c.n_head) * size_t(c.mla.v_head_dim) : 0;
+  attn_.resize(T * std::max(q_dim, v_out));
   if (c.arch->attention_output_gate) {
     q_gate_.resize(T * 2 * q_dim);
     attn_gate_.resize(T * q_dim);
@@ -102,7 +105,10 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
     last_stage_ = tp_->stage() == tp_->n_stages() - 1;
     writes_outputs_ = last_stage_ && tp_->rank() == 0;
     const ShardRanges& r = model_->weights().shard;
-    const int64_t head_cols = int64_t(r.n_head) * c.head_dim;
+    // A rank's columns of the attention output: its heads' values (latent attention's head_dim
+    // is its cache row's width, not a head's output).
+    const int64_t head_cols =
+        int64_t(r.n_head) * (c.latent_attention() ? c.mla.v_head_dim : c.head_dim);
     for (int32_t i = 0; i <= n_ranks; ++i) {
       head_split_.push_back(i * head_cols);
       ff_split_.push_back(i * r.n_ff);
@@ -681,8 +687,13 @@ void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cach
 void DecoderForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
+    // A rank's slice of the shared expert is a partial sum like its experts' outputs: both go
+    // into one all-reduce. A shared expert every rank keeps whole is added after it.
+    const bool shared = l.shared_expert.gate.data != nullptr;
+    const bool shared_whole = split_layers_ && model_->weights().shard.replicated_shared_expert;
+    if (shared && !shared_whole) shared_expert(l, T);
     if (split_layers_) tp_->all_reduce_sum({proj_.data(), size_t(T * model_->config().n_embd)});
-    if (l.shared_expert.gate.data != nullptr) shared_expert(l, T);
+    if (shared && shared_whole) shared_expert(l, T);
     return;
   }
   const int64_t n_ff = model_->config().n_ff;

@@ -138,7 +138,8 @@ class DecoderForward {
   void latent_attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
                               const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
-  // proj_ += the shared expert of xn_ (scaled by its gate where it has one).
+  // proj_ += the shared expert of xn_ (scaled by its gate where it has one); a tensor-parallel
+  // rank holding a slice of its inner dimension adds that slice's partial product.
   void shared_expert(const LayerWeights& l, int64_t n_tokens);
   // The output head over final_'s n_logits rows into logits (gathering the ranks' vocabulary
   // slices when tensor-parallel).

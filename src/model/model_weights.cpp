@@ -325,12 +325,15 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   }
 #undef VELA_TRY_ASSIGN
   if (shard.sharded()) {
-    int64_t attn_block_cols = 1, down_block_cols = 1;
+    int64_t attn_block_cols = 1, down_block_cols = 1, shared_down_block_cols = 1;
     for (const LayerWeights& l : w.layers) {
       attn_block_cols = std::max(attn_block_cols, block_columns(l.wo.type));
       if (l.w_down.data) down_block_cols = std::max(down_block_cols, block_columns(l.w_down.type));
+      if (l.shared_expert.down.data)
+        shared_down_block_cols =
+            std::max(shared_down_block_cols, block_columns(l.shared_expert.down.type));
     }
-    auto ranges = shard_ranges(c, shard, attn_block_cols, down_block_cols);
+    auto ranges = shard_ranges(c, shard, attn_block_cols, down_block_cols, shared_down_block_cols);
     if (!ranges) return ranges.error();
     w.shard = *ranges;
     const ShardRanges& r = w.shard;
@@ -348,20 +351,41 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         l.w_up = weight_rows(fused_gate_up[i], c.n_ff, c.n_ff);
         fused_gate_up[i] = {};
       }
-      l.wq = weight_rows(l.wq, r.head_begin * hd, r.n_head * hd);
-      l.wk = weight_rows(l.wk, r.kv_head_begin * hd, r.n_head_kv * hd);
-      l.wv = weight_rows(l.wv, r.kv_head_begin * hd, r.n_head_kv * hd);
-      l.bq = slice_vector(l.bq, r.head_begin * hd, r.n_head * hd);
-      l.bk = slice_vector(l.bk, r.kv_head_begin * hd, r.n_head_kv * hd);
-      l.bv = slice_vector(l.bv, r.kv_head_begin * hd, r.n_head_kv * hd);
-      if (!r.replicated_attn_output)
-        l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd, g.memory_mapped());
+      if (LatentAttentionWeights& mw = l.mla; mw.kv_a.data) {
+        // This rank's heads of the per-head matrices; the latent projections (attn_q_a and its
+        // norm, attn_kv_a_mqa and its norm) serve every head and stay whole.
+        const LatentAttentionConfig& m = c.mla;
+        const int64_t h0 = r.head_begin, nh = r.n_head;
+        if (mw.q_b.data) mw.q_b = weight_rows(mw.q_b, h0 * m.key_dim(), nh * m.key_dim());
+        if (mw.q.data) mw.q = weight_rows(mw.q, h0 * m.key_dim(), nh * m.key_dim());
+        mw.k_b = weight_rows(mw.k_b, h0 * m.kv_lora_rank, nh * m.kv_lora_rank);
+        mw.v_b = weight_rows(mw.v_b, h0 * m.v_head_dim, nh * m.v_head_dim);
+        if (!r.replicated_attn_output)
+          l.wo = copy_columns(w, l.wo, h0 * m.v_head_dim, nh * m.v_head_dim, g.memory_mapped());
+      } else {
+        l.wq = weight_rows(l.wq, r.head_begin * hd, r.n_head * hd);
+        l.wk = weight_rows(l.wk, r.kv_head_begin * hd, r.n_head_kv * hd);
+        l.wv = weight_rows(l.wv, r.kv_head_begin * hd, r.n_head_kv * hd);
+        l.bq = slice_vector(l.bq, r.head_begin * hd, r.n_head * hd);
+        l.bk = slice_vector(l.bk, r.kv_head_begin * hd, r.n_head_kv * hd);
+        l.bv = slice_vector(l.bv, r.kv_head_begin * hd, r.n_head_kv * hd);
+        if (!r.replicated_attn_output)
+          l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd, g.memory_mapped());
+      }
       if (l.moe()) {  // whole experts: this rank's rows of each stack
         ExpertStacks& st = stacks[i];
         const int64_t ff = c.n_ff_expert, e0 = r.expert_begin, ne = r.n_expert;
         st.gate = weight_rows(st.gate, e0 * ff, ne * ff);
         st.up = weight_rows(st.up, e0 * ff, ne * ff);
         st.down = weight_rows(st.down, e0 * c.n_embd, ne * c.n_embd);
+        // The shared expert by its inner dimension, as a dense FFN: its partial output joins the
+        // experts' before their sum over the ranks.
+        ExpertWeights& sh = l.shared_expert;
+        if (sh.gate.data && !r.replicated_shared_expert) {
+          sh.gate = weight_rows(sh.gate, r.shared_ff_begin, r.n_shared_ff);
+          sh.up = weight_rows(sh.up, r.shared_ff_begin, r.n_shared_ff);
+          sh.down = copy_columns(w, sh.down, r.shared_ff_begin, r.n_shared_ff, g.memory_mapped());
+        }
         continue;
       }
       l.w_gate = weight_rows(l.w_gate, r.ff_begin, r.n_ff);
@@ -371,7 +395,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     }
     w.output = weight_rows(w.output, r.vocab_begin, r.n_vocab);
   } else {
-    auto ranges = shard_ranges(c, shard, 1, 1);
+    auto ranges = shard_ranges(c, shard, 1, 1, 1);
     if (!ranges) return ranges.error();
     w.shard = *ranges;
   }

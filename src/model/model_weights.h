@@ -55,7 +55,9 @@ struct DeltaNetWeights {
   std::vector<float> norm;     // ssm_norm [head_v_dim]
 };
 
-// A latent-attention mixer's tensors (shapes with LatentAttentionConfig's names, H = n_head).
+// A latent-attention mixer's tensors (shapes with LatentAttentionConfig's names, H = n_head). A
+// tensor-parallel rank holds its heads' rows of q_b (or q), k_b and v_b, and q_a, kv_a and their
+// norms whole: every head reads the same latent rows.
 struct LatentAttentionWeights {
   WeightMatrix q_a;              // attn_q_a [q_lora_rank, n_embd] (q_lora_rank > 0)
   std::vector<float> q_a_norm;   // attn_q_a_norm [q_lora_rank] (q_lora_rank > 0)

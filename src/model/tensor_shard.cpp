@@ -38,20 +38,20 @@ int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
 }
 
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
-                                 int64_t attn_block_cols, int64_t down_block_cols) {
+                                 int64_t attn_block_cols, int64_t down_block_cols,
+                                 int64_t shared_down_block_cols) {
   ShardRanges r;
   auto layers = stage_layers(c.n_layer, s.stage, s.n_stages);
   if (!layers) return layers.error();
   r.layer_begin = layers->begin;
   r.n_layer = layers->count;
+  // A recurrent layer's state is one per sequence over all of its heads, kept in state slots
+  // that neither the slices nor the stages have a way to share yet.
   if (c.recurrent() && (s.sharded() || s.n_stages > 1))
     return make_error(
         "tensor and pipeline parallelism do not split a model with recurrent "
         "(Gated DeltaNet) layers (" +
         c.arch_name + ")");
-  if (c.latent_attention() && (s.sharded() || s.n_stages > 1))
-    return make_error(std::string("tensor and pipeline parallelism do not split a model with ") +
-                      "multi-head latent attention (" + c.arch_name + ")");
   if (s.size < 1 || s.rank < 0 || s.rank >= s.size)
     return make_error("rank " + str(s.rank) + " is outside a tensor-parallel group of " +
                       str(s.size));
@@ -61,9 +61,13 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     r.n_ff = c.n_ff;
     r.n_vocab = c.n_vocab;
     r.n_expert = c.n_expert;
+    r.n_shared_ff = c.n_ff_shared_expert;
     return r;
   }
   const std::string size = str(s.size);
+  // Dense FFN layers: all of a dense model's, the leading ones of a mixture of experts.
+  const bool dense_layers = !c.moe() || std::any_of(c.layers.begin(), c.layers.end(),
+                                                    [](const LayerConfig& l) { return !l.moe; });
   if (c.arch->qk_norm == QkNorm::kWhole)
     return make_error("tensor parallelism does not split a Q/K norm over all heads (" +
                       c.arch_name + ")");
@@ -74,7 +78,7 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
                       " ranks");
   if (c.moe() && c.n_expert % s.size != 0)
     return make_error(str(c.n_expert) + " experts do not split over " + size + " ranks");
-  if (!c.moe() && c.n_ff % s.size != 0)
+  if (dense_layers && c.n_ff % s.size != 0)
     return make_error("the FFN width " + str(c.n_ff) + " does not split over " + size + " ranks");
   r.n_head = c.n_head / s.size;
   r.head_begin = s.rank * r.n_head;
@@ -88,12 +92,23 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
   if (c.moe()) {
     r.n_expert = c.n_expert / s.size;
     r.expert_begin = s.rank * r.n_expert;
-  } else {
+  }
+  if (dense_layers) {
     r.n_ff = c.n_ff / s.size;
     r.ff_begin = s.rank * r.n_ff;
   }
-  r.replicated_attn_output = int64_t(r.n_head) * c.head_dim % attn_block_cols != 0;
-  r.replicated_ffn_down = !c.moe() && r.n_ff % down_block_cols != 0;
+  if (c.n_ff_shared_expert > 0) {
+    const int64_t per_rank = c.n_ff_shared_expert / s.size;
+    r.replicated_shared_expert =
+        c.n_ff_shared_expert % s.size != 0 || per_rank % shared_down_block_cols != 0;
+    r.n_shared_ff = r.replicated_shared_expert ? c.n_ff_shared_expert : per_rank;
+    r.shared_ff_begin = r.replicated_shared_expert ? 0 : s.rank * per_rank;
+  }
+  // Each head's columns of the attention output: its value width under latent attention (whose
+  // head_dim is the cache row's width).
+  const int64_t head_out = c.latent_attention() ? c.mla.v_head_dim : c.head_dim;
+  r.replicated_attn_output = int64_t(r.n_head) * head_out % attn_block_cols != 0;
+  r.replicated_ffn_down = dense_layers && r.n_ff % down_block_cols != 0;
   r.vocab_begin = shard_vocab_begin(c.n_vocab, s);
   r.n_vocab = shard_vocab_begin(c.n_vocab, {s.rank + 1, s.size}) - r.vocab_begin;
   if (r.n_vocab <= 0) return make_error("the vocabulary is too small for " + size + " ranks");
@@ -104,7 +119,8 @@ ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
   ModelConfig local = c;
   local.n_head = r.n_head;
   local.n_head_kv = r.n_head_kv;
-  if (!c.moe()) local.n_ff = int32_t(r.n_ff);
+  if (r.n_ff > 0) local.n_ff = int32_t(r.n_ff);  // else no dense layer reads it
+  local.n_ff_shared_expert = int32_t(r.n_shared_ff);
   if (r.n_layer != c.n_layer) {
     local.n_layer = r.n_layer;
     local.layers.assign(c.layers.begin() + r.layer_begin,

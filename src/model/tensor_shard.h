@@ -1,8 +1,10 @@
 #pragma once
 // Which part of a model one rank of a tensor-parallel group holds: attention split by heads
-// (KV heads replicated when there are fewer than ranks), the dense FFN split by its inner
-// dimension (gate/up by rows, down by columns), a mixture-of-experts FFN by experts (each rank
-// runs whole experts of its own: expert parallelism), the output head by vocabulary rows.
+// (KV heads replicated when there are fewer than ranks; multi-head latent attention keeps its
+// shared latent projections and cache row whole on every rank, and splits the per-head
+// matrices), the dense FFN split by its inner dimension (gate/up by rows, down by columns), a
+// mixture-of-experts FFN by experts (each rank runs whole experts of its own: expert
+// parallelism) with its shared expert split like a dense FFN, the output head by vocabulary rows.
 // Column splits fall on quantization block boundaries, so each rank's slice is whole blocks.
 // Plain value types and pure functions; no shared state.
 #include <cstdint>
@@ -29,22 +31,31 @@ struct TensorShard {
 struct ShardRanges {
   int32_t head_begin = 0, n_head = 0;        // query heads
   int32_t kv_head_begin = 0, n_head_kv = 0;  // KV heads (replicated when n_head_kv < size)
-  int64_t ff_begin = 0, n_ff = 0;            // dense FFN inner dimension
-  int64_t vocab_begin = 0, n_vocab = 0;      // output head rows
-  int32_t expert_begin = 0, n_expert = 0;    // mixture-of-experts: the experts this rank runs
-  int32_t layer_begin = 0, n_layer = 0;      // this pipeline stage's layers
+  // Dense FFN inner dimension: of every layer of a dense model, of the leading dense layers of
+  // a mixture of experts (0 when sharded and no layer is dense).
+  int64_t ff_begin = 0, n_ff = 0;
+  int64_t vocab_begin = 0, n_vocab = 0;          // output head rows
+  int32_t expert_begin = 0, n_expert = 0;        // mixture-of-experts: the experts this rank runs
+  int64_t shared_ff_begin = 0, n_shared_ff = 0;  // the shared expert's inner dimension
+  int32_t layer_begin = 0, n_layer = 0;          // this pipeline stage's layers
   // A column slice that would not be whole quantization blocks keeps the matrix whole on every
   // rank instead: the ranks then gather the matrix's input and each computes the full product.
   bool replicated_attn_output = false;
   bool replicated_ffn_down = false;
+  // The shared expert whole on every rank (its width does not split into whole blocks of its
+  // down matrix): each rank computes all of it and adds it after the experts' sum. It is one
+  // expert's width, so the copies cost little, and no gather is needed.
+  bool replicated_shared_expert = false;
 };
 
-// The ranges of `shard` for a model of config `c`, or an error naming the dimension that does
-// not split (heads, FFN width or experts not divisible by the ranks, or a whole-vector Q/K
-// norm). attn_block_cols, down_block_cols: the widest quantization block (in
-// columns) of the attention output and FFN down matrices, whose columns are split.
+// The ranges of `shard` for a model of config `c`, or an error naming what does not split
+// (heads, dense FFN width or experts not divisible by the ranks, a whole-vector Q/K norm,
+// recurrent layers). attn_block_cols, down_block_cols, shared_down_block_cols: the widest
+// quantization block (in columns) of the attention output, dense FFN down and shared-expert down
+// matrices, whose columns are split.
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& shard,
-                                 int64_t attn_block_cols, int64_t down_block_cols);
+                                 int64_t attn_block_cols, int64_t down_block_cols,
+                                 int64_t shared_down_block_cols);
 
 // The layers [begin, begin + count) of pipeline stage `stage` of n_stages: contiguous, stage s
 // from n_layer * s / n_stages (so when they do not divide evenly, the stages after the first
@@ -62,8 +73,9 @@ int32_t most_stage_layers(int32_t n_layer, int32_t n_stages);
 // Vocabulary rows of rank r: multiples of 16 (the packed layouts' row groups) but the last.
 int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard);
 
-// The config one rank's forward pass runs with: its heads, KV heads, FFN width and its stage's
-// layers (the vocabulary stays whole: token ids and logits are the model's).
+// The config one rank's forward pass runs with: its heads, KV heads, dense FFN and shared-expert
+// widths and its stage's layers (the vocabulary stays whole: token ids and logits are the
+// model's).
 ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r);
 
 }  // namespace vela

@@ -117,11 +117,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny-llama-gqa", 2},         // tied output head
                       Case{"tiny-qwen3-Q8_0", 2},        // per-head Q/K norms
                       Case{"tiny-qwen3moe-Q8_0", 2, 8},  // experts split over the ranks
+                      // Latent attention: heads split, the latent cache row whole on each rank
+                      // (24 tokens measured equal to one process, also over 4 ranks)
+                      Case{"tiny-deepseek2-F32", 2},
                       // Pipelines (whole layers: the same values as one process), alone and
                       // with tensor parallelism in each stage.
                       Case{"aidreams260K", 1, 24, 2}, Case{"tiny-llama-256-Q4_K_M", 1, 24, 2, true},
                       Case{"tiny-qwen3moe-Q8_0", 1, 24, 3, true},  // stages of 1 and 2 layers
-                      Case{"aidreams260K", 2, 24, 2}, Case{"tiny-llama-256-Q8_0", 2, 24, 2, true}),
+                      Case{"tiny-deepseek2-F32", 1, 24, 3, true},  // dense, then MoE stages
+                      Case{"aidreams260K", 2, 24, 2}, Case{"tiny-llama-256-Q8_0", 2, 24, 2, true},
+                      Case{"tiny-deepseek2-F32", 2, 24, 2, true}),
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
       if (info.param.n_stages > 1) name += "_pp" + std::to_string(info.param.n_stages);
