@@ -88,7 +88,7 @@ void check_tensor_parallel(const std::string& path, int32_t size, int32_t pipeli
   for (int32_t stage = 0; stage < pipeline; ++stage) {
     for (int32_t rank = 0; rank < size; ++rank) {
       const TensorShard shard{.rank = rank, .size = size, .stage = stage, .n_stages = pipeline};
-      auto ranges = shard_ranges(*config, shard, 1, 1);
+      auto ranges = shard_ranges(*config, shard, 1, 1, 1);
       if (!ranges)
         throw py::value_error(parallel_options(size, pipeline) + ": '" + path +
                               "': " + ranges.message());
