@@ -89,6 +89,7 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   verify_work_.resize(size_t(model->config().n_vocab));
   if (config.overlap_pipeline_passes && !draft_) max_in_flight_ = forward_->max_passes_in_flight();
   plans_.resize(size_t(max_in_flight_));
+  describe_cache_groups();
   for (StepPlan& plan : plans_) plan.sampling.resize(size_t(sc.max_num_seqs));
 }
 

@@ -189,8 +189,8 @@ class Engine {
   const StepRecord& last_step() const { return last_step_; }
   BlockPoolUsage kv_usage() const { return pool_.usage(); }
   StateCheckpointUsage state_checkpoint_usage() const { return checkpoints_.usage(); }
-  // Each cache group's geometry and usage: the attention layers' paged K/V, and the recurrent
-  // layers' per-sequence state where the model has such layers.
+  // Each cache group's geometry and usage: the attention layers' paged K/V (one entry per sliding
+  // window), and the recurrent layers' per-sequence state where the model has such layers.
   std::vector<CacheGroupUsage> cache_groups() const;
   // Recurrent-state slots held by running sequences (0 for a model without recurrent layers).
   int32_t state_slots_used() const { return state_slots_.n_used(); }
@@ -251,6 +251,8 @@ class Engine {
   void record_kv_occupancy();
   // Copies the checkpointed state of each newly admitted request's cached prefix into its slot.
   void restore_states(const SchedulerOutput& scheduled);
+  // Fills cache_groups_ and group_entry_ from the cache's layout (once, at construction).
+  void describe_cache_groups();
   // Recurrent models that speculate: where the sequence in state slot `slot` saves its state after
   // its decode token and proposal j (its state then covers proposals 0..j-1).
   int32_t speculation_slot(int32_t slot, int32_t j) const {
@@ -287,8 +289,10 @@ class Engine {
   std::vector<int32_t> batch_state_slots_;  // [max_num_seqs] state slot of each batch sequence
   std::vector<PlannedCheckpoint> planned_checkpoints_;   // [<= max_num_batched_tokens] a request's
   std::vector<StateCheckpointWrite> batch_checkpoints_;  // [<= max_num_batched_tokens] the pass's
-  int32_t speculation_slots_ =
-      -1;  // first speculation state slot (recurrent models that speculate)
+  // First speculation state slot (recurrent models that speculate), or -1.
+  int32_t speculation_slots_ = -1;
+  std::vector<CacheGroupUsage> cache_groups_;  // geometry of cache_groups(), usage left at 0
+  std::vector<int32_t> group_entry_;   // [n_groups] each layer group's entry of cache_groups_
   std::vector<int32_t> block_tables_;  // [max_num_seqs, max_blocks_per_seq]
   std::vector<int32_t> logits_rows_;   // [max_logits]
   std::vector<float> logits_;          // [max_logits, n_vocab] the completing pass's

@@ -107,48 +107,52 @@ void Engine::record_kv_occupancy() {
   }
 }
 
-std::vector<CacheGroupUsage> Engine::cache_groups() const {
+void Engine::describe_cache_groups() {
   const KvCacheConfig& kc = cache_.config();
-  std::vector<CacheGroupUsage> groups;
-  const BlockPoolUsage blocks = pool_.usage();
-  // One entry per window: its layers, its bytes, the blocks its groups hold.
+  const auto window_of = [&](int32_t g) {
+    return kc.group_windows.empty() ? 0 : kc.group_windows[size_t(g)];
+  };
+  // One entry per window: its layers and bytes; group_entry_ maps each layer group to it.
   const KvLayerGroups layers =
       kv_layer_groups(forward_->model().config(), !kc.group_windows.empty());
   const uint64_t block_bytes = KvCache::bytes_per_block(kc);
-  std::vector<int32_t> windows;
   for (int32_t g = 0; g < kc.n_groups(); ++g) {
-    const int32_t w = kc.group_windows.empty() ? 0 : kc.group_windows[size_t(g)];
-    if (std::find(windows.begin(), windows.end(), w) != windows.end()) continue;
-    windows.push_back(w);
-    CacheGroupUsage u;
-    u.name = w == 0 ? "attention" : "sliding_window";
-    u.window = w;
-    int32_t n_groups = 0;
-    for (int32_t g2 = 0; g2 < kc.n_groups(); ++g2)
-      n_groups += (kc.group_windows.empty() ? 0 : kc.group_windows[size_t(g2)]) == w;
-    for (size_t i = 0; i < layers.group.size(); ++i)
-      u.n_layers += layers.group[i] >= 0 &&
-                    (kc.group_windows.empty() ? 0 : kc.group_windows[size_t(layers.group[i])]) == w;
-    u.bytes_per_token = block_bytes * uint64_t(n_groups) / uint64_t(kc.block_size);
+    const int32_t w = window_of(g);
+    size_t e = 0;
+    while (e < cache_groups_.size() && cache_groups_[e].window != w) ++e;
+    if (e == cache_groups_.size())
+      cache_groups_.push_back({.name = w == 0 ? "attention" : "sliding_window", .window = w});
+    group_entry_.push_back(int32_t(e));
+    CacheGroupUsage& u = cache_groups_[e];
+    u.bytes_per_token += block_bytes / uint64_t(kc.block_size);
     if (w > 0)  // the window's positions and the block being filled
-      u.bytes_per_sequence =
-          block_bytes * uint64_t(n_groups) * uint64_t((w + kc.block_size - 1) / kc.block_size + 1);
-    u.total = blocks.total;
+      u.bytes_per_sequence += block_bytes * uint64_t((w + kc.block_size - 1) / kc.block_size + 1);
+  }
+  for (int32_t g : layers.group)
+    if (g >= 0) ++cache_groups_[size_t(group_entry_[size_t(g)])].n_layers;
+  if (kc.n_state_layers > 0)
+    cache_groups_.push_back({.name = "recurrent_state",
+                             .n_layers = kc.n_state_layers,
+                             .bytes_per_sequence = KvCache::bytes_per_state_slot(kc)});
+}
+
+std::vector<CacheGroupUsage> Engine::cache_groups() const {
+  std::vector<CacheGroupUsage> groups = cache_groups_;
+  const BlockPoolUsage blocks = pool_.usage();
+  for (CacheGroupUsage& g : groups) {
+    const bool state = g.bytes_per_token == 0;
+    g.total = state ? state_slots_.n_slots() : blocks.total;
+    g.used = state ? state_slots_.n_used() : 0;
+  }
+  if (group_entry_.size() == 1) {  // one K/V entry: every block held is its
+    groups[0].used = blocks.used;
+  } else {  // the blocks each window's groups hold
     for (const auto& [id, live] : requests_) {
       const std::vector<int32_t>& table = live->request.kv.blocks;
-      for (size_t i = 0; i < table.size(); ++i) {
-        const size_t g2 = i % size_t(kc.n_groups());
-        u.used += table[i] >= 0 && (kc.group_windows.empty() ? 0 : kc.group_windows[g2]) == w;
-      }
+      for (size_t i = 0; i < table.size(); ++i)
+        groups[size_t(group_entry_[i % group_entry_.size()])].used += table[i] >= 0;
     }
-    groups.push_back(u);
   }
-  if (kc.n_state_layers > 0)
-    groups.push_back({.name = "recurrent_state",
-                      .n_layers = kc.n_state_layers,
-                      .bytes_per_sequence = KvCache::bytes_per_state_slot(kc),
-                      .used = state_slots_.n_used(),
-                      .total = state_slots_.n_slots()});
   return groups;
 }
 

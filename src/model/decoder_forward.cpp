@@ -663,8 +663,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
   attention(b, cache, group, kv_layer, attn, q_.data(), attn_.data());
   if (gated) {
     for_ranges(T * q_dim, 16, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        attn_[size_t(i)] *= 1.0f / (1.0f + std::exp(-attn_gate_[size_t(i)]));
+      for (int64_t i = i0; i < i1; ++i) attn_[size_t(i)] *= sigmoid(attn_gate_[size_t(i)]);
     });
   }
   ops.next("attn_out_matmul");
@@ -728,7 +727,7 @@ void DecoderForward::shared_expert(const LayerWeights& l, int64_t T) {
       const float* xn = xn_.data() + t * E;
       float dot = 0.0f;
       for (int64_t i = 0; i < E; ++i) dot += xn[i] * l.shared_expert_gate[size_t(i)];
-      const float gate = 1.0f / (1.0f + std::exp(-dot));
+      const float gate = sigmoid(dot);
       for (int64_t i = 0; i < E; ++i) to[i] += gate * from[i];
     }
   });

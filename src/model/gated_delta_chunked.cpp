@@ -145,7 +145,8 @@ void delta_rule_chunked(const DeltaRuleHead& h, int32_t n_tokens, int32_t d_k, i
   // The state as in the paper, row i = key dim i, so that S^T x is a gemm_row along d_v.
   float* S = base + lay.state;    // [d_k, d_v]
   float* kq = base + lay.kq;      // [2C, d_k] the chunk's keys (rows [0, n)), then queries * scale
-  float* kt = base + lay.kt;      // [d_k, nw] keys transposed; later decay-weighted to chunk end
+  float* kt = base + lay.kt;      // [d_k, nw] keys transposed (decay-weighted to the chunk end
+                                  // before the state update)
   float* kk = base + lay.kk;      // [C, C] row t: -beta_t D[t][s] (k_t . k_s), s < t
   float* qk = base + lay.qk;      // [C, C] row t: D[t][s] scale (q_t . k_s), s <= t
   float* U = base + lay.u;        // [C, d_v] corrected values u_t

@@ -14,9 +14,6 @@ namespace {
 float softplus(float x) {
   return x > 20.0f ? x : std::log1p(std::exp(x));
 }
-float sigmoid(float x) {
-  return 1.0f / (1.0f + std::exp(-x));
-}
 float silu(float x) {
   return x / (1.0f + std::exp(-x));
 }

@@ -2,6 +2,7 @@
 // Element-wise and row-wise operations of the decoder layers (scalar, or dispatched to the
 // kernels of elementwise.h where a transcendental per element makes that worth it). All buffers are
 // f32, row-major.
+#include <cmath>
 #include <cstdint>
 
 #include "model/architecture.h"
@@ -26,6 +27,10 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 
 // gate = act(gate) * up, the family's gated FFN activation.  gate, up: [n]
 void gated_activation(FfnActivation act, float* gate, const float* up, int64_t n);
+
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
 
 // x = cap * tanh(x / cap).  x: [n]; cap > 0
 void soft_cap(float* x, int64_t n, float cap);

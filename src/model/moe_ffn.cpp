@@ -49,7 +49,7 @@ void route_experts(const float* logits, int32_t n_expert, int32_t k, const Exper
   score.resize(size_t(n_expert));
   choose.resize(size_t(n_expert));
   if (r.gating == ExpertGating::kSigmoid) {
-    for (int32_t e = 0; e < n_expert; ++e) score[size_t(e)] = 1.0f / (1.0f + std::exp(-logits[e]));
+    for (int32_t e = 0; e < n_expert; ++e) score[size_t(e)] = sigmoid(logits[e]);
   } else {
     float max_logit = logits[0];
     for (int32_t e = 1; e < n_expert; ++e) max_logit = std::max(max_logit, logits[e]);
