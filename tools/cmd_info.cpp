@@ -1,5 +1,6 @@
 // `vela info MODEL`: the GGUF header, metadata and tensor table, and the model's configuration.
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "cli_args.h"
@@ -45,6 +46,24 @@ int run_info(int argc, char** argv) {
   }
   std::printf("\ntensors: %zu, %llu parameters, %.2f MiB\n", g.tensors().size(),
               (unsigned long long)total_elems, double(total_bytes) / (1024.0 * 1024.0));
+  // Files mix types (the K and IQ mixes): what each type holds, by type number.
+  struct TypeShare {
+    int tensors = 0;
+    uint64_t bytes = 0, elements = 0;
+  };
+  std::map<uint32_t, TypeShare> by_type;
+  for (const auto& t : g.tensors()) {
+    TypeShare& share = by_type[t.type];
+    ++share.tensors;
+    share.bytes += t.n_bytes;
+    share.elements += uint64_t(t.n_elements());
+  }
+  for (const auto& [type, share] : by_type)
+    std::printf("  %-8s %4d tensors, %10.2f MiB (%5.1f%% of bytes), %.3f bits per weight\n",
+                ggml_type_name(type).c_str(), share.tensors,
+                double(share.bytes) / (1024.0 * 1024.0),
+                total_bytes ? 100.0 * double(share.bytes) / double(total_bytes) : 0.0,
+                share.elements ? 8.0 * double(share.bytes) / double(share.elements) : 0.0);
   if (!args.has("no-tensors")) {
     for (const auto& t : g.tensors()) {
       std::string shape;

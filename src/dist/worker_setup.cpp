@@ -30,9 +30,12 @@ Result<ShardSetup> decode_setup(const std::string& text) {
     s.n_threads = j.at("n_threads").get<int32_t>();
     s.micro_batch_tokens = j.at("micro_batch_tokens").get<int32_t>();
     const auto& kv = j.at("kv");
-    s.kv = KvCacheConfig{kv.at(0).get<int32_t>(), kv.at(1).get<int32_t>(),
-                         kv.at(2).get<int32_t>(), kv.at(3).get<int32_t>(),
-                         kv.at(4).get<int32_t>(), KvType(kv.at(5).get<int>())};
+    s.kv = KvCacheConfig{.n_layer = kv.at(0).get<int32_t>(),
+                         .n_head_kv = kv.at(1).get<int32_t>(),
+                         .head_dim = kv.at(2).get<int32_t>(),
+                         .block_size = kv.at(3).get<int32_t>(),
+                         .n_blocks = kv.at(4).get<int32_t>(),
+                         .type = KvType(kv.at(5).get<int>())};
     return s;
   } catch (const std::exception& e) {
     return make_error(std::string("malformed setup message: ") + e.what());

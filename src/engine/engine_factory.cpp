@@ -189,8 +189,12 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
     setup.max_logits = c.scheduler.max_num_batched_tokens;  // at least the engine's rows
     setup.max_context = c.max_context;
     setup.n_threads = o.n_threads;
-    setup.kv =
-        KvCacheConfig{mc.n_layer, mc.n_head_kv, mc.head_dim, c.block_size, c.n_blocks, c.kv_type};
+    setup.kv = KvCacheConfig{.n_layer = mc.n_layer,
+                             .n_head_kv = mc.n_head_kv,
+                             .head_dim = mc.head_dim,
+                             .block_size = c.block_size,
+                             .n_blocks = c.n_blocks,
+                             .type = c.kv_type};
     if (auto st = dist::start_workers(*group, setup); !st) return st.error();
   }
   return std::make_unique<Engine>(std::move(*model), std::move(*tokenizer), c);

@@ -110,6 +110,24 @@ const std::vector<ModelShape>& known_shapes() {
        .ffn_norm_post_attention = true, .full_attention_interval = 4, .ssm_conv_kernel = 4,
        .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_head_dim = 128, .n_ff_shexp = 256,
        .shexp_gate = true},
+      // DeepSeek-V3 at test size, as ../shared's tiny-deepseek2: latent attention with a q
+      // bottleneck, one leading dense layer, sigmoid routing over 4 groups of 2 experts.
+      {.name = "tiny-deepseek2", .architecture = "deepseek2", .n_embd = 128, .n_layer = 3,
+       .n_head = 4, .n_head_kv = 1, .n_ff = 256, .n_vocab = 512, .n_ctx = 1024, .rms_eps = 1e-6f,
+       .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64, .rope_dim = 16,
+       .n_shared_experts = 1, .q_lora_rank = 96, .kv_lora_rank = 64, .mla_nope_dim = 32,
+       .mla_v_dim = 32, .n_dense_lead = 1, .sigmoid_routing = true, .n_expert_groups = 4,
+       .n_expert_groups_used = 2, .expert_weights_scale = 2.5f},
+      // DeepSeek-V3's layers at a size a small machine runs: its latent attention per head (a
+      // 1536 q bottleneck, 512 + 64 cached values, heads of 128 + 64 and values of 128) with 16
+      // heads (128) on a 2048-wide stream (7168) of 12 layers (61), the first dense; 64 experts
+      // of 512 (256 of 2048) in 8 groups, 4 of them used, 8 experts routed, one shared expert.
+      {.name = "deepseek3-mini", .architecture = "deepseek2", .n_embd = 2048, .n_layer = 12,
+       .n_head = 16, .n_head_kv = 1, .n_ff = 5632, .n_vocab = 129280, .n_ctx = 163840,
+       .rms_eps = 1e-6f, .n_expert = 64, .n_expert_used = 8, .n_ff_exp = 512, .rope_dim = 64,
+       .n_shared_experts = 1, .q_lora_rank = 1536, .kv_lora_rank = 512, .mla_nope_dim = 128,
+       .mla_v_dim = 128, .n_dense_lead = 1, .sigmoid_routing = true, .n_expert_groups = 8,
+       .n_expert_groups_used = 4, .expert_weights_scale = 2.5f},
   };
   // clang-format on
   return shapes;
@@ -140,7 +158,8 @@ std::string shape_problem(const ModelShape& s) {
     return "expert fields without experts";
   if (s.sliding_window_pattern > 0 && s.sliding_window == 0)
     return "a sliding-window pattern without a window";
-  if (s.rope_dim < 0 || s.rope_dim % 2 != 0 || s.rope_dim > s.head_dim())
+  if (s.rope_dim < 0 || s.rope_dim % 2 != 0 ||
+      (!s.latent_attention() && s.rope_dim > s.head_dim()))
     return "rope_dim must be even and at most the head size";
   for (int32_t pairs : s.rope_sections)
     if (pairs < 0) return "a RoPE section is negative";
@@ -155,7 +174,23 @@ std::string shape_problem(const ModelShape& s) {
       return "the DeltaNet geometry needs a kernel of 2 or more taps and positive head counts";
     if (s.ssm_v_heads % s.ssm_k_heads != 0) return "ssm_k_heads does not divide ssm_v_heads";
   }
-  if (s.n_ff_shexp > 0 && s.n_expert == 0) return "a shared expert without experts";
+  if ((s.n_ff_shexp > 0 || s.n_shared_experts > 0) && s.n_expert == 0)
+    return "a shared expert without experts";
+  if (s.n_ff_shexp > 0 && s.n_shared_experts > 0)
+    return "a shared expert's width is n_ff_shexp or n_shared_experts experts, not both";
+  if (s.q_lora_rank < 0 || s.kv_lora_rank < 0 || s.mla_nope_dim < 0 || s.mla_v_dim < 0 ||
+      s.n_dense_lead < 0 || s.n_shared_experts < 0 || s.n_expert_groups < 0 ||
+      s.n_expert_groups_used < 0 || s.expert_weights_scale < 0)
+    return "a size is not positive";
+  if (s.latent_attention() &&
+      (s.mla_nope_dim == 0 || s.mla_v_dim == 0 || s.rope_dim == 0 || s.hybrid()))
+    return "latent attention needs its nope, value and rope sizes, and no DeltaNet layers";
+  if (!s.latent_attention() && (s.q_lora_rank > 0 || s.mla_nope_dim > 0 || s.mla_v_dim > 0))
+    return "latent-attention sizes without kv_lora_rank";
+  if (s.n_dense_lead > s.n_layer) return "more leading dense layers than layers";
+  if (s.n_expert_groups > 0 && (s.n_expert % s.n_expert_groups != 0 ||
+                                s.n_expert_groups_used > s.n_expert_groups))
+    return "expert groups must divide the experts, and the used groups be among them";
   if (s.shexp_gate && s.n_ff_shexp == 0) return "a shared-expert gate without a shared expert";
   if (s.ffn_norm_post_attention && s.post_norms)
     return "post_attention_norm cannot be both the FFN's norm and a post-norm";
@@ -183,7 +218,23 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
     };
     add("attn_norm.weight", {embd}, TensorKind::kNorm);
     if (s.ffn_norm_post_attention) add("post_attention_norm.weight", {embd}, TensorKind::kNorm);
-    if (s.delta_net_layer(i)) {
+    if (s.latent_attention()) {
+      const int64_t heads = s.n_head, key = int64_t(s.mla_nope_dim) + s.rope_dim,
+                    lora = s.kv_lora_rank;
+      if (s.q_lora_rank > 0) {
+        add("attn_q_a_norm.weight", {s.q_lora_rank}, TensorKind::kNorm);
+        add("attn_kv_a_norm.weight", {lora}, TensorKind::kNorm);
+        add("attn_q_a.weight", {embd, s.q_lora_rank}, TensorKind::kMatrix);
+        add("attn_q_b.weight", {s.q_lora_rank, heads * key}, TensorKind::kMatrix);
+      } else {
+        add("attn_kv_a_norm.weight", {lora}, TensorKind::kNorm);
+        add("attn_q.weight", {embd, heads * key}, TensorKind::kMatrix);
+      }
+      add("attn_kv_a_mqa.weight", {embd, lora + s.rope_dim}, TensorKind::kMatrix);
+      add("attn_k_b.weight", {s.mla_nope_dim, lora, heads}, TensorKind::kMatrix);
+      add("attn_v_b.weight", {lora, s.mla_v_dim, heads}, TensorKind::kMatrix);
+      add("attn_output.weight", {heads * s.mla_v_dim, embd}, TensorKind::kMatrix);
+    } else if (s.delta_net_layer(i)) {
       const int64_t channels = s.ssm_conv_channels(), value_dim = s.ssm_value_dim(),
                     v_heads = s.ssm_v_heads;
       add("attn_qkv.weight", {embd, channels}, TensorKind::kMatrix);  // rows q, k, v
@@ -205,7 +256,7 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
       add("attn_v.weight", {embd, kv_dim}, TensorKind::kMatrix);
       if (s.qkv_bias) add("attn_v.bias", {kv_dim}, TensorKind::kBias);
     }
-    if (!s.delta_net_layer(i)) {
+    if (!s.delta_net_layer(i) && !s.latent_attention()) {
       add("attn_output.weight", {q_dim, embd}, TensorKind::kMatrix);
       if (s.qk_norm != QkNorm::kNone) {
         const bool full = s.qk_norm == QkNorm::kWhole;
@@ -215,13 +266,13 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
     }
     if (s.post_norms) add("post_attention_norm.weight", {embd}, TensorKind::kNorm);
     if (!s.ffn_norm_post_attention) add("ffn_norm.weight", {embd}, TensorKind::kNorm);
-    if (n_exp > 0) {
+    if (s.moe_layer(i)) {
       add("ffn_gate_inp.weight", {embd, n_exp}, TensorKind::kMatrix);
+      if (s.sigmoid_routing) add("exp_probs_b.bias", {n_exp}, TensorKind::kBias);
       add("ffn_gate_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
       add("ffn_up_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
       add("ffn_down_exps.weight", {ff_exp, embd, n_exp}, TensorKind::kMatrix);
-      if (s.n_ff_shexp > 0) {
-        const int64_t sff = s.n_ff_shexp;
+      if (const int64_t sff = s.shared_expert_ff(); sff > 0) {
         if (s.shexp_gate) add("ffn_gate_inp_shexp.weight", {embd}, TensorKind::kBias);
         add("ffn_gate_shexp.weight", {embd, sff}, TensorKind::kMatrix);
         add("ffn_up_shexp.weight", {embd, sff}, TensorKind::kMatrix);

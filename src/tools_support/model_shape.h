@@ -72,11 +72,37 @@ struct ModelShape {
   // <arch>.expert_shared_feed_forward_length; 0: none.
   int32_t n_ff_shexp = 0;
   bool shexp_gate = false;  // ffn_gate_inp_shexp [n_embd]: its output times sigmoid(gate . x)
+  // Ungated shared experts of n_ff_exp each, written as <arch>.expert_shared_count (deepseek2:
+  // one ffn_*_shexp of n_shared_experts * n_ff_exp); 0: none, or n_ff_shexp's.
+  int32_t n_shared_experts = 0;
+  // Multi-head latent attention (deepseek2): the query through a q_lora_rank bottleneck
+  // (attn_q_a, its norm, attn_q_b; 0: one attn_q), keys and values out of one compressed row of
+  // kv_lora_rank values per token (attn_kv_a_mqa, its norm, the per-head attn_k_b / attn_v_b);
+  // each head's key is mla_nope_dim + rope_dim, its value mla_v_dim. 0 kv_lora_rank: none.
+  int32_t q_lora_rank = 0;
+  int32_t kv_lora_rank = 0;
+  int32_t mla_nope_dim = 0;
+  int32_t mla_v_dim = 0;
+  // DeepSeek-V3 routing: <arch>.leading_dense_block_count dense layers (n_ff wide) first;
+  // sigmoid scores with a selection bias exp_probs_b (expert_gating_func 2); expert groups;
+  // routed weights renormalised and scaled.
+  int32_t n_dense_lead = 0;
+  bool sigmoid_routing = false;
+  int32_t n_expert_groups = 0;        // 0: not written
+  int32_t n_expert_groups_used = 0;   // 0: not written
+  float expert_weights_scale = 0.0f;  // 0: not written
 
   int32_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   int32_t expert_ff() const { return n_ff_exp > 0 ? n_ff_exp : n_ff; }
   int32_t rotated_dim() const { return rope_dim > 0 ? rope_dim : head_dim(); }
   bool hybrid() const { return full_attention_interval > 0; }
+  bool latent_attention() const { return kv_lora_rank > 0; }
+  // Whether layer i routes to experts (else its FFN is dense, n_ff wide).
+  bool moe_layer(int32_t i) const { return n_expert > 0 && i >= n_dense_lead; }
+  // The shared expert's width (0: none).
+  int64_t shared_expert_ff() const {
+    return n_ff_shexp > 0 ? n_ff_shexp : int64_t(n_shared_experts) * expert_ff();
+  }
   // Whether layer i is a Gated DeltaNet mixer (else it attends).
   bool delta_net_layer(int32_t i) const {
     return hybrid() && (i + 1) % full_attention_interval != 0;

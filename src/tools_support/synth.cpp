@@ -114,7 +114,7 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   w.add_u32(a + "feed_forward_length", uint32_t(s.n_ff));
   w.add_u32(a + "attention.head_count", uint32_t(s.n_head));
   w.add_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
-  if (s.head_size > 0) {
+  if (s.head_size > 0 && !s.latent_attention()) {
     w.add_u32(a + "attention.key_length", uint32_t(s.head_size));
     w.add_u32(a + "attention.value_length", uint32_t(s.head_size));
   }
@@ -135,6 +135,27 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
     if (s.n_ff_exp > 0) w.add_u32(a + "expert_feed_forward_length", uint32_t(s.n_ff_exp));
     if (s.n_ff_shexp > 0)
       w.add_u32(a + "expert_shared_feed_forward_length", uint32_t(s.n_ff_shexp));
+    if (s.n_shared_experts > 0) w.add_u32(a + "expert_shared_count", uint32_t(s.n_shared_experts));
+    if (s.n_dense_lead > 0) w.add_u32(a + "leading_dense_block_count", uint32_t(s.n_dense_lead));
+    if (s.sigmoid_routing) {
+      w.add_u32(a + "expert_gating_func", 2);
+      w.add_bool(a + "expert_weights_norm", true);
+    }
+    if (s.expert_weights_scale > 0) w.add_f32(a + "expert_weights_scale", s.expert_weights_scale);
+    if (s.n_expert_groups > 0) {
+      w.add_u32(a + "expert_group_count", uint32_t(s.n_expert_groups));
+      w.add_u32(a + "expert_group_used_count", uint32_t(s.n_expert_groups_used));
+    }
+  }
+  if (s.latent_attention()) {
+    // key_length / value_length state the absorbed form: one cached row of kv_lora_rank +
+    // rope values per token read by every head.
+    w.add_u32(a + "attention.q_lora_rank", uint32_t(s.q_lora_rank));
+    w.add_u32(a + "attention.kv_lora_rank", uint32_t(s.kv_lora_rank));
+    w.add_u32(a + "attention.key_length", uint32_t(s.kv_lora_rank + s.rope_dim));
+    w.add_u32(a + "attention.value_length", uint32_t(s.kv_lora_rank));
+    w.add_u32(a + "attention.key_length_mla", uint32_t(s.mla_nope_dim + s.rope_dim));
+    w.add_u32(a + "attention.value_length_mla", uint32_t(s.mla_v_dim));
   }
   if (s.hybrid()) {
     w.add_u32(a + "full_attention_interval", uint32_t(s.full_attention_interval));

@@ -77,6 +77,25 @@ TEST(Cli, InfoListsMetadataAndTensors) {
   EXPECT_NE(r.out.find("n_head 8, n_head_kv 2"), std::string::npos) << r.out;
 }
 
+TEST(Cli, InfoSumsUpEachTensorTypeOfAMixedFile) {
+  VELA_REQUIRE_SHARED();
+  const CliRun r =
+      run("info " + quote(vela::test::shared_path("models/tiny-qwen3-Q4_K_M.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A Q4_K_M file mixes Q4_K with Q6_K (and keeps the norms in F32): one line per type, with
+  // the bits per weight of its blocks (4.5 for Q4_K, 6.5625 for Q6_K, 32 for F32).
+  EXPECT_NE(r.out.find("bits per weight"), std::string::npos) << r.out;
+  for (const char* line : {"Q4_K ", "Q6_K ", "F32 "}) {
+    const size_t at = r.out.find(std::string("\n  ") + line);
+    ASSERT_NE(at, std::string::npos) << line << "\n" << r.out;
+    const std::string row = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    const char* bits = std::string(line) == "Q4_K "   ? "4.500 bits"
+                       : std::string(line) == "Q6_K " ? "6.562 bits"
+                                                      : "32.000 bits";
+    EXPECT_NE(row.find(bits), std::string::npos) << row;
+  }
+}
+
 TEST(Cli, TokenizePrintsIds) {
   VELA_REQUIRE_SHARED();
   const CliRun r =

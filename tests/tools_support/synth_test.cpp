@@ -41,6 +41,9 @@ TEST(Synth, KnownShapesHaveThePublishedParameterCounts) {
   // Qwen3.5-0.8B's text model without its multi-token-prediction layer (and vision encoder).
   EXPECT_EQ(count_params(*find_shape("qwen35-0.8b")), 752393024u);
   EXPECT_EQ(count_params(*find_shape("qwen35moe-mini")), 2122595712u);
+  // Not a published checkpoint: 2 x 129280 x 2048 embeddings, 12 latent-attention layers of
+  // 15341568, one dense FFN of 3 x 2048 x 5632, 11 MoE FFNs of 204603456.
+  EXPECT_EQ(count_params(*find_shape("deepseek3-mini")), 2998872768u);
   EXPECT_EQ(find_shape("no-such-shape"), nullptr);
 }
 
@@ -458,6 +461,59 @@ TEST(Synth, Qwen35ShapesRunWithFiniteLogits) {
       std::filesystem::remove(o.output_path);
     }
   }
+  std::filesystem::remove(vocab);
+}
+
+// tiny-deepseek2 writes the tensors the reference converter wrote for ../shared's file of that
+// geometry (names, order, shapes), the keys the loader reads, and runs.
+TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_ds_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  SynthOptions o;
+  o.output_path = vela::test::unique_temp_path("vela_synth_tiny_deepseek2.gguf");
+  o.shape = *find_shape("tiny-deepseek2");
+  o.target = *parse_quant_target("F32");
+  o.vocab_path = vocab;
+  o.pad_vocab = true;
+  o.n_threads = 2;
+  ASSERT_TRUE(synthesize_model(o).ok());
+  auto g = GgufFile::open(o.output_path);
+  ASSERT_TRUE(g.ok()) << g.message();
+  if (!vela::test::shared_dir().empty()) {
+    auto ref = GgufFile::open(vela::test::shared_path("models/tiny-deepseek2-F32.gguf").string());
+    ASSERT_TRUE(ref.ok()) << ref.message();
+    std::vector<std::string> ours, theirs;  // "name [ne...]" in file order, no output.weight
+    for (const auto* file : {&*g, &*ref})
+      for (const GgufTensorInfo& t : file->tensors()) {
+        if (t.name == "output.weight" || t.name == "output_norm.weight") continue;
+        std::string row(t.name);
+        for (uint32_t d = 0; d < t.n_dims; ++d) row += " " + std::to_string(t.ne[d]);
+        (file == &*g ? ours : theirs).push_back(row);
+      }
+    EXPECT_EQ(ours, theirs);
+    for (const char* key :
+         {"attention.q_lora_rank", "attention.kv_lora_rank", "attention.key_length",
+          "attention.value_length", "attention.key_length_mla", "attention.value_length_mla",
+          "expert_shared_count", "leading_dense_block_count", "expert_gating_func",
+          "expert_group_count", "expert_group_used_count", "rope.dimension_count"}) {
+      const std::string k = std::string("deepseek2.") + key;
+      EXPECT_EQ(g->get_uint(k)->value_or(0), ref->get_uint(k)->value_or(1)) << k;
+    }
+  }
+  auto model = Model::load(o.output_path);
+  ASSERT_TRUE(model.ok()) << model.message();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_TRUE(c.latent_attention());
+  EXPECT_EQ(c.mla.kv_lora_rank, 64);
+  EXPECT_EQ(c.expert_gating, ExpertGating::kSigmoid);
+  EXPECT_EQ(c.n_expert_groups, 4);
+  EXPECT_FALSE(c.layers[0].moe);
+  EXPECT_TRUE(c.layers[2].moe);
+  std::vector<int32_t> tokens(40);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
+  const std::vector<float> logits = sequence_logits(*model, tokens, 40);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  std::filesystem::remove(o.output_path);
   std::filesystem::remove(vocab);
 }
 
