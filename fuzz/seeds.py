@@ -127,11 +127,42 @@ TEXTS = ["Hello world", " leading space", "日本語のテキスト", "emoji �
          "\xff\xfe invalid"]
 
 
+# GGUF type number: (elements, bytes) per block, for every block type the loader reads.
+BLOCK_TYPES = {2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 10: (256, 84),
+               11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 16: (256, 66),
+               17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18), 21: (256, 110),
+               22: (256, 82), 23: (256, 136), 29: (256, 56), 34: (256, 54), 35: (256, 66),
+               39: (32, 17)}
+
+
+def block_types_gguf():
+    """One [256, 2] tensor of every block type, filled with deterministic pseudo-random bytes: the
+    fuzzer decodes and multiplies small tensors, so mutations reach every block decoder."""
+    header = b"GGUF" + struct.pack("<IQQ", 3, len(BLOCK_TYPES), 1)
+    header += gguf_string("general.architecture") + struct.pack("<I", GGUF_STRING)
+    header += gguf_string("llama")
+    offset, infos, data, state = 0, b"", b"", 12345
+    for type_number, (block, size) in BLOCK_TYPES.items():
+        infos += gguf_string(f"t{type_number}.weight") + struct.pack("<I", 2)
+        infos += struct.pack("<QQ", 256, 2) + struct.pack("<IQ", type_number, offset)
+        tensor = bytearray()
+        for _ in range(2 * 256 // block * size):
+            state = (state * 1103515245 + 12345) % (1 << 31)
+            tensor.append(state >> 16 & 0xFF)
+        tensor += b"\0" * (-len(tensor) % 32)
+        data += bytes(tensor)
+        offset += len(tensor)
+    blob = header + infos
+    blob += b"\0" * (-len(blob) % 32)
+    return blob + data
+
+
 def main():
     out = sys.argv[1]
     seeds = {name: [] for name in ("gguf_fuzzer", "request_fuzzer", "chat_template_fuzzer",
                                     "tokenizer_fuzzer", "grammar_fuzzer")}
-    seeds["gguf_fuzzer"] += [tiny_gguf("llama"), tiny_gguf("qwen2", n_vocab=12, layers=2)]
+    seeds["gguf_fuzzer"] += [tiny_gguf("llama"), tiny_gguf("qwen2", n_vocab=12, layers=2),
+                             block_types_gguf()]
     seeds["request_fuzzer"] += [json.dumps(r).encode() for r in REQUESTS]
     seeds["chat_template_fuzzer"] += [t.encode() for t in TEMPLATES]
     seeds["tokenizer_fuzzer"] += [bytes([selector]) + t.encode("utf-8", "surrogateescape")

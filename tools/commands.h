@@ -6,6 +6,7 @@ int run_info(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_generate(int argc, char** argv);
 int run_quantize(int argc, char** argv);
+int run_imatrix(int argc, char** argv);
 int run_synth(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_throughput(int argc, char** argv);  // `vela bench throughput`

@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "  info       print a GGUF file's metadata and tensors\n"
     "  tokenize   print the token ids of a text\n"
     "  quantize   convert a float GGUF model to a quantized type or K mix\n"
+    "  imatrix    compute an importance matrix over a calibration text\n"
     "  synth      write a random-weight GGUF model of a known shape\n"
     "  bench      measure prompt and generation speed against the machine's roofline\n"
     "  serve      serve a model over an OpenAI-compatible HTTP API\n"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   if (command == "info") return vela::cli::run_info(argc - 2, argv + 2);
   if (command == "tokenize") return vela::cli::run_tokenize(argc - 2, argv + 2);
   if (command == "quantize") return vela::cli::run_quantize(argc - 2, argv + 2);
+  if (command == "imatrix") return vela::cli::run_imatrix(argc - 2, argv + 2);
   if (command == "synth") return vela::cli::run_synth(argc - 2, argv + 2);
   if (command == "bench") return vela::cli::run_bench(argc - 2, argv + 2);
   if (command == "serve") return vela::cli::run_serve(argc - 2, argv + 2);

@@ -11,7 +11,7 @@
 namespace vela::kernels {
 
 // Indexed by the GGUF type number.
-constexpr size_t kTraitsTableSize = 31;
+constexpr size_t kTraitsTableSize = 40;
 using TraitsTable = std::array<TypeTraits, kTraitsTableSize>;
 
 inline void set_entry(TraitsTable& t, GgmlType type, const TypeTraits& traits) {

@@ -3,8 +3,16 @@
 #include <array>
 
 #include "kernels/kernel_table.h"
+#include "kernels/ref/vec_dot_iq1_ref.h"
+#include "kernels/ref/vec_dot_iq23_ref.h"
 #include "kernels/ref/vec_dot_ref.h"
+#include "kernels/ref/vec_dot_low_k_ref.h"
+#include "kernels/ref/vec_dot_nonlinear4_ref.h"
 #include "quant/dequantize.h"
+#include "quant/dequantize_iq1.h"
+#include "quant/dequantize_iq23.h"
+#include "quant/dequantize_low_k.h"
+#include "quant/dequantize_nonlinear4.h"
 #include "quant/quantize.h"
 
 namespace vela {
@@ -45,6 +53,34 @@ TraitsTable make_scalar_table() {
   set(GgmlType::Q6_K,
       {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q6_k, r::vec_dot_q6_k_q8_k});
   set(GgmlType::Q8_K, {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q8_k, nullptr});
+  set(GgmlType::IQ2_XXS,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq2_xxs, r::vec_dot_iq2_xxs_q8_k});
+  set(GgmlType::IQ2_XS,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq2_xs, r::vec_dot_iq2_xs_q8_k});
+  set(GgmlType::IQ2_S,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq2_s, r::vec_dot_iq2_s_q8_k});
+  set(GgmlType::IQ3_XXS,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq3_xxs, r::vec_dot_iq3_xxs_q8_k});
+  set(GgmlType::IQ3_S,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq3_s, r::vec_dot_iq3_s_q8_k});
+  set(GgmlType::Q2_K,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q2_k, r::vec_dot_q2_k_q8_k});
+  set(GgmlType::Q3_K,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_q3_k, r::vec_dot_q3_k_q8_k});
+  set(GgmlType::TQ1_0,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_tq1_0, r::vec_dot_tq1_0_q8_k});
+  set(GgmlType::TQ2_0,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_tq2_0, r::vec_dot_tq2_0_q8_k});
+  set(GgmlType::IQ4_NL, {GgmlType::Q8_0, quantize_row_q8_0_activations, dequantize_row_iq4_nl,
+                         r::vec_dot_iq4_nl_q8_0});
+  set(GgmlType::IQ4_XS,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq4_xs, r::vec_dot_iq4_xs_q8_k});
+  set(GgmlType::MXFP4,
+      {GgmlType::Q8_0, quantize_row_q8_0_activations, dequantize_row_mxfp4, r::vec_dot_mxfp4_q8_0});
+  set(GgmlType::IQ1_S,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq1_s, r::vec_dot_iq1_s_q8_k});
+  set(GgmlType::IQ1_M,
+      {GgmlType::Q8_K, quantize_row_q8_k, dequantize_row_iq1_m, r::vec_dot_iq1_m_q8_k});
   return t;
 }
 

@@ -197,6 +197,11 @@ void DecoderForward::project(const float* x, int64_t n_tokens,
   projector_->project(x, n_tokens, outs);
 }
 
+void DecoderForward::set_activation_observer(ActivationObserver* observer) {
+  projector_->set_observer(observer);
+  if (moe_) moe_->set_observer(observer);
+}
+
 void DecoderForward::find_token_runs(const ForwardBatch& b) {
   const ModelConfig& c = model_->config();
   runs_.clear();
@@ -493,8 +498,6 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
   const ModelWeights& w = model_->weights();
   const int64_t T = b.n_tokens();
   const int64_t E = c.n_embd;
-  const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
-  const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
   const int32_t bs = cache.config().block_size;
 
   groups_ = &layer_groups_[cache.config().group_windows.empty() ? 0 : 1];
@@ -716,6 +719,10 @@ void DecoderForward::shared_expert(const LayerWeights& l, int64_t T) {
   project(gate_.data(), T, {{&sh.down, shared_out_.data()}});
   // proj += sigmoid(ffn_gate_inp_shexp . xn) * shared, or proj += shared without a gate
   const bool gated = !l.shared_expert_gate.empty();
+  if (ActivationObserver* observer = projector_->observer(); observer != nullptr && gated) {
+    const WeightMatrix gate{GgmlType::F32, l.shared_expert_gate.data(), 1, E, E * 4};
+    observer->observe(gate, xn_.data(), T);
+  }
   for_ranges(T, 2 * E, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* from = shared_out_.data() + t * E;

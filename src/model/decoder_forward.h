@@ -96,6 +96,11 @@ class DecoderForward {
   // The mixture-of-experts block and its counters (null for a dense model).
   const MoeFeedForward* moe() const { return moe_.get(); }
 
+  // Shows the observer the input of every weight-matrix product of later passes, the output
+  // head's included (activation_observer.h); null (the default) turns it off. The observer must
+  // outlive those passes.
+  void set_activation_observer(ActivationObserver* observer);
+
  private:
   // Consecutive batch tokens of one sequence at consecutive positions: one attention call.
   struct TokenRun {

@@ -106,7 +106,14 @@ void LatentAttentionMixer::run(const LatentAttentionWeights& w, const float* xn,
       }
     }
   });
+  // The pass's observer sees each head's matrix with its input rows x_h: [T, stack.n_cols].
+  const auto observe_heads = [&](const WeightMatrix& stack, int64_t rows, const float* x) {
+    if (ActivationObserver* observer = projector.observer())
+      for (int32_t h = 0; h < H; ++h)
+        observer->observe(weight_rows(stack, h * rows, rows), x + h * T * stack.n_cols, T);
+  };
   // q_absorbed[t, h, :lora] = attn_k_b[h] q_nope[t, h]
+  observe_heads(w.k_b, lora, head_in_.data());
   per_head(w.k_b, lora, head_in_.data(), T, head_out_.data(), pool, min_work, min_parallel_work);
   parallel_ranges(pool, T, H * lora, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
@@ -130,6 +137,7 @@ void LatentAttentionMixer::run(const LatentAttentionWeights& w, const float* xn,
         std::copy_n(latent_.data() + (t * H + h) * lora, lora,
                     head_in_.data() + (h * T + t) * lora);
   });
+  observe_heads(w.v_b, vd, head_in_.data());
   per_head(w.v_b, vd, head_in_.data(), T, head_out_.data(), pool, min_work, min_parallel_work);
   parallel_ranges(pool, T, H * vd, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)

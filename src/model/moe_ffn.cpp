@@ -187,6 +187,7 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   const int64_t E = c.n_embd, F = c.n_ff_expert, N = c.n_expert, K = c.n_expert_used;
 
   // Router logits, f32 (the router is an f32 matrix in every common file; any type works).
+  if (observer_ != nullptr) observer_->observe(l.router, xn, n_tokens);
   {
     MatmulScratch& scratch = act_gate_;
     const QuantizedActivations act =
@@ -242,6 +243,15 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
     ups_.push_back(&ew.up);
     downs_.push_back(&ew.down);
   }
+  // Each chosen expert's inputs: its gathered rows [expert_count, n_cols] of x.
+  const auto observe_experts = [&](const std::vector<const WeightMatrix*>& w, const float* x) {
+    if (observer_ == nullptr) return;
+    for (size_t i = 0; i < chosen_.size(); ++i)
+      observer_->observe(*w[i], x + int64_t(expert_offset_[size_t(chosen_[i])]) * w[i]->n_cols,
+                         expert_count_[size_t(chosen_[i])]);
+  };
+  observe_experts(gates_, gathered_.data());
+  observe_experts(ups_, gathered_.data());
   // Adds y = W x for every chosen expert's rows: w[i] is chosen expert i's matrix, y the
   // gathered output rows [T * k, n_out] (each part holds a copy of its activations).
   const auto add_parts = [&](const std::vector<const WeightMatrix*>& w, float* y) {
@@ -266,6 +276,7 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   });
 
   // Down of every chosen expert, into the gathered rows (their inputs are no longer needed).
+  observe_experts(downs_, gate_.data());
   split_.clear();
   convert_per_expert(downs_, gate_.data(), F, act_down_, pool, min_work);
   add_parts(downs_, gathered_.data());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "model/activation_observer.h"
 #include "model/model.h"
 #include "util/thread_pool.h"
 
@@ -68,6 +69,9 @@ class MoeFeedForward {
   std::span<const int64_t> expert_runs() const { return expert_runs_; }
   std::span<const int64_t> expert_tokens() const { return expert_tokens_; }
 
+  // Receives the router's input and each chosen expert's gathered rows (null: none).
+  void set_observer(ActivationObserver* observer) { observer_ = observer; }
+
  private:
   // Activations of each chosen expert's rows for one matrix kind, side by side in one buffer.
   void convert_per_expert(const std::vector<const WeightMatrix*>& w, const float* x, int64_t n_cols,
@@ -95,6 +99,7 @@ class MoeFeedForward {
   std::vector<const WeightMatrix*> gates_, ups_, downs_;  // [chosen] this step's matrices
   std::vector<int64_t> expert_runs_;                      // [n_layer * n_expert]
   std::vector<int64_t> expert_tokens_;                    // [n_layer * n_expert]
+  ActivationObserver* observer_ = nullptr;
 };
 
 }  // namespace vela

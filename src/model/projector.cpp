@@ -17,6 +17,8 @@ void Projector::reserve(const WeightMatrix& m, int64_t rows) {
 }
 
 void Projector::project(const float* x, int64_t n_tokens, std::initializer_list<Output> outs) {
+  if (observer_ != nullptr)
+    for (const Output& o : outs) observer_->observe(*o.w, x, n_tokens);
   split_.clear();
   QuantizedActivations acts[3];
   int n_acts = 0;

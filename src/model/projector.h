@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "kernels/matmul.h"
+#include "model/activation_observer.h"
 #include "model/model_weights.h"
 #include "util/thread_pool.h"
 
@@ -27,7 +28,12 @@ class Projector {
   void reserve(const WeightMatrix& m, int64_t rows);
 
   // x: [n_tokens, n_cols] of every matrix in outs (at most MatmulSplit::kDefaultMaxParts).
+  // Every matrix of every call, before its product, goes to the observer (null: none).
   void project(const float* x, int64_t n_tokens, std::initializer_list<Output> outs);
+
+  // The pass's activation observer, which mixers multiplying outside project() also call.
+  void set_observer(ActivationObserver* observer) { observer_ = observer; }
+  ActivationObserver* observer() const { return observer_; }
 
  private:
   ThreadPool& pool_;
@@ -36,6 +42,7 @@ class Projector {
   size_t scratch_bytes_ = 0;
   MatmulScratch scratch_[3];  // converted activations, one per activation type of a call
   MatmulSplit split_;
+  ActivationObserver* observer_ = nullptr;
 };
 
 }  // namespace vela

@@ -6,6 +6,10 @@
 #include <cstring>
 
 #include "quant/blocks.h"
+#include "quant/dequantize_iq1.h"
+#include "quant/dequantize_iq23.h"
+#include "quant/dequantize_nonlinear4.h"
+#include "quant/dequantize_low_k.h"
 #include "util/half.h"
 
 namespace vela {
@@ -194,42 +198,80 @@ void dequantize_row_q8_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+namespace {
+
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+
+// The row decoder of `type`, or nullptr where there is none.
+DequantizeFn dequantizer(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+      return dequantize_row_f32;
+    case GgmlType::F16:
+      return dequantize_row_f16;
+    case GgmlType::BF16:
+      return dequantize_row_bf16;
+    case GgmlType::Q4_0:
+      return dequantize_row_q4_0;
+    case GgmlType::Q4_1:
+      return dequantize_row_q4_1;
+    case GgmlType::Q5_0:
+      return dequantize_row_q5_0;
+    case GgmlType::Q5_1:
+      return dequantize_row_q5_1;
+    case GgmlType::Q8_0:
+      return dequantize_row_q8_0;
+    case GgmlType::Q8_1:
+      return dequantize_row_q8_1;
+    case GgmlType::Q4_K:
+      return dequantize_row_q4_k;
+    case GgmlType::Q5_K:
+      return dequantize_row_q5_k;
+    case GgmlType::Q6_K:
+      return dequantize_row_q6_k;
+    case GgmlType::Q8_K:
+      return dequantize_row_q8_k;
+    case GgmlType::IQ2_XXS:
+      return dequantize_row_iq2_xxs;
+    case GgmlType::IQ2_XS:
+      return dequantize_row_iq2_xs;
+    case GgmlType::IQ2_S:
+      return dequantize_row_iq2_s;
+    case GgmlType::IQ3_XXS:
+      return dequantize_row_iq3_xxs;
+    case GgmlType::IQ3_S:
+      return dequantize_row_iq3_s;
+    case GgmlType::Q2_K:
+      return dequantize_row_q2_k;
+    case GgmlType::Q3_K:
+      return dequantize_row_q3_k;
+    case GgmlType::TQ1_0:
+      return dequantize_row_tq1_0;
+    case GgmlType::TQ2_0:
+      return dequantize_row_tq2_0;
+    case GgmlType::IQ4_NL:
+      return dequantize_row_iq4_nl;
+    case GgmlType::IQ4_XS:
+      return dequantize_row_iq4_xs;
+    case GgmlType::MXFP4:
+      return dequantize_row_mxfp4;
+    case GgmlType::IQ1_S:
+      return dequantize_row_iq1_s;
+    case GgmlType::IQ1_M:
+      return dequantize_row_iq1_m;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 bool can_dequantize(GgmlType type) {
-  // Every type with a block geometry can be read back to f32.
-  return ggml_type_info(static_cast<uint32_t>(type)).has_value();
+  return dequantizer(type) != nullptr;
 }
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
-  switch (type) {
-    case GgmlType::F32:
-      return dequantize_row_f32(src, dst, n);
-    case GgmlType::F16:
-      return dequantize_row_f16(src, dst, n);
-    case GgmlType::BF16:
-      return dequantize_row_bf16(src, dst, n);
-    case GgmlType::Q4_0:
-      return dequantize_row_q4_0(src, dst, n);
-    case GgmlType::Q4_1:
-      return dequantize_row_q4_1(src, dst, n);
-    case GgmlType::Q5_0:
-      return dequantize_row_q5_0(src, dst, n);
-    case GgmlType::Q5_1:
-      return dequantize_row_q5_1(src, dst, n);
-    case GgmlType::Q8_0:
-      return dequantize_row_q8_0(src, dst, n);
-    case GgmlType::Q8_1:
-      return dequantize_row_q8_1(src, dst, n);
-    case GgmlType::Q4_K:
-      return dequantize_row_q4_k(src, dst, n);
-    case GgmlType::Q5_K:
-      return dequantize_row_q5_k(src, dst, n);
-    case GgmlType::Q6_K:
-      return dequantize_row_q6_k(src, dst, n);
-    case GgmlType::Q8_K:
-      return dequantize_row_q8_k(src, dst, n);
-    default:
-      break;
-  }
+  if (const DequantizeFn fn = dequantizer(type)) return fn(src, dst, n);
   std::fprintf(stderr, "dequantize_row: unsupported type %s\n",
                ggml_type_name(uint32_t(type)).c_str());
   std::abort();

@@ -32,6 +32,34 @@ std::optional<GgmlTypeInfo> ggml_type_info(uint32_t type) {
       return GgmlTypeInfo{"Q6_K", 256, 210};
     case GgmlType::Q8_K:
       return GgmlTypeInfo{"Q8_K", 256, 292};
+    case GgmlType::Q2_K:
+      return GgmlTypeInfo{"Q2_K", 256, 84};
+    case GgmlType::Q3_K:
+      return GgmlTypeInfo{"Q3_K", 256, 110};
+    case GgmlType::IQ2_XXS:
+      return GgmlTypeInfo{"IQ2_XXS", 256, 66};
+    case GgmlType::IQ2_XS:
+      return GgmlTypeInfo{"IQ2_XS", 256, 74};
+    case GgmlType::IQ2_S:
+      return GgmlTypeInfo{"IQ2_S", 256, 82};
+    case GgmlType::IQ3_XXS:
+      return GgmlTypeInfo{"IQ3_XXS", 256, 98};
+    case GgmlType::IQ3_S:
+      return GgmlTypeInfo{"IQ3_S", 256, 110};
+    case GgmlType::IQ1_S:
+      return GgmlTypeInfo{"IQ1_S", 256, 50};
+    case GgmlType::IQ1_M:
+      return GgmlTypeInfo{"IQ1_M", 256, 56};
+    case GgmlType::IQ4_NL:
+      return GgmlTypeInfo{"IQ4_NL", 32, 18};
+    case GgmlType::IQ4_XS:
+      return GgmlTypeInfo{"IQ4_XS", 256, 136};
+    case GgmlType::TQ1_0:
+      return GgmlTypeInfo{"TQ1_0", 256, 54};
+    case GgmlType::TQ2_0:
+      return GgmlTypeInfo{"TQ2_0", 256, 66};
+    case GgmlType::MXFP4:
+      return GgmlTypeInfo{"MXFP4", 32, 17};
     default:
       return std::nullopt;
   }
@@ -39,26 +67,6 @@ std::optional<GgmlTypeInfo> ggml_type_info(uint32_t type) {
 
 std::string ggml_type_name(uint32_t type) {
   switch (type) {
-    case 10:
-      return "Q2_K";
-    case 11:
-      return "Q3_K";
-    case 16:
-      return "IQ2_XXS";
-    case 17:
-      return "IQ2_XS";
-    case 18:
-      return "IQ3_XXS";
-    case 19:
-      return "IQ1_S";
-    case 20:
-      return "IQ4_NL";
-    case 21:
-      return "IQ3_S";
-    case 22:
-      return "IQ2_S";
-    case 23:
-      return "IQ4_XS";
     case 24:
       return "I8";
     case 25:
@@ -69,12 +77,6 @@ std::string ggml_type_name(uint32_t type) {
       return "I64";
     case 28:
       return "F64";
-    case 29:
-      return "IQ1_M";
-    case 34:
-      return "TQ1_0";
-    case 35:
-      return "TQ2_0";
     default:
       break;
   }
@@ -95,6 +97,20 @@ bool is_supported_weight_type(uint32_t type) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
+    case GgmlType::MXFP4:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+    case GgmlType::IQ2_XXS:
+    case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S:
+    case GgmlType::IQ3_XXS:
+    case GgmlType::IQ3_S:
+    case GgmlType::IQ1_S:
+    case GgmlType::IQ1_M:
       return true;
     default:
       return false;

@@ -23,12 +23,24 @@ enum class GgmlType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
   I8 = 24,
   I16 = 25,
   I32 = 26,
   I64 = 27,
   F64 = 28,
+  IQ1_M = 29,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
 };
 
 struct GgmlTypeInfo {
@@ -37,8 +49,8 @@ struct GgmlTypeInfo {
   int64_t type_size;   // bytes per block
 };
 
-// Geometry of a type the engine can read (weights) or use internally (Q8_1, Q8_K activations).
-// nullopt for a type number the engine does not support.
+// Geometry of a block type GGUF files hold (weights) or the engine uses internally (Q8_1, Q8_K
+// activations); nullopt for other type numbers (I8..I64, F64, removed and unknown types).
 std::optional<GgmlTypeInfo> ggml_type_info(uint32_t type);
 
 // Human-readable name of any type number, including unsupported ones ("type 17" if unknown).

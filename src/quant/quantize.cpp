@@ -12,6 +12,10 @@
 #include <cstring>
 
 #include "quant/blocks.h"
+#include "quant/quantize_low_k.h"
+#include "quant/quantize_iq1.h"
+#include "quant/quantize_iq23.h"
+#include "quant/quantize_nonlinear4.h"
 #include "util/half.h"
 
 namespace vela {
@@ -207,42 +211,80 @@ void quantize_row_q8_1_activations(const float* src, void* dst, int64_t n) {
   }
 }
 
+namespace {
+
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+
+// The row quantizer of `type`, or nullptr where there is none.
+QuantizeFn quantizer(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+      return quantize_row_f32;
+    case GgmlType::F16:
+      return quantize_row_f16;
+    case GgmlType::BF16:
+      return quantize_row_bf16;
+    case GgmlType::Q4_0:
+      return quantize_row_q4_0;
+    case GgmlType::Q4_1:
+      return quantize_row_q4_1;
+    case GgmlType::Q5_0:
+      return quantize_row_q5_0;
+    case GgmlType::Q5_1:
+      return quantize_row_q5_1;
+    case GgmlType::Q8_0:
+      return quantize_row_q8_0;
+    case GgmlType::Q8_1:
+      return quantize_row_q8_1;
+    case GgmlType::Q4_K:
+      return quantize_row_q4_k;
+    case GgmlType::Q5_K:
+      return quantize_row_q5_k;
+    case GgmlType::Q6_K:
+      return quantize_row_q6_k;
+    case GgmlType::Q8_K:
+      return quantize_row_q8_k;
+    case GgmlType::Q2_K:
+      return quantize_row_q2_k;
+    case GgmlType::Q3_K:
+      return quantize_row_q3_k;
+    case GgmlType::TQ1_0:
+      return quantize_row_tq1_0;
+    case GgmlType::TQ2_0:
+      return quantize_row_tq2_0;
+    case GgmlType::IQ1_S:
+      return quantize_row_iq1_s;
+    case GgmlType::IQ1_M:
+      return quantize_row_iq1_m;
+    case GgmlType::IQ2_XXS:
+      return quantize_row_iq2_xxs;
+    case GgmlType::IQ2_XS:
+      return quantize_row_iq2_xs;
+    case GgmlType::IQ2_S:
+      return quantize_row_iq2_s;
+    case GgmlType::IQ3_XXS:
+      return quantize_row_iq3_xxs;
+    case GgmlType::IQ3_S:
+      return quantize_row_iq3_s;
+    case GgmlType::IQ4_NL:
+      return quantize_row_iq4_nl;
+    case GgmlType::IQ4_XS:
+      return quantize_row_iq4_xs;
+    case GgmlType::MXFP4:
+      return quantize_row_mxfp4;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 bool can_quantize(GgmlType type) {
-  // Every type with a block geometry has a quantizer (weights and activations alike).
-  return ggml_type_info(static_cast<uint32_t>(type)).has_value();
+  return quantizer(type) != nullptr;
 }
 
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
-  switch (type) {
-    case GgmlType::F32:
-      return quantize_row_f32(src, dst, n);
-    case GgmlType::F16:
-      return quantize_row_f16(src, dst, n);
-    case GgmlType::BF16:
-      return quantize_row_bf16(src, dst, n);
-    case GgmlType::Q4_0:
-      return quantize_row_q4_0(src, dst, n);
-    case GgmlType::Q4_1:
-      return quantize_row_q4_1(src, dst, n);
-    case GgmlType::Q5_0:
-      return quantize_row_q5_0(src, dst, n);
-    case GgmlType::Q5_1:
-      return quantize_row_q5_1(src, dst, n);
-    case GgmlType::Q8_0:
-      return quantize_row_q8_0(src, dst, n);
-    case GgmlType::Q8_1:
-      return quantize_row_q8_1(src, dst, n);
-    case GgmlType::Q4_K:
-      return quantize_row_q4_k(src, dst, n);
-    case GgmlType::Q5_K:
-      return quantize_row_q5_k(src, dst, n);
-    case GgmlType::Q6_K:
-      return quantize_row_q6_k(src, dst, n);
-    case GgmlType::Q8_K:
-      return quantize_row_q8_k(src, dst, n);
-    default:
-      break;
-  }
+  if (const QuantizeFn fn = quantizer(type)) return fn(src, dst, n);
   std::fprintf(stderr, "quantize_row: unsupported type %s\n",
                ggml_type_name(uint32_t(type)).c_str());
   std::abort();

@@ -42,4 +42,13 @@ void quantize_row_q5_k(const float* src, void* dst, int64_t n);
 void quantize_row_q6_k(const float* src, void* dst, int64_t n);
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);
 
+// Whether quantize_row_weighted() handles this type (a superset of can_quantize()'s weight types).
+bool can_quantize_weighted(GgmlType type);
+// Whether the type cannot be made well without an importance matrix (the 1- and 2-bit codebook
+// types): `vela quantize` refuses to make them without one.
+bool needs_importance(GgmlType type);
+// src: [n] f32 (one row); dst: n elements of `type`; importance: [n] per-column weights of this
+// row's tensor (an importance matrix's entry), or nullptr for the type's default weighting.
+void quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n, const float* importance);
+
 }  // namespace vela

@@ -11,9 +11,9 @@ TensorStreamer::TensorStreamer(int n_threads, int64_t chunk_elements)
     : n_threads_(std::max(1, n_threads)), chunk_elements_(std::max<int64_t>(1, chunk_elements)) {}
 
 Status TensorStreamer::write(GgufStreamWriter& writer, GgmlType type, int64_t n_rows,
-                             int64_t n_cols, const RowSource& source) {
+                             int64_t n_cols, const RowSource& source, RowImportance importance) {
   auto info = ggml_type_info(uint32_t(type));
-  if (!info || !can_quantize(type) || n_cols % info->block_size != 0)
+  if (!info || !can_quantize_weighted(type) || n_cols % info->block_size != 0)
     return make_error("cannot convert rows of " + std::to_string(n_cols) + " elements to " +
                       ggml_type_name(uint32_t(type)));
   const int64_t out_row = row_bytes(*info, n_cols);
@@ -28,8 +28,14 @@ Status TensorStreamer::write(GgufStreamWriter& writer, GgmlType type, int64_t n_
       if (a >= b) return;
       float* f = rows_.data() + a * n_cols;
       source(r0 + a, r0 + b, f);
-      for (int64_t r = a; r < b; ++r)
-        quantize_row(type, rows_.data() + r * n_cols, bytes_.data() + r * out_row, n_cols);
+      for (int64_t r = a; r < b; ++r) {
+        const float* weights =
+            importance.values == nullptr
+                ? nullptr
+                : importance.values + (r0 + r) / importance.rows_per_matrix * n_cols;
+        quantize_row_weighted(type, rows_.data() + r * n_cols, bytes_.data() + r * out_row, n_cols,
+                              weights);
+      }
     };
     const int64_t n_workers = std::min<int64_t>(n_threads_, nr);
     std::vector<std::thread> threads;

@@ -18,14 +18,23 @@ namespace vela {
 // Called concurrently for disjoint ranges; must not depend on the call order.
 using RowSource = std::function<void(int64_t row_begin, int64_t row_end, float* dst)>;
 
+// Per-column importance of a tensor's rows for the weighted quantizers: values holds one row of
+// n_cols weights per matrix, and rows [m * rows_per_matrix, (m + 1) * rows_per_matrix) use
+// matrix m's (the experts of a stacked tensor have one each). values == nullptr: none.
+struct RowImportance {
+  const float* values = nullptr;
+  int64_t rows_per_matrix = 0;
+};
+
 class TensorStreamer {
  public:
   explicit TensorStreamer(int n_threads, int64_t chunk_elements = int64_t(4) << 20);
 
   // Streams a tensor of [n_rows, n_cols] elements in `type` to the writer (the writer's next
-  // declared tensor must have that shape and type). type must satisfy can_quantize().
+  // declared tensor must have that shape and type). type must satisfy can_quantize_weighted();
+  // rows go through quantize_row_weighted() with their matrix's importance, if any.
   Status write(GgufStreamWriter& writer, GgmlType type, int64_t n_rows, int64_t n_cols,
-               const RowSource& source);
+               const RowSource& source, RowImportance importance = {});
 
  private:
   int n_threads_;

@@ -309,7 +309,7 @@ TEST(Dequantize, SupportedSet) {
                      GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K}) {
     EXPECT_TRUE(can_dequantize(t)) << ggml_type_name(uint32_t(t));
   }
-  EXPECT_FALSE(can_dequantize(GgmlType::Q2_K));
+  EXPECT_FALSE(can_dequantize(GgmlType::F64));
   EXPECT_FALSE(can_dequantize(GgmlType::I32));
 }
 

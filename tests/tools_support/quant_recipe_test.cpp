@@ -26,7 +26,7 @@ TEST(QuantRecipe, ParsesEveryTypeName) {
   EXPECT_EQ(target("Q4_0").file_type, 2u);
   EXPECT_EQ(target("Q8_0").file_type, 7u);
   EXPECT_EQ(target("BF16").file_type, 32u);
-  const auto bad = parse_quant_target("Q3_K_L");
+  const auto bad = parse_quant_target("Q3_K_XL");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("Q4_K_M"), std::string::npos);  // lists what is supported
 }

@@ -28,6 +28,20 @@ void register_avx2_kernels(TraitsTable& table) {
   set_dot(GgmlType::Q4_K, k::vec_dot_q4_k_q8_k, k::vec_dot_rows_q4_k_q8_k);
   set_dot(GgmlType::Q5_K, k::vec_dot_q5_k_q8_k, k::vec_dot_rows_q5_k_q8_k);
   set_dot(GgmlType::Q6_K, k::vec_dot_q6_k_q8_k, k::vec_dot_rows_q6_k_q8_k);
+  set_dot(GgmlType::IQ2_XXS, k::vec_dot_iq2_xxs_q8_k, k::vec_dot_rows_iq2_xxs_q8_k);
+  set_dot(GgmlType::IQ2_XS, k::vec_dot_iq2_xs_q8_k, k::vec_dot_rows_iq2_xs_q8_k);
+  set_dot(GgmlType::IQ2_S, k::vec_dot_iq2_s_q8_k, k::vec_dot_rows_iq2_s_q8_k);
+  set_dot(GgmlType::IQ3_XXS, k::vec_dot_iq3_xxs_q8_k, k::vec_dot_rows_iq3_xxs_q8_k);
+  set_dot(GgmlType::IQ3_S, k::vec_dot_iq3_s_q8_k, k::vec_dot_rows_iq3_s_q8_k);
+  set_dot(GgmlType::Q2_K, k::vec_dot_q2_k_q8_k, k::vec_dot_rows_q2_k_q8_k);
+  set_dot(GgmlType::Q3_K, k::vec_dot_q3_k_q8_k, k::vec_dot_rows_q3_k_q8_k);
+  set_dot(GgmlType::TQ1_0, k::vec_dot_tq1_0_q8_k, k::vec_dot_rows_tq1_0_q8_k);
+  set_dot(GgmlType::TQ2_0, k::vec_dot_tq2_0_q8_k, k::vec_dot_rows_tq2_0_q8_k);
+  set_dot(GgmlType::IQ4_NL, k::vec_dot_iq4_nl_q8_0, k::vec_dot_rows_iq4_nl_q8_0);
+  set_dot(GgmlType::IQ4_XS, k::vec_dot_iq4_xs_q8_k, k::vec_dot_rows_iq4_xs_q8_k);
+  set_dot(GgmlType::MXFP4, k::vec_dot_mxfp4_q8_0, k::vec_dot_rows_mxfp4_q8_0);
+  set_dot(GgmlType::IQ1_S, k::vec_dot_iq1_s_q8_k, k::vec_dot_rows_iq1_s_q8_k);
+  set_dot(GgmlType::IQ1_M, k::vec_dot_iq1_m_q8_k, k::vec_dot_rows_iq1_m_q8_k);
 
   entry(GgmlType::BF16).from_float = k::quantize_row_bf16;
   entry(GgmlType::Q8_0).from_float = k::quantize_row_q8_0_activations;

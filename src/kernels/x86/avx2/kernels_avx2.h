@@ -50,6 +50,55 @@ void vec_dot_rows_q4_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_
 void vec_dot_rows_q5_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
 void vec_dot_rows_q6_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
 
+// E8-lattice codebook weights against Q8_K (dot_iq23_avx2.cpp); n a multiple of 256.
+float vec_dot_iq2_xxs_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_xs_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_s_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq3_xxs_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq3_s_q8_k(int64_t n, const void* w, const void* a);
+void vec_dot_rows_iq2_xxs_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                               int64_t);
+void vec_dot_rows_iq2_xs_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                              int64_t);
+void vec_dot_rows_iq2_s_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+void vec_dot_rows_iq3_xxs_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                               int64_t);
+void vec_dot_rows_iq3_s_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+
+// 2- and 3-bit K and ternary weights against Q8_K (dot_low_k_avx2.cpp); n a multiple of 256.
+float vec_dot_q2_k_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_q3_k_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_tq1_0_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_tq2_0_q8_k(int64_t n, const void* w, const void* a);
+void vec_dot_rows_q2_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_q3_k_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*, int64_t);
+void vec_dot_rows_tq1_0_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+void vec_dot_rows_tq2_0_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+
+// 4-bit non-linear weights (dot_nonlinear4_avx2.cpp): IQ4_NL and MXFP4 against Q8_0 (n a multiple
+// of 32), IQ4_XS against Q8_K (n a multiple of 256).
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* a);
+void vec_dot_rows_iq4_nl_q8_0(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                              int64_t);
+void vec_dot_rows_mxfp4_q8_0(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+void vec_dot_rows_iq4_xs_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                              int64_t);
+
+// 1-bit codebook weights against Q8_K (dot_iq1_avx2.cpp); n a multiple of 256.
+float vec_dot_iq1_s_q8_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq1_m_q8_k(int64_t n, const void* w, const void* a);
+void vec_dot_rows_iq1_s_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+void vec_dot_rows_iq1_m_q8_k(int64_t, const void*, const uint8_t*, size_t, int64_t, float*,
+                             int64_t);
+
 // Activation conversions (quantize_avx2.cpp): src [n] f32 -> n elements of the type, the same
 // bytes as quantize_row_bf16, quantize_row_q8_0_activations, quantize_row_q8_1_activations and
 // quantize_row_q8_k.

@@ -22,6 +22,14 @@ void register_float_kernels(TraitsTable& table, Avx512Extensions ext);
 void register_q32_kernels(TraitsTable& table, Avx512Extensions ext);
 // The K super-block types against Q8_K: Q4_K, Q5_K, Q6_K.
 void register_k_kernels(TraitsTable& table, Avx512Extensions ext);
+// The 2- and 3-bit K and the ternary types against Q8_K: Q2_K, Q3_K, TQ1_0, TQ2_0.
+void register_low_k_kernels(TraitsTable& table, Avx512Extensions ext);
+// The 4-bit non-linear types: IQ4_NL and MXFP4 against Q8_0, IQ4_XS against Q8_K.
+void register_nonlinear4_kernels(TraitsTable& table, Avx512Extensions ext);
+// The 1-bit codebook types against Q8_K: IQ1_S, IQ1_M.
+void register_iq1_kernels(TraitsTable& table, Avx512Extensions ext);
+// The E8-lattice codebook types against Q8_K: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S.
+void register_iq23_kernels(TraitsTable& table, Avx512Extensions ext);
 
 // All of the above; register_avx512_kernels() calls it with detected_extensions().
 void register_kernels(TraitsTable& table, Avx512Extensions ext);

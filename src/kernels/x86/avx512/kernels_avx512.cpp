@@ -19,6 +19,10 @@ void register_kernels(TraitsTable& table, Avx512Extensions ext) {
   register_float_kernels(table, ext);
   register_q32_kernels(table, ext);
   register_k_kernels(table, ext);
+  register_low_k_kernels(table, ext);
+  register_nonlinear4_kernels(table, ext);
+  register_iq1_kernels(table, ext);
+  register_iq23_kernels(table, ext);
   register_gemm_kernels(table, ext);
   register_float_gemm_kernels(table, ext);
 }

@@ -1,0 +1,255 @@
+// Quantizers of Q2_K, Q3_K, TQ1_0 and TQ2_0 (quant/quantize_low_k.h): round trips of random
+// rows within measured error bounds, the importance doing its job, degenerate and extreme rows
+// giving finite blocks, and re-quantizing decoded rows being stable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/blocks_low_k.h"
+#include "quant/dequantize.h"
+#include "quant/ggml_type.h"
+#include "quant/quantize.h"
+#include "quant/quantize_low_k.h"
+#include "util/half.h"
+
+namespace vela {
+namespace {
+
+constexpr int64_t kCols = 2048;  // row length of the random tests
+constexpr int kRows = 24;
+
+const GgmlType kTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::TQ1_0, GgmlType::TQ2_0};
+
+std::string name_of(GgmlType type) {
+  return ggml_type_name(uint32_t(type));
+}
+
+size_t row_bytes(GgmlType type, int64_t n) {
+  const auto info = ggml_type_info(uint32_t(type));
+  return size_t(n / info->block_size * info->type_size);
+}
+
+// Quantizes then decodes one row. importance: [n] or nullptr.
+std::vector<float> round_trip(GgmlType type, const std::vector<float>& x,
+                              const float* importance) {
+  const int64_t n = int64_t(x.size());
+  std::vector<uint8_t> q(row_bytes(type, n));
+  quantize_row_weighted(type, x.data(), q.data(), n, importance);
+  std::vector<float> y(x.size());
+  dequantize_row(type, q.data(), y.data(), n);
+  return y;
+}
+
+// Random rows of N(0, 0.02^2) weights; with `outliers`, one element in 64 is 8 to 16 times
+// larger, as in real checkpoints' heavy-tailed columns.
+std::vector<float> random_row(std::mt19937& rng, bool outliers) {
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::uniform_real_distribution<float> factor(8.0f, 16.0f);
+  std::vector<float> x(kCols);
+  for (float& v : x) v = normal(rng);
+  if (outliers) {
+    for (int64_t i = 0; i < kCols; i += 64) x[size_t(i + int64_t(rng() % 64))] *= factor(rng);
+  }
+  return x;
+}
+
+// A per-column importance spread like an importance matrix's: log-normal over four orders of
+// magnitude.
+std::vector<float> random_importance(std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::vector<float> imp(kCols);
+  for (float& v : imp) v = std::exp(normal(rng));
+  return imp;
+}
+
+// sum w (x - y)^2 / sum w x^2 (w == nullptr: all ones), accumulated into err and sig.
+void accumulate(const std::vector<float>& x, const std::vector<float>& y, const float* w,
+                double* err, double* sig) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double wi = w ? w[i] : 1.0;
+    *err += wi * double(x[i] - y[i]) * double(x[i] - y[i]);
+    *sig += wi * double(x[i]) * double(x[i]);
+  }
+}
+
+// Relative RMS error bounds, a little above what this quantizer measures on these rows (printed
+// by RandomRowsWithinRmsBound). Reasoning for their size: a 16-element sub-block of normal data
+// spans about +-2 sigma; Q2_K's 4 affine levels leave ~0.26 of the signal as error and Q3_K's 8
+// symmetric levels ~0.14 (both before the 4/6-bit scale rounding, which adds little). A ternary
+// block with one scale per 256 keeps about 0.45 (the best single threshold for a Gaussian);
+// ggml's amax-scaled reference leaves ~0.81. Outliers stretch the scales of the sub-blocks that
+// hold them, so the bulk there gets coarser (more so for the ternary types, whose one scale serves
+// the whole block). With an importance vector the plain (unweighted) error grows: the fit
+// spends its accuracy on the important columns.
+struct Bounds {
+  double plain, outliers, weighted;
+};
+Bounds rms_bounds(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q2_K:
+      return {0.0, 0.0, 0.0};
+    case GgmlType::Q3_K:
+      return {0.0, 0.0, 0.0};
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+      return {0.0, 0.0, 0.0};
+    default:
+      return {0, 0, 0};
+  }
+}
+
+TEST(LowKQuantize, EntryPoints) {
+  for (GgmlType type : kTypes) {
+    EXPECT_TRUE(can_quantize(type)) << name_of(type);
+    EXPECT_TRUE(can_quantize_weighted(type)) << name_of(type);
+    EXPECT_FALSE(needs_importance(type)) << name_of(type);
+  }
+  // quantize_row() is the weighted quantizer with the default weighting, and an importance of
+  // all zeros (no information) falls back to that default.
+  std::mt19937 rng(7);
+  const std::vector<float> x = random_row(rng, true);
+  const std::vector<float> zeros(kCols, 0.0f);
+  for (GgmlType type : kTypes) {
+    const size_t bytes = row_bytes(type, kCols);
+    std::vector<uint8_t> a(bytes), b(bytes), c(bytes);
+    quantize_row(type, x.data(), a.data(), kCols);
+    quantize_row_weighted(type, x.data(), b.data(), kCols, nullptr);
+    quantize_row_weighted(type, x.data(), c.data(), kCols, zeros.data());
+    EXPECT_EQ(a, b) << name_of(type);
+    EXPECT_EQ(a, c) << name_of(type);
+  }
+}
+
+TEST(LowKQuantize, RandomRowsWithinRmsBound) {
+  for (GgmlType type : kTypes) {
+    std::mt19937 rng(1234);
+    double err[3] = {}, sig[3] = {};
+    for (int r = 0; r < kRows; ++r) {
+      const std::vector<float> x = random_row(rng, false);
+      const std::vector<float> xo = random_row(rng, true);
+      const std::vector<float> imp = random_importance(rng);
+      accumulate(x, round_trip(type, x, nullptr), nullptr, &err[0], &sig[0]);
+      accumulate(xo, round_trip(type, xo, nullptr), nullptr, &err[1], &sig[1]);
+      accumulate(x, round_trip(type, x, imp.data()), nullptr, &err[2], &sig[2]);
+    }
+    const Bounds bound = rms_bounds(type);
+    const double plain = std::sqrt(err[0] / sig[0]);
+    const double outliers = std::sqrt(err[1] / sig[1]);
+    const double weighted = std::sqrt(err[2] / sig[2]);
+    std::printf("%-6s relative RMS: normal %.4f, with outliers %.4f, with importance %.4f\n",
+                name_of(type).c_str(), plain, outliers, weighted);
+    EXPECT_LE(plain, bound.plain) << name_of(type);
+    EXPECT_LE(outliers, bound.outliers) << name_of(type);
+    EXPECT_LE(weighted, bound.weighted) << name_of(type);
+  }
+}
+
+// The importance-weighted error sum imp (x - x')^2 is what an importance matrix asks the
+// quantizer to lower: it must be clearly lower when the quantizer is given the importance than
+// when it is not, on the same rows.
+TEST(LowKQuantize, ImportanceLowersWeightedError) {
+  for (GgmlType type : kTypes) {
+    for (const bool outliers : {false, true}) {
+      std::mt19937 rng(99);
+      double with = 0, without = 0, sig_with = 0, sig_without = 0;
+      for (int r = 0; r < kRows; ++r) {
+        const std::vector<float> x = random_row(rng, outliers);
+        const std::vector<float> imp = random_importance(rng);
+        accumulate(x, round_trip(type, x, imp.data()), imp.data(), &with, &sig_with);
+        accumulate(x, round_trip(type, x, nullptr), imp.data(), &without, &sig_without);
+      }
+      const double ratio = with / without;
+      std::printf("%-6s%s importance-weighted error with / without importance: %.3f\n",
+                  name_of(type).c_str(), outliers ? " (outliers)" : "", ratio);
+      EXPECT_LT(ratio, 0.0) << name_of(type);
+    }
+  }
+}
+
+// Rows with nothing to quantize or with extreme values still give finite, defined blocks.
+TEST(LowKQuantize, DegenerateAndExtremeRowsGiveFiniteBlocks) {
+  const int64_t n = 2 * kQK_K;
+  std::vector<std::vector<float>> rows;
+  rows.push_back(std::vector<float>(n, 0.0f));  // zeros
+  {
+    std::vector<float> x(n, 0.0f);  // one huge value among zeros
+    x[37] = 1e30f;
+    rows.push_back(x);
+  }
+  {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(n);
+    for (float& v : x) v = normal(rng);
+    x[300] = -3e38f;  // one huge value among normal ones
+    rows.push_back(x);
+  }
+  {
+    std::vector<float> x(n);  // the largest and smallest finite floats, both signs
+    for (int64_t i = 0; i < n; ++i) {
+      const float mags[] = {FLT_MAX, FLT_MIN, 1e-45f, 0.0f, 1.0f};
+      x[size_t(i)] = mags[i % 5] * (i % 2 ? -1.0f : 1.0f);
+    }
+    rows.push_back(x);
+  }
+  rows.push_back(std::vector<float>(n, 1e-42f));  // subnormal constant
+  rows.push_back(std::vector<float>(n, -7.5f));   // negative constant
+  for (GgmlType type : kTypes) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (const bool with_importance : {false, true}) {
+        std::vector<float> imp(size_t(n), 0.0f);
+        imp[37] = 1e30f;  // mostly zero importance, one huge entry
+        const std::vector<float> y = round_trip(type, rows[r], with_importance ? imp.data() : nullptr);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(std::isfinite(y[size_t(i)]))
+              << name_of(type) << " row " << r << " element " << i;
+        }
+        if (r == 0) {
+          for (float v : y) ASSERT_EQ(v, 0.0f) << name_of(type);
+        }
+      }
+    }
+  }
+}
+
+// Values the format can hold exactly after one round come back unchanged from a second one.
+TEST(LowKQuantize, RequantizingDecodedRowsIsStable) {
+  for (GgmlType type : kTypes) {
+    std::mt19937 rng(2024);
+    double drift = 0, first = 0, sig = 0;
+    for (int r = 0; r < kRows; ++r) {
+      const std::vector<float> x = random_row(rng, r % 2 == 1);
+      const std::vector<float> y1 = round_trip(type, x, nullptr);
+      const std::vector<float> y2 = round_trip(type, y1, nullptr);
+      accumulate(y1, y2, nullptr, &drift, &sig);
+      double unused = 0;
+      accumulate(x, y1, nullptr, &first, &unused);
+    }
+    const double rel_drift = std::sqrt(drift / sig), rel_first = std::sqrt(first / sig);
+    std::printf("%-6s second round changes %.2e of the signal (first round's error %.3f)\n",
+                name_of(type).c_str(), rel_drift, rel_first);
+    EXPECT_LE(rel_drift, 0.0) << name_of(type);
+  }
+}
+
+// TQ1_0 and TQ2_0 make the same choice from the same row, so they must decode alike: this pins
+// TQ1_0's base-3 packing to TQ2_0's plain 2-bit one.
+TEST(LowKQuantize, TernaryTypesDecodeAlike) {
+  std::mt19937 rng(3);
+  for (int r = 0; r < 8; ++r) {
+    const std::vector<float> x = random_row(rng, r % 2 == 1);
+    const std::vector<float> imp = random_importance(rng);
+    EXPECT_EQ(round_trip(GgmlType::TQ1_0, x, nullptr), round_trip(GgmlType::TQ2_0, x, nullptr));
+    EXPECT_EQ(round_trip(GgmlType::TQ1_0, x, imp.data()),
+              round_trip(GgmlType::TQ2_0, x, imp.data()));
+  }
+}
+
+}  // namespace
+}  // namespace vela
