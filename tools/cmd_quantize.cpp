@@ -28,6 +28,7 @@ std::string mix_table() {
                   can_quantize_weighted(m.base) ? "" : " [not yet]");
     out += line;
   }
+  out.pop_back();  // the usage text ends without a newline
   return out;
 }
 

@@ -7,8 +7,8 @@
 
 namespace vela {
 
-// Whether dequantize_row() handles this type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q8_1, Q4_K, Q5_K, Q6_K, Q8_K.
+// Whether dequantize_row() handles this type: every weight type the GGUF reader accepts
+// (is_supported_weight_type) and the activation types Q8_1 and Q8_K.
 bool can_dequantize(GgmlType type);
 
 // src: n elements of `type` (n / block_size blocks); dst: [n] f32.

@@ -72,6 +72,8 @@ Codebook::Codebook(Grid grid) {
     level_of_byte[b] = n_levels_;
     magnitude_[n_levels_++] = float(b);
   }
+  // scan() is specialised for these two shapes.
+  assert((len_ == 8 && n_levels_ == 3) || (len_ == 4 && n_levels_ == 8));
   half_points_ = 1;
   for (int j = 0; j < half_len_; ++j) half_points_ *= n_levels_;
 
@@ -105,21 +107,27 @@ Codebook::Codebook(Grid grid) {
   }
 }
 
-void Codebook::half_table(const float cost[][kMaxLevels], int first, float* table) const {
-  // Built one element at a time in place: after element k the table holds the sums of elements
-  // first .. first + k over codes below levels^(k + 1). Level 0 is written last, so every read
-  // of the shorter table happens before it is overwritten.
-  table[0] = 0;
-  int size = 1;
-  for (int k = 0; k < half_len_; ++k) {
-    const float* c = cost[first + k];
-    for (int v = n_levels_ - 1; v >= 0; --v) {
-      float* out = table + v * size;
-      for (int i = 0; i < size; ++i) out[i] = table[i] + c[v];
+namespace {
+
+constexpr int power(int base, int exp) {
+  return exp == 0 ? 1 : base * power(base, exp - 1);
+}
+
+// table[code] = sum of the costs of elements 0 .. kCount - 1 (kCount 1 or 2) at their point
+// `code` (base kLevels, element 0 least significant).
+template <int kCount, int kLevels>
+void pair_table(const float cost[][kMaxLevels], float* table) {
+  if constexpr (kCount == 1) {
+    for (int v = 0; v < kLevels; ++v) table[v] = cost[0][v];
+  } else {
+    static_assert(kCount == 2);
+    for (int v1 = 0; v1 < kLevels; ++v1) {
+      for (int v0 = 0; v0 < kLevels; ++v0) table[kLevels * v1 + v0] = cost[0][v0] + cost[1][v1];
     }
-    size *= n_levels_;
   }
 }
+
+}  // namespace
 
 float Codebook::nearest(const float cost[][kMaxLevels], int* index) const {
   // The element-wise cheapest point wins whenever it is an entry.
@@ -138,18 +146,30 @@ float Codebook::nearest(const float cost[][kMaxLevels], int* index) const {
     *index = e;
     return sum;
   }
+  return scan(cost, index);
+}
 
-  float low[kMaxLevels * kMaxLevels * kMaxLevels * kMaxLevels];  // >= half_points_ (81 or 64)
-  float high[kMaxLevels * kMaxLevels * kMaxLevels * kMaxLevels];
-  half_table(cost, 0, low);
-  half_table(cost, half_len_, high);
-  float low_min = FLT_MAX;
-  for (int i = 0; i < half_points_; ++i) low_min = std::min(low_min, low[i]);
+template <int kLen, int kLevels>
+float Codebook::scan_shape(const float cost[][kMaxLevels], int* index) const {
+  // Each half is two quarters (1 element of IQ3, 2 of IQ2) with kQuarter points each. A class
+  // (high half) h = a + kQuarter * b costs quarter[2][a] + quarter[3][b].
+  constexpr int kHalf = kLen / 2;
+  constexpr int kQuarter = power(kLevels, kHalf / 2);
+  float quarter[4][kQuarter];
+  float quarter_min[4];
+  for (int k = 0; k < 4; ++k) {
+    pair_table<kHalf / 2, kLevels>(cost + k * (kHalf / 2), quarter[k]);
+    quarter_min[k] = *std::min_element(quarter[k], quarter[k] + kQuarter);
+  }
+  float low[kQuarter * kQuarter];
+  for (int b = 0; b < kQuarter; ++b) {
+    for (int a = 0; a < kQuarter; ++a) low[kQuarter * b + a] = quarter[0][a] + quarter[1][b];
+  }
+  const float low_min = quarter_min[0] + quarter_min[1];
 
   float best = FLT_MAX;
   int best_entry = -1;
-  auto scan_class = [&](int h) {
-    const float base = high[h];
+  auto scan_class = [&](int h, float base) {
     for (int p = class_begin_[size_t(h)]; p < class_begin_[size_t(h) + 1]; ++p) {
       const float c = base + low[class_low_[size_t(p)]];
       if (c < best || (c == best && class_entry_[size_t(p)] < best_entry)) {
@@ -158,20 +178,27 @@ float Codebook::nearest(const float cost[][kMaxLevels], int* index) const {
       }
     }
   };
-  // Start with the class of the cheapest non-empty high half, then visit the rest in order,
-  // skipping a class whose high half plus the cheapest low half cannot beat the best so far.
-  int first = -1;
-  for (int h = 0; h < half_points_; ++h) {
-    if (class_begin_[size_t(h)] == class_begin_[size_t(h) + 1]) continue;
-    if (first < 0 || high[h] < high[first]) first = h;
-  }
-  scan_class(first);
-  for (int h = 0; h < half_points_; ++h) {
-    if (h == first || high[h] + low_min > best) continue;
-    scan_class(h);
+  // First the class of the cheapest high half (if it has entries), for a good bound; then every
+  // class whose cost plus the cheapest low half can still win, skipping a whole row of classes
+  // (one point of quarter 3) when its cheapest member cannot.
+  const int a0 = int(std::min_element(quarter[2], quarter[2] + kQuarter) - quarter[2]);
+  const int b0 = int(std::min_element(quarter[3], quarter[3] + kQuarter) - quarter[3]);
+  const int first = a0 + kQuarter * b0;
+  scan_class(first, quarter[2][a0] + quarter[3][b0]);
+  for (int b = 0; b < kQuarter; ++b) {
+    if (quarter[3][b] + quarter_min[2] + low_min > best) continue;
+    for (int a = 0; a < kQuarter; ++a) {
+      const float base = quarter[2][a] + quarter[3][b];
+      const int h = a + kQuarter * b;
+      if (h != first && base + low_min <= best) scan_class(h, base);
+    }
   }
   *index = best_entry;
   return best;
+}
+
+float Codebook::scan(const float cost[][kMaxLevels], int* index) const {
+  return len_ == 8 ? scan_shape<8, 3>(cost, index) : scan_shape<4, 8>(cost, index);
 }
 
 const Codebook& codebook(Grid grid) {

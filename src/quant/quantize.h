@@ -11,8 +11,9 @@
 
 namespace vela {
 
-// Whether quantize_row() handles this type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q8_1, Q4_K, Q5_K, Q6_K, Q8_K.
+// Whether quantize_row() handles this type: every weight type the GGUF reader accepts (the
+// low-bit ones through quantize_row_weighted with no importance) and the activation types Q8_1
+// and Q8_K.
 bool can_quantize(GgmlType type);
 
 // src: [n] f32; dst: n elements of `type` (n / block_size blocks, row_bytes() bytes).

@@ -14,14 +14,15 @@
 //     wrong sign; every candidate element is tried exactly, cheapest first, until the lower bound
 //     "unconstrained cost + that element's least penalty" cannot win.
 //  2. Each unit's own best scale: the group fit at a range of trial scales around
-//     max|x| / m_max, each followed by the least-squares scale of the entries it chose, then
-//     polished by alternating fit and least squares. Its curvature A = sum w q^2 (q = sign * m)
-//     models how the unit's error grows away from that scale.
+//     max|x| / m_max and at those putting max|x| on each lower level, each followed by the
+//     least-squares scale of the entries it chose, then polished by alternating fit and least
+//     squares. Its curvature A = sum w q^2 (q = sign * m) models how the unit's error grows away
+//     from that scale.
 //  3. The super-scale. A candidate D costs about sum_b A_b (D ls_b - S_b)^2, ls_b the odd
-//     multiplier nearest S_b / D; the model is scanned over D = S_max / k, k in [22, 40], and its
-//     best local minima are encoded for real: D rounded to fp16 as stored, each unit trying the
-//     two odd multipliers nearest its scale with a full group fit. The best encoding's D is then
-//     refit by least squares over the whole super-block and re-encoded while the error falls.
+//     multiplier nearest S_b / D; the model is scanned over D = S_max / k, k in [4, 40], and its
+//     two best local minima are encoded for real: D rounded to fp16 as stored, each unit trying
+//     the two odd multipliers nearest its scale with a full group fit. The best encoding's D is
+//     then refit by least squares over the whole super-block and re-encoded, kept if better.
 #include "quant/quantize_iq23.h"
 
 #include <algorithm>
@@ -73,12 +74,14 @@ struct SuperBlock {
   float amax = 0;
 };
 
-void prepare(const float* src, const float* importance, float sigma_scale, SuperBlock* b) {
+// limit: the largest magnitude the type decodes. Larger inputs (infinities included) are clamped
+// to it, and NaN to 0, so that the block stays defined and the fit never asks for a super-scale
+// beyond fp16's range.
+void prepare(const float* src, const float* importance, float sigma_scale, float limit,
+             SuperBlock* b) {
   float amax = 0;
   for (int i = 0; i < kQK_K; ++i) {
-    // Non-finite inputs are not meaningful weights; map them to the nearest finite value (NaN to
-    // 0) so that the block stays defined.
-    const float v = std::isnan(src[i]) ? 0.0f : std::clamp(src[i], -FLT_MAX, FLT_MAX);
+    const float v = std::isnan(src[i]) ? 0.0f : std::clamp(src[i], -limit, limit);
     b->x[i] = v;
     amax = std::max(amax, std::fabs(v));
   }
@@ -121,11 +124,43 @@ struct GroupCode {
 // Least-squares sums of a fit: sum w x q and sum w q^2 (q = sign * m, at unit scale).
 struct Sums {
   double xq = 0, qq = 0;
-  void add(const Sums& o) {
-    xq += o.xq;
-    qq += o.qq;
-  }
 };
+
+// The cheapest entry for `len` elements of magnitudes a[] and weights w[] at scale `scale`:
+// writes it to *entry and returns its cost. Element `flipped` (or none, if -1) takes the sign
+// opposite to its value, so its cost is w (a + scale m)^2. bound[v]: scale times the midpoint of
+// levels v and v + 1.
+float search_part(const Codebook& book, const float* a, const float* w, int flipped, float scale,
+                  const float* bound, int* entry) {
+  const int len = book.len();
+  const int n_levels = book.levels();
+  // The element-wise cheapest point first: the answer whenever it is an entry.
+  int level[iq23_detail::kMaxLen];
+  float sum = 0;
+  for (int j = 0; j < len; ++j) {
+    int l = 0;
+    if (j != flipped) {
+      for (int v = 0; v < n_levels - 1; ++v) l += a[j] > bound[v];
+    }
+    level[j] = l;
+    const float r =
+        j == flipped ? a[j] + scale * book.magnitude(0) : a[j] - scale * book.magnitude(l);
+    sum += w[j] * r * r;
+  }
+  if (const int e = book.entry_at(level); e >= 0) {
+    *entry = e;
+    return sum;
+  }
+  float cost[iq23_detail::kMaxLen][kMaxLevels];
+  for (int j = 0; j < len; ++j) {
+    const float sign = j == flipped ? 1.0f : -1.0f;
+    for (int v = 0; v < n_levels; ++v) {
+      const float r = a[j] + sign * scale * book.magnitude(v);
+      cost[j][v] = w[j] * r * r;
+    }
+  }
+  return book.scan(cost, entry);
+}
 
 // Fits one group of 8 at scale `scale` (step 1): writes its code and returns its weighted error;
 // adds its least-squares sums to *sums.
@@ -133,21 +168,22 @@ float fit_group(const Spec& spec, const Codebook& book, const float* x, const fl
                 GroupCode* code, Sums* sums) {
   const int len = book.len();
   const int n_levels = book.levels();
+  float bound[kMaxLevels];
+  for (int v = 0; v + 1 < n_levels; ++v) {
+    bound[v] = scale * 0.5f * (book.magnitude(v) + book.magnitude(v + 1));
+  }
   float a[kGroup];
   uint8_t signs = 0;
-  float cost[kGroup][kMaxLevels];
   for (int j = 0; j < kGroup; ++j) {
     a[j] = std::fabs(x[j]);
     if (x[j] < 0) signs = uint8_t(signs | 1u << j);
-    for (int v = 0; v < n_levels; ++v) {
-      const float r = a[j] - scale * book.magnitude(v);
-      cost[j][v] = w[j] * r * r;
-    }
   }
   const int parts = kGroup / len;
   int entry[2] = {0, 0};
   float part_cost[2] = {0, 0};
-  for (int p = 0; p < parts; ++p) part_cost[p] = book.nearest(cost + p * len, &entry[p]);
+  for (int p = 0; p < parts; ++p) {
+    part_cost[p] = search_part(book, a + p * len, w + p * len, -1, scale, bound, &entry[p]);
+  }
   float total = part_cost[0] + part_cost[1];
 
   if (spec.parity && (std::popcount(unsigned(signs)) & 1)) {
@@ -165,16 +201,10 @@ float fit_group(const Spec& spec, const Codebook& book, const float* x, const fl
     for (const int j : order) {
       const float penalty = 4 * scale * w[j] * a[j];
       if (total + penalty * book.magnitude(0) >= best) break;
-      float saved[kMaxLevels];
-      std::copy(cost[j], cost[j] + n_levels, saved);
-      for (int v = 0; v < n_levels; ++v) {
-        const float r = a[j] + scale * book.magnitude(v);
-        cost[j][v] = w[j] * r * r;
-      }
       const int p = j / len;
       int e;
-      const float c = total - part_cost[p] + book.nearest(cost + p * len, &e);
-      std::copy(saved, saved + n_levels, cost[j]);
+      const float c = total - part_cost[p] +
+                      search_part(book, a + p * len, w + p * len, j - p * len, scale, bound, &e);
       if (c < best) {
         best = c;
         best_j = j;
@@ -232,34 +262,39 @@ UnitFit fit_unit_scale(const Spec& spec, const Codebook& book, const SuperBlock&
   }
   UnitFit fit;
   if (amax == 0) return fit;
-  // The error with the entries of a fit, at their least-squares scale.
-  auto refit_error = [&](const Sums& s) { return wxx - s.xq * s.xq / s.qq; };
-
   GroupCode code[4];
   Sums sums;
   double best = DBL_MAX;
-  const float s0 = amax / book.magnitude(book.levels() - 1);
-  constexpr int kTrials = 12;
-  constexpr float kLow = 0.7f, kHigh = 1.25f;
-  for (int t = 0; t < kTrials; ++t) {
-    const float scale = s0 * (kLow + (kHigh - kLow) * float(t) / (kTrials - 1));
+  // Fits the entries at `scale` and keeps them at their least-squares scale if that is better.
+  auto try_scale = [&](float scale) {
     fit_unit(spec, book, sb, b, scale, code, &sums);
-    if (!(sums.xq > 0 && sums.qq > 0)) continue;
-    const double err = refit_error(sums);
+    if (!(sums.xq > 0 && sums.qq > 0)) return;
+    const double err = wxx - sums.xq * sums.xq / sums.qq;
     if (err < best) {
       best = err;
       fit.s = float(sums.xq / sums.qq);
       fit.a = sums.qq;
     }
+  };
+  // Trial scales s0 * t, t in [0.6, 1.6] (max |x| at or somewhat below the top level): more
+  // trials or a wider range change the error of the shared test tensors by under 0.1%. Then the
+  // scales that put max |x| exactly on each lower level: a unit of alike magnitudes (a constant
+  // row, say) is best put on a level that some entry repeats throughout, which may lie far below
+  // the top (IQ2_XXS repeats only 8 of 8 / 25 / 43, IQ3_S only 1 of 1 .. 15), and a decoded unit
+  // whose largest element sits on a low level is found again exactly.
+  const float m_top = book.magnitude(book.levels() - 1);
+  const float s0 = amax / m_top;
+  constexpr int kTrials = 7;
+  constexpr float kLow = 0.6f, kHigh = 1.6f;
+  for (int t = 0; t < kTrials; ++t)
+    try_scale(s0 * (kLow + (kHigh - kLow) * float(t) / (kTrials - 1)));
+  for (int v = 0; v + 1 < book.levels(); ++v) {
+    if (m_top > kHigh * book.magnitude(v)) try_scale(amax / book.magnitude(v));
   }
-  for (int iter = 0; iter < 3 && fit.s > 0; ++iter) {
-    fit_unit(spec, book, sb, b, fit.s, code, &sums);
-    if (!(sums.xq > 0 && sums.qq > 0)) break;
-    const double err = refit_error(sums);
-    if (!(err < best)) break;
-    best = err;
-    fit.s = float(sums.xq / sums.qq);
-    fit.a = sums.qq;
+  for (int iter = 0; iter < 2 && fit.s > 0; ++iter) {
+    const double before = best;
+    try_scale(fit.s);
+    if (!(best < before)) break;
   }
   return fit;
 }
@@ -345,8 +380,7 @@ float refit_scale(const Spec& spec, const Codebook& book, const SuperBlock& sb, 
 }
 
 // The best encoding of a prepared, non-zero super-block.
-void fit_super_block(const Spec& spec, const Codebook& book, const SuperBlock& sb,
-                     Encoding* best) {
+void fit_super_block(const Spec& spec, const Codebook& book, const SuperBlock& sb, Encoding* best) {
   const int n_units = spec.n_units();
   UnitFit fits[kMaxUnits];
   float s_max = 0;
@@ -358,12 +392,16 @@ void fit_super_block(const Spec& spec, const Codebook& book, const SuperBlock& s
     encode(spec, book, sb, fits, 0.0f, best);
     return;
   }
-  // Scan the model over D = s_max / k, k in [22, 40] by eighths (the odd k of the largest
-  // unit's multiplier near 31 included exactly), keeping its best local minima.
-  constexpr int kSteps = 8 * (40 - 22) + 1;
-  constexpr int kCandidates = 3;
+  // Scan the model over D = s_max / k, k in [4, 40] by eighths (every odd multiplier of the
+  // largest unit included exactly, so that a decoded block's own D is a candidate), keeping its
+  // best local minima.
+  constexpr int kFirstK = 4, kLastK = 40;
+  constexpr int kSteps = 8 * (kLastK - kFirstK) + 1;
+  constexpr int kCandidates = 2;
   double model[kSteps];
-  for (int k = 0; k < kSteps; ++k) model[k] = model_error(fits, n_units, s_max / (22 + 0.125f * k));
+  for (int k = 0; k < kSteps; ++k) {
+    model[k] = model_error(fits, n_units, s_max / (kFirstK + 0.125f * k));
+  }
   float candidate[kCandidates];
   double candidate_model[kCandidates];
   int n_candidates = 0;
@@ -379,7 +417,7 @@ void fit_super_block(const Spec& spec, const Codebook& book, const SuperBlock& s
       candidate[c] = candidate[c - 1];
       candidate_model[c] = candidate_model[c - 1];
     }
-    candidate[pos] = s_max / (22 + 0.125f * k);
+    candidate[pos] = s_max / (kFirstK + 0.125f * k);
     candidate_model[pos] = model[k];
     n_candidates = std::min(n_candidates + 1, kCandidates);
   }
@@ -388,13 +426,11 @@ void fit_super_block(const Spec& spec, const Codebook& book, const SuperBlock& s
     encode(spec, book, sb, fits, candidate[c], &e);
     if (e.err < best->err) *best = e;
   }
-  for (int iter = 0; iter < 2; ++iter) {
-    const float d = refit_scale(spec, book, sb, *best);
-    if (!(d > 0)) break;
+  const float d = refit_scale(spec, book, sb, *best);
+  if (d > 0) {
     Encoding e;
     encode(spec, book, sb, fits, d, &e);
-    if (e.d_bits == best->d_bits || !(e.err < best->err)) break;
-    *best = e;
+    if (e.err < best->err) *best = e;
   }
 }
 
@@ -404,10 +440,13 @@ void quantize_rows(const float* src, void* dst, int64_t n, const float* importan
                    const Spec& spec, Pack pack) {
   assert(n % kQK_K == 0);
   const Codebook& book = iq23_detail::codebook(spec.grid);
+  const float limit =
+      kHalfMax * (2 * kMaxMultiplier + 1) * book.magnitude(book.levels() - 1) * spec.f;
   auto* blocks = static_cast<Block*>(dst);
   SuperBlock sb;
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    prepare(src + kQK_K * i, importance ? importance + kQK_K * i : nullptr, spec.sigma_scale, &sb);
+    prepare(src + kQK_K * i, importance ? importance + kQK_K * i : nullptr, spec.sigma_scale, limit,
+            &sb);
     Encoding e;
     if (sb.amax > 0) {
       fit_super_block(spec, book, sb, &e);

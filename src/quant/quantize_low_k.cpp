@@ -2,24 +2,27 @@
 //
 // Every super-block is first scaled to |x| <= 1 (so any finite input, however large or small,
 // keeps the arithmetic in range) and given element weights w_i = imp_i * sqrt(sigma^2 + x_i^2):
-// the importance (mean squared activation of the element's input column) times a term that
-// favours large weights without ignoring small ones. The fits minimise sum_i w_i (x_i - x'_i)^2.
+// the importance (mean squared activation of the element's input column; 1 without one) times a
+// term that favours large weights without ignoring small ones (sigma^2: the block's mean square).
+// The fits minimise sum_i w_i (x_i - x'_i)^2.
 //
 //  * Symmetric scales (Q3_K sub-blocks, the super-scales of Q2_K and Q3_K): for x ~= s * l with
 //    integer l in [lo, hi], the nearest-level assignment only changes where some t x_i (t = 1/s)
-//    crosses a half-integer. Sweeping t over all those crossings, in both signs, visits every
-//    assignment that nearest rounding can produce, so the least-squares scale of the best one is
-//    the exact optimum (exact_scale_fit()).
+//    crosses a half-integer. Sweeping t over those crossings, in both signs, visits every
+//    assignment nearest rounding can produce in a window of t, so the least-squares scale of the
+//    best one is the optimum over that window (exact_scale_fit()). Near-ties go to the smallest
+//    scale, so values the format holds exactly get one canonical fit (and re-quantizing decoded
+//    Q3_K and ternary rows gives them back unchanged).
 //  * Q2_K's affine sub-blocks (x ~= s * l - m, l in [0, 3], m >= 0) try a spread of grids over
 //    [min(x, 0), max(x)], refit (s, m) by least squares for each, and polish the best by
 //    alternating nearest levels and refits.
 //  * The 4/6-bit sub-block scales (and Q2_K mins) are then quantized against the fp16
-//    super-scales, each sub-block picks the integers near its fit that give the lowest error with
-//    its levels re-derived, and the super-scales are refit by least squares over the whole
-//    super-block; this repeats while the error falls.
+//    super-scales: each sub-block picks, among the integers near its fit, those giving the
+//    lowest error with its levels re-derived, and the super-scales are refit by least squares
+//    over the whole super-block while that lowers the error.
 //  * Ternary blocks (x ~= d * t, t in {-1, 0, 1}): for a given d the best trits zero exactly the
 //    elements below d / 2, so the non-zero set is always a top-k by magnitude; the best k and its
-//    d = sum w|x| / sum w are found by one pass over the sorted magnitudes.
+//    d = sum w|x| / sum w are found by one pass over the sorted magnitudes (exact).
 #include "quant/quantize_low_k.h"
 
 #include <algorithm>
@@ -36,7 +39,7 @@ namespace vela {
 
 namespace {
 
-constexpr int kSub = 16;            // elements per Q2_K / Q3_K sub-block
+constexpr int kSub = 16;           // elements per Q2_K / Q3_K sub-block
 constexpr float kHalfMax = 65504;  // largest finite fp16
 
 // Nearest integer to v within [lo, hi] (NaN gives lo). Clamping first keeps the rounding trick in
@@ -105,9 +108,9 @@ uint16_t store_scale(float s, float amax, float* decoded) {
 // Exact symmetric scale fit.
 
 struct Crossing {
-  float t;       // value of 1/scale where one element moves one level further from 0
-  float d_sxl;   // resulting change of sum w x l (in the sweep's sign convention)
-  float d_sll;   // resulting change of sum w l^2
+  float t;      // value of 1/scale where one element moves one level further from 0
+  float d_sxl;  // resulting change of sum w x l (in the sweep's sign convention)
+  float d_sll;  // resulting change of sum w l^2
 };
 
 // Upper bound on the crossings of one sweep: n values times the longest level run.
@@ -348,8 +351,6 @@ void q2_assign(const SuperBlock& b, const float* scale, const float* offset, flo
   }
 }
 
-static float kQ2Factors[] = {2.0f, 1.5f};
-
 void quantize_q2_k_block(const float* src, const float* importance, BlockQ2_K* out) {
   SuperBlock b;
   prepare(src, importance, &b);
@@ -378,15 +379,10 @@ void quantize_q2_k_block(const float* src, const float* importance, BlockQ2_K* o
   const float d_fit = exact_scale_fit(scale, scale_w, kLowKSubBlocks, 0, 15, 15, 1, sc_fit);
   const float dmin_fit = exact_scale_fit(offset, offset_w, kLowKSubBlocks, 0, 15, 15, 1, m_fit);
 
-  // Start from the fitted super-scales, and from coarser ones (sub-blocks with few distinct
-  // values, such as a lone outlier, fit a finer grid than the one the rest of the block needs);
-  // then refit (d, dmin) by least squares while the error falls.
+  // Start from the fitted super-scales, then refit (d, dmin) by least squares while the error
+  // falls.
   Q2Choice best, trial;
   q2_assign(b, scale, offset, d_fit, dmin_fit, &best);
-  for (const float f : kQ2Factors) {
-    q2_assign(b, scale, offset, f * d_fit, dmin_fit, &trial);
-    if (trial.err < best.err) best = trial;
-  }
   for (int round = 0; round < 2; ++round) {
     // x ~= d a - dmin c with a = sc l, c = m.
     double saa = 0, sac = 0, scc = 0, sxa = 0, sxc = 0;
@@ -414,14 +410,10 @@ void quantize_q2_k_block(const float* src, const float* importance, BlockQ2_K* o
     if (!(trial.err < best.err)) break;
     best = trial;
   }
-  const uint16_t best_d = best.d, best_dmin = best.dmin;
-  const int* best_sc = best.sc;
-  const int* best_m = best.m;
-  const uint8_t* best_levels = best.levels;
-  out->d = best_d;
-  out->dmin = best_dmin;
-  for (int j = 0; j < kLowKSubBlocks; ++j) out->scales[j] = uint8_t(best_sc[j] | (best_m[j] << 4));
-  for (int e = 0; e < kQK_K; ++e) put_two_bits(out->qs, e, best_levels[e]);
+  out->d = best.d;
+  out->dmin = best.dmin;
+  for (int j = 0; j < kLowKSubBlocks; ++j) out->scales[j] = uint8_t(best.sc[j] | (best.m[j] << 4));
+  for (int e = 0; e < kQK_K; ++e) put_two_bits(out->qs, e, best.levels[e]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -453,7 +445,7 @@ struct Q3Choice {
 // (or its negation: the same magnitude with negated levels) by actual error.
 void q3_assign(const SuperBlock& b, const float* scale, float d, Q3Choice* c) {
   float d_eff = 0;
-  c->d = b.amax > 0 ? store_scale(d, b.amax, &d_eff) : 0;
+  c->d = store_scale(d, b.amax, &d_eff);
   c->err = 0;
   for (int j = 0; j < kLowKSubBlocks; ++j) {
     const float* x = b.x + kSub * j;
@@ -481,13 +473,14 @@ void quantize_q3_k_block(const float* src, const float* importance, BlockQ3_K* o
   SuperBlock b;
   prepare(src, importance, &b);
   std::memset(out, 0, sizeof(*out));
+  if (b.amax == 0) return;
 
   float scale[kLowKSubBlocks], scale_w[kLowKSubBlocks];
   for (int j = 0; j < kLowKSubBlocks; ++j) {
     const float* x = b.x + kSub * j;
     const float* w = b.w + kSub * j;
-    int8_t l[kSub] = {};
-    scale[j] = b.amax > 0 ? exact_scale_fit(x, w, kSub, -4, 3, 4, 3, l) : 0.0f;
+    int8_t l[kSub];
+    scale[j] = exact_scale_fit(x, w, kSub, -4, 3, 4, 3, l);
     scale_w[j] = 0;
     for (int i = 0; i < kSub; ++i) scale_w[j] += w[i] * float(l[i] * l[i]);
     if (!(scale_w[j] > 0)) scale_w[j] = w[0];
@@ -507,10 +500,6 @@ void quantize_q3_k_block(const float* src, const float* importance, BlockQ3_K* o
   q3_assign(b, scale, largest > 0 ? -d_fit : d_fit, &best);
   q3_assign(b, scale, largest > 0 ? d_fit : -d_fit, &trial);
   if (trial.err < best.err) best = trial;
-  for (const float f : {0.5f}) {
-    q3_assign(b, scale, f * (largest > 0 ? -d_fit : d_fit), &trial);
-    if (trial.err < best.err) best = trial;
-  }
   for (int round = 0; round < 2; ++round) {
     double saa = 0, sxa = 0;  // x ~= d a, a = s l
     for (int e = 0; e < kQK_K; ++e) {
@@ -523,17 +512,14 @@ void quantize_q3_k_block(const float* src, const float* importance, BlockQ3_K* o
     if (!(trial.err < best.err)) break;
     best = trial;
   }
-  const uint16_t best_d = best.d;
-  const int* best_s = best.s;
-  const int8_t* best_levels = best.levels;
-  out->d = best_d;
+  out->d = best.d;
   for (int j = 0; j < kLowKSubBlocks; ++j) {
-    const int u = best_s[j] + 32;  // 6-bit field
+    const int u = best.s[j] + 32;  // 6-bit field
     out->scales[j % 8] |= uint8_t((u & 0x0F) << (4 * (j / 8)));
     out->scales[8 + j % 4] |= uint8_t((u >> 4) << (2 * (j / 4)));
   }
   for (int e = 0; e < kQK_K; ++e) {
-    const int q = best_levels[e] + 4;
+    const int q = best.levels[e] + 4;
     put_two_bits(out->qs, e, q);
     out->hmask[e % 32] |= uint8_t((q >> 2) << (e / 32));
   }
@@ -550,9 +536,8 @@ uint16_t ternary_block(const float* src, const float* importance, uint8_t* trits
   if (b.amax == 0) return 0;
   uint16_t order[kQK_K];
   for (int i = 0; i < kQK_K; ++i) order[i] = uint16_t(i);
-  std::sort(order, order + kQK_K, [&](uint16_t a, uint16_t c) {
-    return std::fabs(b.x[a]) > std::fabs(b.x[c]);
-  });
+  std::sort(order, order + kQK_K,
+            [&](uint16_t a, uint16_t c) { return std::fabs(b.x[a]) > std::fabs(b.x[c]); });
   // Making the top k magnitudes +-d with d = S1 / S0 (S1 = sum w|x|, S0 = sum w over them)
   // removes S1^2 / S0 from the error sum w x^2.
   double s1 = 0, s0 = 0, best_merit = -1, best_d = 0;
@@ -589,8 +574,7 @@ void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const fl
   assert(n % kQK_K == 0);
   auto* blocks = static_cast<BlockQ2_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    quantize_q2_k_block(src + kQK_K * i, importance ? importance + kQK_K * i : nullptr,
-                        &blocks[i]);
+    quantize_q2_k_block(src + kQK_K * i, importance ? importance + kQK_K * i : nullptr, &blocks[i]);
   }
 }
 
@@ -598,8 +582,7 @@ void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const fl
   assert(n % kQK_K == 0);
   auto* blocks = static_cast<BlockQ3_K*>(dst);
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    quantize_q3_k_block(src + kQK_K * i, importance ? importance + kQK_K * i : nullptr,
-                        &blocks[i]);
+    quantize_q3_k_block(src + kQK_K * i, importance ? importance + kQK_K * i : nullptr, &blocks[i]);
   }
 }
 

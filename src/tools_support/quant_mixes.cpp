@@ -13,31 +13,80 @@ using T = GgmlType;
 
 // GGUF general.file_type numbers (the common llama_ftype enum).
 enum FileType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10,
-  kQ3_K_S = 11, kQ3_K_M = 12, kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16,
-  kQ5_K_M = 17, kQ6_K = 18, kIQ2_XXS = 19, kIQ2_XS = 20, kQ2_K_S = 21, kIQ3_XS = 22,
-  kIQ3_XXS = 23, kIQ1_S = 24, kIQ4_NL = 25, kIQ3_S = 26, kIQ3_M = 27, kIQ2_S = 28, kIQ2_M = 29,
-  kIQ4_XS = 30, kIQ1_M = 31, kBF16 = 32, kTQ1_0 = 36, kTQ2_0 = 37, kMXFP4_MOE = 38,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 7,
+  kQ5_0 = 8,
+  kQ5_1 = 9,
+  kQ2_K = 10,
+  kQ3_K_S = 11,
+  kQ3_K_M = 12,
+  kQ3_K_L = 13,
+  kQ4_K_S = 14,
+  kQ4_K_M = 15,
+  kQ5_K_S = 16,
+  kQ5_K_M = 17,
+  kQ6_K = 18,
+  kIQ2_XXS = 19,
+  kIQ2_XS = 20,
+  kQ2_K_S = 21,
+  kIQ3_XS = 22,
+  kIQ3_XXS = 23,
+  kIQ1_S = 24,
+  kIQ4_NL = 25,
+  kIQ3_S = 26,
+  kIQ3_M = 27,
+  kIQ2_S = 28,
+  kIQ2_M = 29,
+  kIQ4_XS = 30,
+  kIQ1_M = 31,
+  kBF16 = 32,
+  kTQ1_0 = 36,
+  kTQ2_0 = 37,
+  kMXFP4_MOE = 38,
 };
 
 constexpr QuantMix kMixes[] = {
-    {"F32", kF32, T::F32, false, false, "no quantization"},          {"F16", kF16, T::F16, false, false, "16-bit floats"},
-    {"BF16", kBF16, T::BF16, false, false, "bfloat16"},       {"Q8_0", kQ8_0, T::Q8_0, false, false, "8-bit throughout"},
-    {"Q4_0", kQ4_0, T::Q4_0, false, false, "4-bit, Q6_K output"},       {"Q4_1", kQ4_1, T::Q4_1, false, false, "4-bit with offsets, Q6_K output"},
-    {"Q5_0", kQ5_0, T::Q5_0, false, false, "5-bit, Q6_K output"},       {"Q5_1", kQ5_1, T::Q5_1, false, false, "5-bit with offsets, Q6_K output"},
-    {"Q4_K", kQ4_K_S, T::Q4_K, true, false, "Q4_K throughout but a Q6_K output (vela's; the common tool's Q4_K is Q4_K_M)"},      {"Q5_K", kQ5_K_S, T::Q5_K, true, false, "Q5_K throughout but a Q6_K output (vela's; the common tool's Q5_K is Q5_K_M)"},
-    {"Q6_K", kQ6_K, T::Q6_K, false, false, "6-bit K"},       {"Q4_K_S", kQ4_K_S, T::Q4_K, false, false, "Q4_K; Q5_K for the first attn_v and ffn_down"},
-    {"Q4_K_M", kQ4_K_M, T::Q4_K, false, false, "Q4_K; Q6_K for about half of attn_v and ffn_down"},   {"Q5_K_S", kQ5_K_S, T::Q5_K, false, false, "Q5_K"},
-    {"Q5_K_M", kQ5_K_M, T::Q5_K, false, false, "Q5_K; Q6_K for about half of attn_v and ffn_down"},   {"Q2_K", kQ2_K, T::Q2_K, false, false, "Q2_K; Q3_K ffn_down and attn_output, Q3_K/Q4_K attn_v"},
-    {"Q2_K_S", kQ2_K_S, T::Q2_K, false, true, "Q2_K; Q4_K for the first ffn_down"},    {"Q3_K_S", kQ3_K_S, T::Q3_K, false, false, "Q3_K"},
-    {"Q3_K_M", kQ3_K_M, T::Q3_K, false, false, "Q3_K; Q4_K/Q5_K attn_v, ffn_down, attn_output"},   {"Q3_K_L", kQ3_K_L, T::Q3_K, false, false, "Q3_K; Q5_K attn_v, ffn_down, attn_output"},
-    {"IQ4_NL", kIQ4_NL, T::IQ4_NL, false, false, "4.5-bit non-linear, blocks of 32"}, {"IQ4_XS", kIQ4_XS, T::IQ4_XS, false, false, "4.25-bit non-linear"},
-    {"IQ3_M", kIQ3_M, T::IQ3_S, false, false, "IQ3_S; Q4_K attn_v, attn_output, first ffn_down"},    {"IQ3_S", kIQ3_S, T::IQ3_S, false, false, "3.44-bit"},
-    {"IQ3_XS", kIQ3_XS, T::IQ3_S, false, true, "IQ3_S; IQ3_XXS attn_q/attn_k and middle ffn_gate/ffn_up"},   {"IQ3_XXS", kIQ3_XXS, T::IQ3_XXS, false, true, "3.06-bit; IQ2_S attn_q/attn_k, IQ3_S attn_output"},
-    {"IQ2_M", kIQ2_M, T::IQ2_S, false, true, "IQ2_S; IQ3_S attn_v, attn_output, first ffn_down"},     {"IQ2_S", kIQ2_S, T::IQ2_XS, false, true, "IQ2_XS; IQ3_S attn_v, attn_output, first ffn_down"},
-    {"IQ2_XS", kIQ2_XS, T::IQ2_XS, false, true, "2.31-bit"},  {"IQ2_XXS", kIQ2_XXS, T::IQ2_XXS, false, true, "2.06-bit"},
-    {"IQ1_M", kIQ1_M, T::IQ1_M, false, true, "1.75-bit; IQ2_XXS attn_output"},     {"IQ1_S", kIQ1_S, T::IQ1_S, false, true, "1.56-bit; IQ2_XXS attn_output"},
-    {"TQ2_0", kTQ2_0, T::TQ2_0, false, false, "ternary, 2.06-bit (ternary-trained models)"},    {"TQ1_0", kTQ1_0, T::TQ1_0, false, false, "ternary, 1.69-bit (ternary-trained models)"},
+    {"F32", kF32, T::F32, false, false, "no quantization"},
+    {"F16", kF16, T::F16, false, false, "16-bit floats"},
+    {"BF16", kBF16, T::BF16, false, false, "bfloat16"},
+    {"Q8_0", kQ8_0, T::Q8_0, false, false, "8-bit throughout"},
+    {"Q4_0", kQ4_0, T::Q4_0, false, false, "4-bit, Q6_K output"},
+    {"Q4_1", kQ4_1, T::Q4_1, false, false, "4-bit with offsets, Q6_K output"},
+    {"Q5_0", kQ5_0, T::Q5_0, false, false, "5-bit, Q6_K output"},
+    {"Q5_1", kQ5_1, T::Q5_1, false, false, "5-bit with offsets, Q6_K output"},
+    {"Q4_K", kQ4_K_S, T::Q4_K, true, false,
+     "Q4_K throughout but a Q6_K output (vela's; the common tool's Q4_K is Q4_K_M)"},
+    {"Q5_K", kQ5_K_S, T::Q5_K, true, false,
+     "Q5_K throughout but a Q6_K output (vela's; the common tool's Q5_K is Q5_K_M)"},
+    {"Q6_K", kQ6_K, T::Q6_K, false, false, "6-bit K"},
+    {"Q4_K_S", kQ4_K_S, T::Q4_K, false, false, "Q4_K; Q5_K for the first attn_v and ffn_down"},
+    {"Q4_K_M", kQ4_K_M, T::Q4_K, false, false, "Q4_K; Q6_K for about half of attn_v and ffn_down"},
+    {"Q5_K_S", kQ5_K_S, T::Q5_K, false, false, "Q5_K"},
+    {"Q5_K_M", kQ5_K_M, T::Q5_K, false, false, "Q5_K; Q6_K for about half of attn_v and ffn_down"},
+    {"Q2_K", kQ2_K, T::Q2_K, false, false, "Q2_K; Q3_K ffn_down and attn_output, Q3_K/Q4_K attn_v"},
+    {"Q2_K_S", kQ2_K_S, T::Q2_K, false, true, "Q2_K; Q4_K for the first ffn_down"},
+    {"Q3_K_S", kQ3_K_S, T::Q3_K, false, false, "Q3_K"},
+    {"Q3_K_M", kQ3_K_M, T::Q3_K, false, false, "Q3_K; Q4_K/Q5_K attn_v, ffn_down, attn_output"},
+    {"Q3_K_L", kQ3_K_L, T::Q3_K, false, false, "Q3_K; Q5_K attn_v, ffn_down, attn_output"},
+    {"IQ4_NL", kIQ4_NL, T::IQ4_NL, false, false, "4.5-bit non-linear, blocks of 32"},
+    {"IQ4_XS", kIQ4_XS, T::IQ4_XS, false, false, "4.25-bit non-linear"},
+    {"IQ3_M", kIQ3_M, T::IQ3_S, false, false, "IQ3_S; Q4_K attn_v, attn_output, first ffn_down"},
+    {"IQ3_S", kIQ3_S, T::IQ3_S, false, false, "3.44-bit"},
+    {"IQ3_XS", kIQ3_XS, T::IQ3_S, false, true,
+     "IQ3_S; IQ3_XXS attn_q/attn_k and middle ffn_gate/ffn_up"},
+    {"IQ3_XXS", kIQ3_XXS, T::IQ3_XXS, false, true,
+     "3.06-bit; IQ2_S attn_q/attn_k, IQ3_S attn_output"},
+    {"IQ2_M", kIQ2_M, T::IQ2_S, false, true, "IQ2_S; IQ3_S attn_v, attn_output, first ffn_down"},
+    {"IQ2_S", kIQ2_S, T::IQ2_XS, false, true, "IQ2_XS; IQ3_S attn_v, attn_output, first ffn_down"},
+    {"IQ2_XS", kIQ2_XS, T::IQ2_XS, false, true, "2.31-bit"},
+    {"IQ2_XXS", kIQ2_XXS, T::IQ2_XXS, false, true, "2.06-bit"},
+    {"IQ1_M", kIQ1_M, T::IQ1_M, false, true, "1.75-bit; IQ2_XXS attn_output"},
+    {"IQ1_S", kIQ1_S, T::IQ1_S, false, true, "1.56-bit; IQ2_XXS attn_output"},
+    {"TQ2_0", kTQ2_0, T::TQ2_0, false, false, "ternary, 2.06-bit (ternary-trained models)"},
+    {"TQ1_0", kTQ1_0, T::TQ1_0, false, false, "ternary, 1.69-bit (ternary-trained models)"},
     {"MXFP4_MOE", kMXFP4_MOE, T::MXFP4, false, false, "MXFP4 experts, Q8_0 the rest"},
 };
 
@@ -64,16 +113,41 @@ bool is_float(T t) {
 
 // Names the common quantizer leaves as they are, matched anywhere in a tensor's name (small
 // tensors of particular architectures, routers, convolution taps, multimodal parts).
-constexpr std::string_view kNeverQuantized[] = {
-    "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
-    "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
-    "indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
-    "time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
-    "time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
-    "time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
-    "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd",
-    "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook",
-    "mm.a.code_embd"};
+constexpr std::string_view kNeverQuantized[] = {"_norm.weight",
+                                                "ffn_gate_inp.weight",
+                                                "ffn_gate_tid2eid.weight",
+                                                "altup",
+                                                "laurel",
+                                                "per_layer_model_proj",
+                                                "ssm_conv1d",
+                                                "shortconv.conv.weight",
+                                                "indexer.k_proj.weight",
+                                                "indexer.q_proj.weight",
+                                                "time_mix_first.weight",
+                                                "time_mix_w0.weight",
+                                                "time_mix_w1.weight",
+                                                "time_mix_w2.weight",
+                                                "time_mix_v0.weight",
+                                                "time_mix_v1.weight",
+                                                "time_mix_v2.weight",
+                                                "time_mix_a0.weight",
+                                                "time_mix_a1.weight",
+                                                "time_mix_a2.weight",
+                                                "time_mix_g1.weight",
+                                                "time_mix_g2.weight",
+                                                "time_mix_decay_w1.weight",
+                                                "time_mix_decay_w2.weight",
+                                                "time_mix_lerp_fused.weight",
+                                                "attn_rel_b.weight",
+                                                ".position_embd",
+                                                "sam.pos_embd",
+                                                "sam.neck.",
+                                                "sam.net_",
+                                                ".rel_pos",
+                                                ".patch_embd",
+                                                ".patch_merger",
+                                                "a.rvq.codebook",
+                                                "mm.a.code_embd"};
 
 bool quantizable(const MixTensor& t) {
   if (t.n_dims < 2 || !ends_with(t.name, "weight")) return false;
@@ -84,8 +158,18 @@ bool quantizable(const MixTensor& t) {
 }
 
 enum class Role {
-  kOutput, kEmbedding, kAttnQkv, kAttnKvB, kAttnV, kAttnK, kAttnQ, kAttnOut,
-  kFfnUp, kFfnGate, kFfnDown, kOther
+  kOutput,
+  kEmbedding,
+  kAttnQkv,
+  kAttnKvB,
+  kAttnV,
+  kAttnK,
+  kAttnQ,
+  kAttnOut,
+  kFfnUp,
+  kFfnGate,
+  kFfnDown,
+  kOther
 };
 
 // The first matching pattern decides (the order matters: "ffn_up" before "ffn_gate" keeps
@@ -93,12 +177,15 @@ enum class Role {
 Role role_of(std::string_view name) {
   if (name == "output.weight") return Role::kOutput;
   if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") return Role::kEmbedding;
-  constexpr std::pair<std::string_view, Role> kPatterns[] = {
-      {"attn_qkv.weight", Role::kAttnQkv},  {"attn_kv_b.weight", Role::kAttnKvB},
-      {"attn_v.weight", Role::kAttnV},      {"attn_k.weight", Role::kAttnK},
-      {"attn_q.weight", Role::kAttnQ},      {"attn_output.weight", Role::kAttnOut},
-      {"ffn_up", Role::kFfnUp},             {"ffn_gate", Role::kFfnGate},
-      {"ffn_down", Role::kFfnDown}};
+  constexpr std::pair<std::string_view, Role> kPatterns[] = {{"attn_qkv.weight", Role::kAttnQkv},
+                                                             {"attn_kv_b.weight", Role::kAttnKvB},
+                                                             {"attn_v.weight", Role::kAttnV},
+                                                             {"attn_k.weight", Role::kAttnK},
+                                                             {"attn_q.weight", Role::kAttnQ},
+                                                             {"attn_output.weight", Role::kAttnOut},
+                                                             {"ffn_up", Role::kFfnUp},
+                                                             {"ffn_gate", Role::kFfnGate},
+                                                             {"ffn_down", Role::kFfnDown}};
   for (const auto& [pattern, role] : kPatterns)
     if (contains(name, pattern)) return role;
   return Role::kOther;
@@ -122,17 +209,33 @@ T fallback(T t, int64_t row_length) {
   if (row_length % block_size(t) == 0) return t;
   T f = T::F16;
   switch (t) {
-    case T::IQ1_S: case T::IQ1_M: case T::IQ2_XXS: case T::IQ2_XS: case T::IQ2_S:
-    case T::IQ3_XXS: case T::IQ3_S: case T::IQ4_XS:
+    case T::IQ1_S:
+    case T::IQ1_M:
+    case T::IQ2_XXS:
+    case T::IQ2_XS:
+    case T::IQ2_S:
+    case T::IQ3_XXS:
+    case T::IQ3_S:
+    case T::IQ4_XS:
       f = T::IQ4_NL;
       break;
-    case T::Q2_K: case T::Q3_K: case T::TQ1_0: case T::TQ2_0:
+    case T::Q2_K:
+    case T::Q3_K:
+    case T::TQ1_0:
+    case T::TQ2_0:
       f = T::Q4_0;
       break;
-    case T::Q4_K: f = T::Q5_0; break;
-    case T::Q5_K: f = T::Q5_1; break;
-    case T::Q6_K: f = T::Q8_0; break;
-    default: break;
+    case T::Q4_K:
+      f = T::Q5_0;
+      break;
+    case T::Q5_K:
+      f = T::Q5_1;
+      break;
+    case T::Q6_K:
+      f = T::Q8_0;
+      break;
+    default:
+      break;
   }
   return row_length % block_size(f) == 0 ? f : T::F16;
 }
@@ -157,10 +260,20 @@ T output_type(uint32_t ft, T base, int64_t row_length, const Shape& s) {
 
 T embedding_type(uint32_t ft, T base) {
   switch (ft) {
-    case kIQ2_XXS: case kIQ2_XS: case kIQ1_S: case kIQ1_M: return T::Q2_K;
-    case kIQ2_S: case kIQ2_M: case kIQ3_XXS: return T::IQ3_S;
-    case kTQ1_0: case kTQ2_0: return T::Q4_K;
-    default: return base;
+    case kIQ2_XXS:
+    case kIQ2_XS:
+    case kIQ1_S:
+    case kIQ1_M:
+      return T::Q2_K;
+    case kIQ2_S:
+    case kIQ2_M:
+    case kIQ3_XXS:
+      return T::IQ3_S;
+    case kTQ1_0:
+    case kTQ2_0:
+      return T::Q4_K;
+    default:
+      return base;
   }
 }
 
@@ -190,17 +303,41 @@ T attn_v_type(uint32_t ft, T base, const Shape& s, MixPosition& p) {
   const bool gqa4 = s.gqa >= 4;
   T t = base;
   switch (ft) {
-    case kQ2_K: t = gqa4 ? T::Q4_K : T::Q3_K; break;
-    case kQ2_K_S: if (gqa4) t = T::Q4_K; break;
-    case kIQ3_XXS: t = gqa4 ? T::Q4_K : s.imatrix ? T::IQ3_XXS : T::IQ3_S; break;
-    case kIQ3_XS: case kIQ3_S: if (gqa4) t = T::Q4_K; break;
-    case kIQ3_M: t = T::Q4_K; break;
-    case kQ3_K_M: t = i < 2 ? T::Q5_K : T::Q4_K; break;
-    case kQ3_K_L: t = T::Q5_K; break;
-    case kIQ4_NL: case kIQ4_XS: if (gqa4) t = T::Q5_K; break;
-    case kQ4_K_M: case kQ5_K_M: if (more_bits(i, p.n_attn_v)) t = T::Q6_K; break;
-    case kQ4_K_S: if (i < 4) t = T::Q5_K; break;
-    default: break;
+    case kQ2_K:
+      t = gqa4 ? T::Q4_K : T::Q3_K;
+      break;
+    case kQ2_K_S:
+      if (gqa4) t = T::Q4_K;
+      break;
+    case kIQ3_XXS:
+      t = gqa4 ? T::Q4_K : s.imatrix ? T::IQ3_XXS : T::IQ3_S;
+      break;
+    case kIQ3_XS:
+    case kIQ3_S:
+      if (gqa4) t = T::Q4_K;
+      break;
+    case kIQ3_M:
+      t = T::Q4_K;
+      break;
+    case kQ3_K_M:
+      t = i < 2 ? T::Q5_K : T::Q4_K;
+      break;
+    case kQ3_K_L:
+      t = T::Q5_K;
+      break;
+    case kIQ4_NL:
+    case kIQ4_XS:
+      if (gqa4) t = T::Q5_K;
+      break;
+    case kQ4_K_M:
+    case kQ5_K_M:
+      if (more_bits(i, p.n_attn_v)) t = T::Q6_K;
+      break;
+    case kQ4_K_S:
+      if (i < 4) t = T::Q5_K;
+      break;
+    default:
+      break;
   }
   // A 70B Llama shares each V among 8 heads: V is small, so it gets more bits cheaply.
   if (s.is_70b && (t == T::Q3_K || t == T::Q4_K)) t = T::Q5_K;
@@ -211,25 +348,36 @@ T attn_v_type(uint32_t ft, T base, const Shape& s, MixPosition& p) {
 T ffn_down_type(uint32_t ft, T base, int32_t i, int32_t n, const Shape& s) {
   const bool more = more_bits(i, n);
   switch (ft) {
-    case kQ2_K: return T::Q3_K;
-    case kQ2_K_S: return i < n / 8 ? T::Q4_K : base;
+    case kQ2_K:
+      return T::Q3_K;
+    case kQ2_K_S:
+      return i < n / 8 ? T::Q4_K : base;
     case kIQ3_XXS:
       if (!s.imatrix) return i < n / 8 ? T::Q4_K : T::Q3_K;
       return base;
     case kQ3_K_M:
       if (i < n / 16) return T::Q5_K;
       return !s.falcon || more ? T::Q4_K : T::Q3_K;
-    case kIQ3_M: return i < n / 8 || (s.n_expert == 8 && more) ? T::Q4_K : base;
-    case kQ3_K_L: return s.falcon ? T::Q4_K : T::Q5_K;
+    case kIQ3_M:
+      return i < n / 8 || (s.n_expert == 8 && more) ? T::Q4_K : base;
+    case kQ3_K_L:
+      return s.falcon ? T::Q4_K : T::Q5_K;
     case kQ4_K_M:
       if (s.falcon) return i < n / 16 ? T::Q6_K : more ? T::Q5_K : T::Q4_K;
       return more ? T::Q6_K : base;
-    case kIQ4_NL: case kIQ4_XS: return i < n / 8 && !s.imatrix ? T::Q5_K : base;
-    case kQ5_K_M: return more ? T::Q6_K : base;
-    case kQ4_K_S: return !s.falcon && i < n / 8 ? T::Q5_K : base;
-    case kQ4_0: return s.imatrix && i < n / 8 ? T::Q4_1 : base;
-    case kQ5_0: return s.imatrix && i < n / 8 ? T::Q5_1 : base;
-    default: return base;
+    case kIQ4_NL:
+    case kIQ4_XS:
+      return i < n / 8 && !s.imatrix ? T::Q5_K : base;
+    case kQ5_K_M:
+      return more ? T::Q6_K : base;
+    case kQ4_K_S:
+      return !s.falcon && i < n / 8 ? T::Q5_K : base;
+    case kQ4_0:
+      return s.imatrix && i < n / 8 ? T::Q4_1 : base;
+    case kQ5_0:
+      return s.imatrix && i < n / 8 ? T::Q5_1 : base;
+    default:
+      return base;
   }
 }
 
@@ -241,11 +389,17 @@ T attn_output_type(uint32_t ft, T base, const Shape& s) {
                ? T::Q5_K
                : base;
   switch (ft) {
-    case kQ2_K: return T::Q3_K;
-    case kIQ3_XXS: return T::IQ3_S;
-    case kQ3_K_M: case kIQ3_M: return T::Q4_K;
-    case kQ3_K_L: return T::Q5_K;
-    default: return base;
+    case kQ2_K:
+      return T::Q3_K;
+    case kIQ3_XXS:
+      return T::IQ3_S;
+    case kQ3_K_M:
+    case kIQ3_M:
+      return T::Q4_K;
+    case kQ3_K_L:
+      return T::Q5_K;
+    default:
+      return base;
   }
 }
 
@@ -272,8 +426,7 @@ Shape shape_of(const MixModel& m) {
   return s;
 }
 
-Result<T> rule_type(const QuantTarget& target, const Shape& s, const MixTensor& t,
-                    MixPosition& p) {
+Result<T> rule_type(const QuantTarget& target, const Shape& s, const MixTensor& t, MixPosition& p) {
   const uint32_t ft = target.file_type;
   const T base = target.base;
   const Role role = role_of(t.name);

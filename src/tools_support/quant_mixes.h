@@ -29,12 +29,12 @@ namespace vela {
 class GgufFile;
 
 struct QuantMix {
-  const char* name;        // as the user types it (any case)
-  uint32_t file_type;      // GGUF general.file_type
-  GgmlType base;           // the type of the tensors no rule singles out
-  bool plain;              // vela's uniform Q4_K / Q5_K: only the output rule applies
-  bool needs_importance;   // the common quantizer refuses it without an importance matrix
-  const char* summary;     // what it holds, for help
+  const char* name;       // as the user types it (any case)
+  uint32_t file_type;     // GGUF general.file_type
+  GgmlType base;          // the type of the tensors no rule singles out
+  bool plain;             // vela's uniform Q4_K / Q5_K: only the output rule applies
+  bool needs_importance;  // the common quantizer refuses it without an importance matrix
+  const char* summary;    // what it holds, for help
 };
 
 // Every name parse_quant_target() accepts, in the order help lists them.
@@ -67,7 +67,7 @@ struct MixPosition {
   int32_t attn_v = 0;    // attention-V-like tensors (attn_v, attn_qkv, attn_kv_b) passed
   int32_t n_attn_v = 0;  // in the whole model
   int32_t ffn_down = 0, ffn_gate = 0, ffn_up = 0;  // FFN tensors of each kind passed
-  bool tied_embeddings = false;                     // no output.weight: token_embd serves
+  bool tied_embeddings = false;                    // no output.weight: token_embd serves
 };
 
 // The type of one tensor; an error only where the common quantizer stops (an expert model's FFN

@@ -42,6 +42,7 @@ GgmlType choose_tensor_type(const QuantTarget& target, const TensorRole& role, b
   tensor.name = role.name;
   tensor.ne[0] = role.row_length;
   tensor.n_dims = role.n_dims;
+  tensor.ne[2] = role.n_dims >= 3 ? 2 : 1;  // a 3-D tensor here is a stack of experts
   const int32_t layer = std::max(role.layer, 0);
   MixPosition position{layer, role.n_layer, layer, layer, layer, !role.has_output};
   // Without expert rules the block index never has to come from the name: no error is possible.

@@ -57,17 +57,18 @@ Result<RowImportance> tensor_importance(const QuantizeOptions& o, const GgufTens
     // As in the common quantizer, the embedding (a row lookup) may go without.
     if (embedding && !needed) return RowImportance{};
     return make_error("the importance matrix's entry for tensor '" + name + "' has " +
-                      std::to_string(e->importance.size() / size_t(e->n_mat)) + " values per row (" +
-                      std::to_string(e->n_mat) + " matrices) but the tensor's rows have " +
-                      std::to_string(n_cols) + " (" + std::to_string(n_mat) +
-                      " matrices): it was computed on another model");
+                      std::to_string(e->importance.size() / size_t(e->n_mat)) +
+                      " values per row (" + std::to_string(e->n_mat) +
+                      " matrices) but the tensor's rows have " + std::to_string(n_cols) + " (" +
+                      std::to_string(n_mat) + " matrices): it was computed on another model");
   }
   return RowImportance{e->importance.data(), rows};
 }
 
 void add_imatrix_metadata(const QuantizeOptions& o, GgufStreamWriter& w) {
   w.add_string("quantize.imatrix.file", o.imatrix_path);
-  if (!o.imatrix->datasets.empty()) w.add_string("quantize.imatrix.dataset", o.imatrix->datasets[0]);
+  if (!o.imatrix->datasets.empty())
+    w.add_string("quantize.imatrix.dataset", o.imatrix->datasets[0]);
   w.add_u32("quantize.imatrix.entries_count", uint32_t(o.imatrix->entries.size()));
   if (o.imatrix->chunk_count > 0)
     w.add_u32("quantize.imatrix.chunks_count", uint32_t(o.imatrix->chunk_count));
@@ -107,8 +108,8 @@ Result<QuantizeSummary> quantize_model(const QuantizeOptions& o) {
                         "; only F32, F16 and BF16 tensors can be converted (to " + type_name(to) +
                         ")");
     if (!can_quantize_weighted(to) && missing.find(type_name(to)) == std::string::npos)
-      missing += (missing.empty() ? "" : ", ") + type_name(to) + " (first '" +
-                 std::string(t.name) + "')";
+      missing +=
+          (missing.empty() ? "" : ", ") + type_name(to) + " (first '" + std::string(t.name) + "')";
   }
   if (!missing.empty())
     return make_error(o.target.name + " puts tensors in types vela cannot make yet: " + missing);

@@ -8,6 +8,7 @@
 #include "dot_reference.h"
 #include "kernels/type_traits.h"
 #include "quant/blocks.h"
+#include "quant/dequantize.h"
 
 namespace vela {
 namespace {
@@ -54,6 +55,27 @@ TEST(TypeTraits, ActivationOnlyAndUnsupportedTypes) {
   EXPECT_EQ(type_traits(static_cast<GgmlType>(33)), nullptr);  // a removed type number
   EXPECT_EQ(type_traits(static_cast<GgmlType>(1000)), nullptr);
   EXPECT_EQ(type_traits_for(active_kernel_isa(), GgmlType::Q4_K), type_traits(GgmlType::Q4_K));
+}
+
+// Whatever the reader accepts as a weight type decodes, quantizes and multiplies in every table:
+// a file that opens never meets a missing kernel, and `vela quantize` can make every type.
+TEST(TypeTraits, EveryLoadableWeightTypeHasItsKernels) {
+  int loadable = 0;
+  for (uint32_t type = 0; type < 64; ++type) {
+    if (!is_supported_weight_type(type)) continue;
+    ++loadable;
+    const GgmlType t = static_cast<GgmlType>(type);
+    EXPECT_TRUE(can_dequantize(t)) << ggml_type_name(type);
+    EXPECT_TRUE(can_quantize(t)) << ggml_type_name(type);
+    for (KernelIsa isa : supported_kernel_isas()) {
+      const TypeTraits* traits = type_traits_for(isa, t);
+      ASSERT_NE(traits, nullptr) << ggml_type_name(type);
+      EXPECT_NE(traits->to_float, nullptr) << ggml_type_name(type);
+      EXPECT_NE(traits->vec_dot, nullptr) << ggml_type_name(type);
+      EXPECT_NE(traits->from_float, nullptr) << ggml_type_name(type);
+    }
+  }
+  EXPECT_EQ(loadable, 25);  // F32, F16, BF16, 8 legacy and K types, 14 low-bit types
 }
 
 class VecDot : public testing::TestWithParam<GgmlType> {};

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "quant/blocks_low_k.h"
@@ -36,8 +37,7 @@ size_t row_bytes(GgmlType type, int64_t n) {
 }
 
 // Quantizes then decodes one row. importance: [n] or nullptr.
-std::vector<float> round_trip(GgmlType type, const std::vector<float>& x,
-                              const float* importance) {
+std::vector<float> round_trip(GgmlType type, const std::vector<float>& x, const float* importance) {
   const int64_t n = int64_t(x.size());
   std::vector<uint8_t> q(row_bytes(type, n));
   quantize_row_weighted(type, x.data(), q.data(), n, importance);
@@ -78,29 +78,48 @@ void accumulate(const std::vector<float>& x, const std::vector<float>& y, const 
   }
 }
 
-// Relative RMS error bounds, a little above what this quantizer measures on these rows (printed
-// by RandomRowsWithinRmsBound). Reasoning for their size: a 16-element sub-block of normal data
-// spans about +-2 sigma; Q2_K's 4 affine levels leave ~0.26 of the signal as error and Q3_K's 8
-// symmetric levels ~0.14 (both before the 4/6-bit scale rounding, which adds little). A ternary
-// block with one scale per 256 keeps about 0.45 (the best single threshold for a Gaussian);
-// ggml's amax-scaled reference leaves ~0.81. Outliers stretch the scales of the sub-blocks that
-// hold them, so the bulk there gets coarser (more so for the ternary types, whose one scale serves
-// the whole block). With an importance vector the plain (unweighted) error grows: the fit
-// spends its accuracy on the important columns.
+// Relative RMS error bounds, about 4% above what this quantizer measures on these rows (printed
+// by RandomRowsWithinRmsBound; measured: normal / with outliers / with importance). Their size:
+// a 16-element sub-block of normal data spans about +-2 sigma, and Q2_K's 4 affine levels leave
+// ~0.27 of the signal as error, Q3_K's 8 symmetric levels ~0.15 (6-bit sub-block scales add
+// little, Q2_K's 4-bit ones some). A ternary block with one scale per 256 keeps ~0.45: the best
+// single threshold for a Gaussian (ggml's amax-scaled reference leaves ~0.81). Outliers stretch
+// the scales of the sub-blocks holding them (Q3_K, and the ternary types whose one scale serves
+// 256 weights, lose; Q2_K's error falls, as its outliers carry much of the signal and sit on
+// exact levels). With an importance vector the plain (unweighted) error grows: the fit spends
+// its accuracy on the important columns.
 struct Bounds {
   double plain, outliers, weighted;
 };
 Bounds rms_bounds(GgmlType type) {
   switch (type) {
     case GgmlType::Q2_K:
-      return {0.0, 0.0, 0.0};
+      return {0.279, 0.256, 0.312};  // measured 0.2682, 0.2459, 0.2995
     case GgmlType::Q3_K:
-      return {0.0, 0.0, 0.0};
+      return {0.152, 0.190, 0.172};  // measured 0.1461, 0.1826, 0.1649
     case GgmlType::TQ1_0:
     case GgmlType::TQ2_0:
-      return {0.0, 0.0, 0.0};
+      return {0.467, 0.612, 0.475};  // measured 0.4490, 0.5884, 0.4566
     default:
       return {0, 0, 0};
+  }
+}
+
+// Upper bounds of the importance-weighted error with the importance over that without it (rows
+// without and with outliers), a little above the measured values; ignoring the importance would
+// give 1. The ternary types gain least on plain rows: one scale per 256 weights leaves little to
+// trade.
+std::pair<double, double> importance_gain_bound(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q2_K:
+      return {0.60, 0.72};  // measured 0.564, 0.678
+    case GgmlType::Q3_K:
+      return {0.71, 0.90};  // measured 0.669, 0.861
+    case GgmlType::TQ1_0:
+    case GgmlType::TQ2_0:
+      return {0.975, 0.82};  // measured 0.958, 0.781
+    default:
+      return {0, 0};
   }
 }
 
@@ -167,45 +186,47 @@ TEST(LowKQuantize, ImportanceLowersWeightedError) {
       const double ratio = with / without;
       std::printf("%-6s%s importance-weighted error with / without importance: %.3f\n",
                   name_of(type).c_str(), outliers ? " (outliers)" : "", ratio);
-      EXPECT_LT(ratio, 0.0) << name_of(type);
+      const auto bound = importance_gain_bound(type);
+      EXPECT_LT(ratio, outliers ? bound.second : bound.first) << name_of(type);
     }
   }
 }
 
-// Rows with nothing to quantize or with extreme values still give finite, defined blocks.
+// Rows with nothing to quantize or with extreme values still give finite, defined blocks: a
+// value beyond what fp16 super-scales can reach saturates (same sign, largest magnitude of its
+// block) instead of becoming inf or NaN.
 TEST(LowKQuantize, DegenerateAndExtremeRowsGiveFiniteBlocks) {
   const int64_t n = 2 * kQK_K;
   std::vector<std::vector<float>> rows;
-  rows.push_back(std::vector<float>(n, 0.0f));  // zeros
+  rows.push_back(std::vector<float>(n, 0.0f));  // 0: zeros
   {
-    std::vector<float> x(n, 0.0f);  // one huge value among zeros
+    std::vector<float> x(n, 0.0f);  // 1: one huge value among zeros
     x[37] = 1e30f;
     rows.push_back(x);
   }
   {
-    std::mt19937 rng(5);
+    std::mt19937 rng(5);  // 2: one huge negative value among normal ones
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> x(n);
     for (float& v : x) v = normal(rng);
-    x[300] = -3e38f;  // one huge value among normal ones
+    x[300] = -3e38f;
     rows.push_back(x);
   }
   {
-    std::vector<float> x(n);  // the largest and smallest finite floats, both signs
-    for (int64_t i = 0; i < n; ++i) {
-      const float mags[] = {FLT_MAX, FLT_MIN, 1e-45f, 0.0f, 1.0f};
-      x[size_t(i)] = mags[i % 5] * (i % 2 ? -1.0f : 1.0f);
-    }
+    std::vector<float> x(n);  // 3: the largest and smallest finite floats, both signs
+    const float mags[] = {FLT_MAX, FLT_MIN, 1e-45f, 0.0f, 1.0f};
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = mags[i % 5] * (i % 2 ? -1.0f : 1.0f);
     rows.push_back(x);
   }
-  rows.push_back(std::vector<float>(n, 1e-42f));  // subnormal constant
-  rows.push_back(std::vector<float>(n, -7.5f));   // negative constant
+  rows.push_back(std::vector<float>(n, 1e-42f));  // 4: subnormal constant
+  rows.push_back(std::vector<float>(n, -7.5f));   // 5: negative constant
+  std::vector<float> imp(size_t(n), 0.0f);
+  imp[37] = 1e30f;  // mostly zero importance, one huge entry
   for (GgmlType type : kTypes) {
     for (size_t r = 0; r < rows.size(); ++r) {
       for (const bool with_importance : {false, true}) {
-        std::vector<float> imp(size_t(n), 0.0f);
-        imp[37] = 1e30f;  // mostly zero importance, one huge entry
-        const std::vector<float> y = round_trip(type, rows[r], with_importance ? imp.data() : nullptr);
+        const std::vector<float> y =
+            round_trip(type, rows[r], with_importance ? imp.data() : nullptr);
         for (int64_t i = 0; i < n; ++i) {
           ASSERT_TRUE(std::isfinite(y[size_t(i)]))
               << name_of(type) << " row " << r << " element " << i;
@@ -213,28 +234,87 @@ TEST(LowKQuantize, DegenerateAndExtremeRowsGiveFiniteBlocks) {
         if (r == 0) {
           for (float v : y) ASSERT_EQ(v, 0.0f) << name_of(type);
         }
+        if (r == 1 || r == 2) {
+          const size_t at = r == 1 ? 37 : 300;
+          const float sign = r == 1 ? 1.0f : -1.0f;
+          EXPECT_GT(sign * y[at], 1e4f) << name_of(type) << " row " << r;
+          for (size_t i = kQK_K * (at / kQK_K); i < kQK_K * (at / kQK_K + 1); ++i) {
+            EXPECT_LE(std::fabs(y[i]), std::fabs(y[at])) << name_of(type) << " row " << r;
+          }
+        }
       }
     }
   }
 }
 
-// Values the format can hold exactly after one round come back unchanged from a second one.
+// Large values that fp16 super-scales can still reach (beyond fp16's own range for the K types,
+// whose values are d times a sub-block scale times a level) keep their size.
+TEST(LowKQuantize, LargeRepresentableValuesKeepTheirSize) {
+  for (GgmlType type : kTypes) {
+    const bool ternary = type == GgmlType::TQ1_0 || type == GgmlType::TQ2_0;
+    const float big = ternary ? 3.0e4f : 3.0e5f;  // ternary values are +-d, at most 65504
+    std::vector<float> x(kQK_K, 0.0f);
+    x[10] = big;
+    x[200] = -big / 3;
+    const std::vector<float> y = round_trip(type, x, nullptr);
+    EXPECT_NEAR(y[10], big, big * 0.01f) << name_of(type);
+    if (!ternary) {
+      EXPECT_NEAR(y[200], -big / 3, big / 3 * 0.01f) << name_of(type);
+    }
+  }
+}
+
+// Values the format holds exactly after one round come back unchanged from a second one. For
+// Q3_K and the ternary types this holds for every block measured; Q2_K's affine sub-blocks with
+// few distinct values (a lone outlier beside a flat run) fit several grids, and the search may
+// settle on another (d, dmin) for the block: nearly every block of plain rows comes back
+// exactly, and the change over rows with outliers stays small (measured 0.0074 of the signal,
+// against a first-round error of 0.25).
 TEST(LowKQuantize, RequantizingDecodedRowsIsStable) {
   for (GgmlType type : kTypes) {
     std::mt19937 rng(2024);
     double drift = 0, first = 0, sig = 0;
+    int blocks = 0, changed_plain = 0;
     for (int r = 0; r < kRows; ++r) {
-      const std::vector<float> x = random_row(rng, r % 2 == 1);
+      const bool outliers = r % 2 == 1;
+      const std::vector<float> x = random_row(rng, outliers);
       const std::vector<float> y1 = round_trip(type, x, nullptr);
       const std::vector<float> y2 = round_trip(type, y1, nullptr);
       accumulate(y1, y2, nullptr, &drift, &sig);
       double unused = 0;
       accumulate(x, y1, nullptr, &first, &unused);
+      for (int64_t b = 0; !outliers && b < kCols / kQK_K; ++b, ++blocks) {
+        changed_plain += !std::equal(y1.begin() + b * kQK_K, y1.begin() + (b + 1) * kQK_K,
+                                     y2.begin() + b * kQK_K);
+      }
     }
     const double rel_drift = std::sqrt(drift / sig), rel_first = std::sqrt(first / sig);
-    std::printf("%-6s second round changes %.2e of the signal (first round's error %.3f)\n",
-                name_of(type).c_str(), rel_drift, rel_first);
-    EXPECT_LE(rel_drift, 0.0) << name_of(type);
+    std::printf(
+        "%-6s second round changes %.2e of the signal (first round's error %.3f), "
+        "%d of %d plain blocks\n",
+        name_of(type).c_str(), rel_drift, rel_first, changed_plain, blocks);
+    if (type == GgmlType::Q2_K) {
+      EXPECT_LE(rel_drift, 0.015);
+      EXPECT_LE(changed_plain, blocks / 50);
+    } else {
+      EXPECT_EQ(rel_drift, 0.0) << name_of(type);
+    }
+  }
+}
+
+// Weights that already are ternary (as BitNet-style checkpoints store them: -a, 0, +a per
+// block) come back exactly from both ternary types, with or without an importance.
+TEST(LowKQuantize, TernaryWeightsRoundTripExactly) {
+  std::mt19937 rng(11);
+  const std::vector<float> imp = random_importance(rng);
+  for (GgmlType type : {GgmlType::TQ1_0, GgmlType::TQ2_0}) {
+    std::vector<float> x(kCols);
+    for (int64_t b = 0; b < kCols / kQK_K; ++b) {
+      const float a = fp16_to_fp32(fp32_to_fp16(0.001f * float(1 + rng() % 1000)));
+      for (int64_t i = 0; i < kQK_K; ++i) x[size_t(b * kQK_K + i)] = a * float(int(rng() % 3) - 1);
+    }
+    EXPECT_EQ(round_trip(type, x, nullptr), x) << name_of(type);
+    EXPECT_EQ(round_trip(type, x, imp.data()), x) << name_of(type);
   }
 }
 

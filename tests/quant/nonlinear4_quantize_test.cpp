@@ -60,7 +60,8 @@ std::vector<float> random_row(std::mt19937& rng, bool outliers, int64_t n = kCol
   std::vector<float> x(static_cast<size_t>(n));
   for (float& v : x) v = normal(rng);
   if (outliers) {
-    for (int64_t i = 0; i < n; i += 64) x[size_t(i + int64_t(rng() % 64))] *= factor(rng);
+    const int64_t span = std::min<int64_t>(64, n);
+    for (int64_t i = 0; i < n; i += span) x[size_t(i + int64_t(rng() % span))] *= factor(rng);
   }
   return x;
 }
@@ -85,8 +86,8 @@ void accumulate(const std::vector<float>& x, const std::vector<float>& y, const 
 }
 
 // Relative RMS error bounds, a little above what these quantizers measure on these rows (printed
-// by RandomRowsWithinRmsBound: IQ4_NL 0.0000 / 0.0000 / 0.0000, IQ4_XS 0.0000 / 0.0000 /
-// 0.0000, MXFP4 0.0000 / 0.0000 / 0.0000 for normal / outliers / with importance).
+// by RandomRowsWithinRmsBound: IQ4_NL 0.0739 / 0.1225 / 0.0818, IQ4_XS 0.0744 / 0.1238 /
+// 0.0822, MXFP4 0.1149 / 0.1719 / 0.1134 for normal / outliers / with importance).
 // Reasoning for their size: 16 levels fitted to a 32-element block of normal data leave about
 // 0.08 of the signal as error (IQ4_XS a little more: its 6-bit sub-block scales are coarser
 // than fp16); MXFP4's power-of-two scale and its 8 magnitudes 0 .. 6, sparse at the top, about
@@ -99,11 +100,11 @@ struct Bounds {
 Bounds rms_bounds(GgmlType type) {
   switch (type) {
     case GgmlType::IQ4_NL:
-      return {0.0, 0.0, 0.0};
+      return {0.078, 0.128, 0.086};
     case GgmlType::IQ4_XS:
-      return {0.0, 0.0, 0.0};
+      return {0.079, 0.130, 0.087};
     case GgmlType::MXFP4:
-      return {0.0, 0.0, 0.0};
+      return {0.120, 0.180, 0.120};
     default:
       return {0, 0, 0};
   }
@@ -166,8 +167,8 @@ double iq4_block_error(const float* x, const float* w, double s) {
 
 // The IQ4_NL scale search finds the best scale: no scale of a dense grid (both signs, the
 // largest |x| mapped anywhere from level 40 to 200) gives a lower weighted error, beyond the
-// fp16 rounding of the stored scale. Weights as the quantizer's: x^2 without importance,
-// imp * sqrt(sigma2 + x^2) with.
+// fp16 rounding of the stored scale. Weights as the quantizer's: imp * sqrt(sigma2 + x^2), imp
+// all ones without an importance vector.
 TEST(Nonlinear4Quantize, Iq4NlScaleBeatsDenseGrid) {
   std::mt19937 rng(11);
   int worse = 0;
@@ -184,9 +185,9 @@ TEST(Nonlinear4Quantize, Iq4NlScaleBeatsDenseGrid) {
     std::vector<float> w(32);
     const float imp_max = *std::max_element(imp.begin(), imp.end());
     for (int i = 0; i < 32; ++i) {
-      w[size_t(i)] = with_importance ? imp[size_t(i)] / imp_max *
-                                           std::sqrt(2 * sum_sq / 32 + x[size_t(i)] * x[size_t(i)])
-                                     : x[size_t(i)] * x[size_t(i)];
+      const float xi = x[size_t(i)];
+      w[size_t(i)] = (with_importance ? imp[size_t(i)] / imp_max : 1.0f) *
+                     std::sqrt(2 * sum_sq / 32 + xi * xi);
     }
     const std::vector<float> y =
         round_trip(GgmlType::IQ4_NL, x, with_importance ? imp.data() : nullptr);
@@ -203,7 +204,11 @@ TEST(Nonlinear4Quantize, Iq4NlScaleBeatsDenseGrid) {
     }
     ours_total += ours;
     grid_total += grid;
-    if (ours > grid * (1 + 2e-3)) ++worse;
+    if (ours > grid * (1 + 2e-3)) {
+      ++worse;
+      std::printf("block %d%s: ours %.6g, grid %.6g\n", b, with_importance ? " (importance)" : "",
+                  ours, grid);
+    }
   }
   std::printf("IQ4_NL weighted error over 200 blocks: ours %.6g, best of the dense grid %.6g\n",
               ours_total, grid_total);
@@ -214,15 +219,16 @@ TEST(Nonlinear4Quantize, Iq4NlScaleBeatsDenseGrid) {
 // The importance-weighted error sum imp (x - x')^2 is what an importance matrix asks the
 // quantizer to lower: it must be clearly lower when the quantizer is given the importance than
 // when it is not, on the same rows. MXFP4 can only move its power-of-two exponent, so it gains
-// least.
-double importance_ratio_bound(GgmlType type) {
+// least. Bounds a little above the measured ratios (normal rows / with outliers): IQ4_NL 0.664 /
+// 0.817, IQ4_XS 0.672 / 0.839, MXFP4 0.941 / 0.877.
+double importance_ratio_bound(GgmlType type, bool outliers) {
   switch (type) {
     case GgmlType::IQ4_NL:
-      return 0.0;
+      return outliers ? 0.86 : 0.70;
     case GgmlType::IQ4_XS:
-      return 0.0;
+      return outliers ? 0.87 : 0.71;
     case GgmlType::MXFP4:
-      return 0.0;
+      return outliers ? 0.91 : 0.96;
     default:
       return 0.0;
   }
@@ -242,7 +248,7 @@ TEST(Nonlinear4Quantize, ImportanceLowersWeightedError) {
       const double ratio = with / without;
       std::printf("%-6s%s importance-weighted error with / without importance: %.3f\n",
                   name_of(type).c_str(), outliers ? " (outliers)" : "", ratio);
-      EXPECT_LT(ratio, importance_ratio_bound(type)) << name_of(type);
+      EXPECT_LT(ratio, importance_ratio_bound(type, outliers)) << name_of(type);
     }
   }
 }
@@ -253,17 +259,18 @@ TEST(Nonlinear4Quantize, Mxfp4FollowsReferenceRule) {
   // amax 6: e = 2 - 2 + 127 = 127, one e2m1 unit is 1 (the half-scale 0.5 times the doubled
   // levels), so the e2m1 values are exact.
   std::vector<float> x(32, 0.0f);
-  const float values[] = {6,      4,      3,     2,    1.5f,  1,    0.5f,  0,
-                          -0.5f,  -1,     -1.5f, -2,   -3,    -4,   -6,    1.25f,
-                          -1.25f, 2.5f,   -2.5f, 3.5f, 5,     -5,   0.25f, -0.25f,
-                          0.26f,  -0.26f, 4.9f,  5.1f, -0.0f, 0.1f, 2.75f, 5.5f};
+  const float values[] = {6,      4,      3,     2,    1.5f,  1,     0.5f,   0,
+                          -0.5f,  -1,     -1.5f, -2,   -3,    -4,    -6,     1.25f,
+                          -1.25f, 2.5f,   -2.5f, 3.5f, 5,     -5,    0.25f,  -0.25f,
+                          0.26f,  -0.26f, 4.9f,  5.1f, -0.0f, 0.75f, -1.75f, 5.5f};
   std::copy(std::begin(values), std::end(values), x.begin());
   const std::vector<uint8_t> q = quantize(GgmlType::MXFP4, x, nullptr);
   BlockMXFP4 b;
   std::memcpy(&b, q.data(), sizeof(b));
   EXPECT_EQ(b.e, 127);
-  const float expect[] = {6,  4, 3,  2, 1.5f, 1,  0.5f, 0, -0.5f, -1,    -1.5f, -2, -3, -4, -6, 1,
-                          -1, 2, -2, 3, 4,    -4, 0,    0, 0.5f,  -0.5f, 4,     6,  0,  0,  3,  6};
+  const float expect[] = {6,  4,  3,    2,     1.5f, 1,  0.5f, 0,    -0.5f, -1, -1.5f,
+                          -2, -3, -4,   -6,    1,    -1, 2,    -2,   3,     4,  -4,
+                          0,  0,  0.5f, -0.5f, 4,    6,  0,    0.5f, -1.5f, 6};
   std::vector<float> y(32);
   dequantize_row(GgmlType::MXFP4, q.data(), y.data(), 32);
   for (int i = 0; i < 32; ++i)
@@ -343,7 +350,9 @@ TEST(Nonlinear4Quantize, DegenerateAndExtremeRowsGiveFiniteBlocks) {
         if (r == 0) {
           for (float v : y) ASSERT_EQ(v, 0.0f) << name_of(type);
         }
-        if (r == 5 && type != GgmlType::MXFP4) {  // a constant is one level times the scale
+        // A constant is one level times the scale (with the importance, the blocks without any
+        // may be sacrificed to the one with it).
+        if (r == 5 && type != GgmlType::MXFP4 && !with_importance) {
           for (float v : y) ASSERT_NEAR(v, -7.5f, 7.5f * 1e-3f) << name_of(type);
         }
       }
@@ -352,18 +361,10 @@ TEST(Nonlinear4Quantize, DegenerateAndExtremeRowsGiveFiniteBlocks) {
 }
 
 // Values the format can hold exactly after one round come back unchanged from a second one.
-double drift_bound(GgmlType type) {
-  switch (type) {
-    case GgmlType::IQ4_NL:
-      return 0.0;
-    case GgmlType::IQ4_XS:
-      return 0.0;
-    case GgmlType::MXFP4:
-      return 0.0;
-    default:
-      return 0.0;
-  }
-}
+// Measured: no change at all for any of the three types (the IQ4 sweep's window holds the exact
+// scale of a decoded block, and MXFP4's exponent rule maps a decoded block onto itself); the
+// bound leaves room for rounding differences between compilers only.
+constexpr double kDriftBound = 1e-6;
 
 TEST(Nonlinear4Quantize, RequantizingDecodedRowsIsStable) {
   for (GgmlType type : kTypes) {
@@ -384,7 +385,7 @@ TEST(Nonlinear4Quantize, RequantizingDecodedRowsIsStable) {
       std::printf("%-6s%s second round changes %.2e of the signal (first round's error %.3f)\n",
                   name_of(type).c_str(), with_importance ? " (importance)" : "", rel_drift,
                   rel_first);
-      EXPECT_LE(rel_drift, drift_bound(type)) << name_of(type);
+      EXPECT_LE(rel_drift, kDriftBound) << name_of(type);
     }
   }
 }

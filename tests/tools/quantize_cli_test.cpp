@@ -1,14 +1,16 @@
 // `vela quantize` as a user runs it: --help lists every mix and --imatrix; each mix the common
-// quantizer made of tiny-llama-256 is remade from the F32 file (with the shared importance matrix
-// where the common quantizer used one) with the same tensor types and file type, or refused in
-// one line naming the types this build cannot make yet; a mix that needs an importance matrix
-// without one, an importance matrix lacking a tensor or made for another model, and an unreadable
-// one are one-line errors.
+// quantizer made of tiny-llama-256 (and tiny-openai-moe's MXFP4_MOE) is remade from the F32 file,
+// with the shared importance matrix where the common quantizer used one, holding the same tensor
+// types and file type, or is refused in one line naming the types this build cannot make yet; a
+// mix that needs an importance matrix without one, an importance matrix lacking a tensor or made
+// for another model, and an unreadable one are one-line errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/gguf.h"
 #include "support/run_command.h"
@@ -44,17 +46,20 @@ TEST(QuantizeCli, HelpListsTheMixes) {
 
 TEST(QuantizeCli, RemakesTheCommonQuantizersMixes) {
   VELA_REQUIRE_SHARED();
-  const std::string f32 = shared("models/tiny-llama-256-F32.gguf");
-  for (const std::string mix : {"Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S",
-                                "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0"}) {
+  std::vector<std::pair<std::string, std::string>> cases;  // (F32 model, mix)
+  for (const char* mix : {"Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S",
+                          "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0"})
+    cases.emplace_back("tiny-llama-256", mix);
+  cases.emplace_back("tiny-openai-moe", "MXFP4_MOE");
+  for (const auto& [model, mix] : cases) {
     auto theirs =
-        GgufFile::open(test::shared_path("models/tiny-llama-256-" + mix + ".gguf").string());
+        GgufFile::open(test::shared_path("models/" + model + "-" + mix + ".gguf").string());
     ASSERT_TRUE(theirs.ok()) << mix;
     const bool imatrix = theirs->find("quantize.imatrix.file") != nullptr;
     const std::string out = test::unique_temp_path("vela_qcli_" + mix + ".gguf");
-    const auto r = run("-q -t 2 " + f32 + " " + quote(out) + " " + mix +
-                       (imatrix ? " --imatrix " + shared("imatrix/tiny-llama-256.imatrix.gguf")
-                                : std::string()));
+    const auto r = run(
+        "-q -t 2 " + shared("models/" + model + "-F32.gguf") + " " + quote(out) + " " + mix +
+        (imatrix ? " --imatrix " + shared("imatrix/tiny-llama-256.imatrix.gguf") : std::string()));
     if (r.exit_code != 0) {
       // Only a type without a quantizer in this build may stop it, said in one line.
       EXPECT_EQ(r.exit_code, 1) << mix << ": " << r.err;
@@ -70,6 +75,7 @@ TEST(QuantizeCli, RemakesTheCommonQuantizersMixes) {
               theirs->get_uint("general.file_type")->value_or(1))
         << mix;
     EXPECT_EQ(ours->find("quantize.imatrix.file") != nullptr, imatrix) << mix;
+    ASSERT_EQ(ours->tensors().size(), theirs->tensors().size()) << mix;
     for (const GgufTensorInfo& t : theirs->tensors()) {
       const GgufTensorInfo* o = ours->find_tensor(t.name);
       ASSERT_NE(o, nullptr) << mix << " " << t.name;
@@ -125,8 +131,7 @@ TEST(QuantizeCli, ImportanceMatrixErrors) {
   r = run("-q " + f32 + " " + quote(out) + " Q2_K_S --imatrix " + quote(other_path));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
-  EXPECT_NE(r.err.find("'blk.0.attn_q.weight' has 128 values per row"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("'blk.0.attn_q.weight' has 128 values per row"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

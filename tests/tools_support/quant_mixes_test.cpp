@@ -27,13 +27,13 @@ QuantTarget target(const std::string& name) {
 
 TEST(QuantMixes, NamesAndFileTypes) {
   const std::map<std::string, uint32_t> expected = {
-      {"F32", 0},      {"F16", 1},      {"Q4_0", 2},    {"Q4_1", 3},     {"Q8_0", 7},
-      {"Q5_0", 8},     {"Q5_1", 9},     {"Q2_K", 10},   {"Q3_K_S", 11},  {"Q3_K_M", 12},
-      {"Q3_K_L", 13},  {"Q4_K_S", 14},  {"Q4_K_M", 15}, {"Q5_K_S", 16},  {"Q5_K_M", 17},
-      {"Q6_K", 18},    {"IQ2_XXS", 19}, {"IQ2_XS", 20}, {"Q2_K_S", 21},  {"IQ3_XS", 22},
-      {"IQ3_XXS", 23}, {"IQ1_S", 24},   {"IQ4_NL", 25}, {"IQ3_S", 26},   {"IQ3_M", 27},
-      {"IQ2_S", 28},   {"IQ2_M", 29},   {"IQ4_XS", 30}, {"IQ1_M", 31},   {"BF16", 32},
-      {"TQ1_0", 36},   {"TQ2_0", 37},   {"MXFP4_MOE", 38}, {"Q4_K", 14}, {"Q5_K", 16}};
+      {"F32", 0},      {"F16", 1},      {"Q4_0", 2},       {"Q4_1", 3},    {"Q8_0", 7},
+      {"Q5_0", 8},     {"Q5_1", 9},     {"Q2_K", 10},      {"Q3_K_S", 11}, {"Q3_K_M", 12},
+      {"Q3_K_L", 13},  {"Q4_K_S", 14},  {"Q4_K_M", 15},    {"Q5_K_S", 16}, {"Q5_K_M", 17},
+      {"Q6_K", 18},    {"IQ2_XXS", 19}, {"IQ2_XS", 20},    {"Q2_K_S", 21}, {"IQ3_XS", 22},
+      {"IQ3_XXS", 23}, {"IQ1_S", 24},   {"IQ4_NL", 25},    {"IQ3_S", 26},  {"IQ3_M", 27},
+      {"IQ2_S", 28},   {"IQ2_M", 29},   {"IQ4_XS", 30},    {"IQ1_M", 31},  {"BF16", 32},
+      {"TQ1_0", 36},   {"TQ2_0", 37},   {"MXFP4_MOE", 38}, {"Q4_K", 14},   {"Q5_K", 16}};
   EXPECT_EQ(quant_mixes().size(), expected.size());
   for (const auto& [name, ft] : expected) {
     EXPECT_EQ(target(name).file_type, ft) << name;
@@ -96,9 +96,9 @@ void expect_same_types(const std::string& f32_name, const std::string& quantized
 
 TEST(QuantMixes, SameTypesAsTheCommonQuantizersFiles) {
   VELA_REQUIRE_SHARED();
-  for (const char* mix : {"Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S",
-                          "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0",
-                          "Q4_K_M", "Q4_0", "Q6_K", "Q8_0"})
+  for (const char* mix :
+       {"Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "IQ4_XS", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS",
+        "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0", "Q4_K_M", "Q4_0", "Q6_K", "Q8_0"})
     expect_same_types("tiny-llama-256-F32.gguf", std::string("tiny-llama-256-") + mix + ".gguf",
                       mix);
   // gpt-oss: stacked experts MXFP4, every other matrix (output and embedding too) Q8_0; routers,
@@ -261,12 +261,12 @@ TEST(QuantMixes, TiedEmbeddingsAndFallbacks) {
   // Qwen2-0.5B-like: 896 wide (not a multiple of 256), 4864 FFN (19 x 256), tied embedding.
   Synthetic q(24, 14, 2, 896, 4864, true);
   auto iq2xxs = q.plan("IQ2_XXS", true);
-  EXPECT_EQ(iq2xxs["token_embd.weight"], T::Q8_0);  // the output rule, rows not whole blocks
-  EXPECT_EQ(iq2xxs[blk(5, "attn_q")], T::IQ4_NL);    // IQ -> IQ4_NL
+  EXPECT_EQ(iq2xxs["token_embd.weight"], T::Q8_0);    // the output rule, rows not whole blocks
+  EXPECT_EQ(iq2xxs[blk(5, "attn_q")], T::IQ4_NL);     // IQ -> IQ4_NL
   EXPECT_EQ(iq2xxs[blk(5, "ffn_down")], T::IQ2_XXS);  // 4864 fits
-  EXPECT_EQ(iq2xxs[blk(5, "attn_v")], T::Q5_0);     // Q4_K (gqa 7) -> Q5_0
+  EXPECT_EQ(iq2xxs[blk(5, "attn_v")], T::Q5_0);       // Q4_K (gqa 7) -> Q5_0
   auto q2k = q.plan("Q2_K");
-  EXPECT_EQ(q2k[blk(5, "attn_q")], T::Q4_0);  // Q2_K -> Q4_0
+  EXPECT_EQ(q2k[blk(5, "attn_q")], T::Q4_0);       // Q2_K -> Q4_0
   EXPECT_EQ(q2k[blk(5, "attn_output")], T::Q4_0);  // Q3_K -> Q4_0
   EXPECT_EQ(q.plan("TQ1_0")[blk(5, "attn_q")], T::Q4_0);
   EXPECT_EQ(q.plan("Q5_K_S")[blk(5, "attn_q")], T::Q5_1);

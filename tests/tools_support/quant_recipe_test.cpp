@@ -101,6 +101,8 @@ TEST(QuantRecipe, ExpertTensors) {
     EXPECT_EQ(type("Q4_K_M", "blk.N.ffn_gate_exps.weight", 2048, l), GgmlType::Q4_K) << l;
   }
   EXPECT_EQ(type("Q4_K_M", "blk.0.ffn_down_exps.weight", 1000, 0), GgmlType::F16);  // no fit
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.ffn_down_exps.weight", 1024, 0), GgmlType::MXFP4);
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.attn_q.weight", 1024, 0, 2), GgmlType::Q8_0);
 }
 
 // A Gated DeltaNet's 1-D tensors and convolution taps stay F32 in every target (engines read the

@@ -178,7 +178,8 @@ TEST(QuantizeImatrix, EveryMixIsMadeOrClearlyRefused) {
     ASSERT_TRUE(types.ok()) << mix.name;
     std::string missing;
     for (GgmlType t : *types)
-      if (!can_quantize_weighted(t) && missing.find(ggml_type_name(uint32_t(t))) == std::string::npos)
+      if (!can_quantize_weighted(t) &&
+          missing.find(ggml_type_name(uint32_t(t))) == std::string::npos)
         missing += ggml_type_name(uint32_t(t)) + " ";
     QuantizeOptions o = options("tiny-llama-256-F32.gguf", mix.name, "_every");
     o.imatrix = &m;
