@@ -293,8 +293,10 @@ Result<GgufFile> GgufFile::parse(GgufFile f) {
   }
 
   if (const GgufValue* a = f.find("general.alignment")) {
-    if (!a->is_integer() || a->u64 == 0 || (a->u64 & (a->u64 - 1)) != 0 || a->u64 > (1u << 20))
-      return make_error("general.alignment must be a power of two up to 1 MiB");
+    // At least 8 (the format asks for a multiple of 8): every tensor then starts where its
+    // elements and blocks can be read in place.
+    if (!a->is_integer() || a->u64 < 8 || (a->u64 & (a->u64 - 1)) != 0 || a->u64 > (1u << 20))
+      return make_error("general.alignment must be a power of two from 8 to 1 MiB");
     f.alignment_ = a->u64;
   }
 

@@ -8,8 +8,8 @@
 #include "quant/blocks.h"
 #include "quant/dequantize_iq1.h"
 #include "quant/dequantize_iq23.h"
-#include "quant/dequantize_nonlinear4.h"
 #include "quant/dequantize_low_k.h"
+#include "quant/dequantize_nonlinear4.h"
 #include "util/half.h"
 
 namespace vela {

@@ -12,9 +12,9 @@
 #include <cstring>
 
 #include "quant/blocks.h"
-#include "quant/quantize_low_k.h"
 #include "quant/quantize_iq1.h"
 #include "quant/quantize_iq23.h"
+#include "quant/quantize_low_k.h"
 #include "quant/quantize_nonlinear4.h"
 #include "util/half.h"
 

@@ -50,6 +50,7 @@ bool can_quantize_weighted(GgmlType type);
 bool needs_importance(GgmlType type);
 // src: [n] f32 (one row); dst: n elements of `type`; importance: [n] per-column weights of this
 // row's tensor (an importance matrix's entry), or nullptr for the type's default weighting.
-void quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n,
+                           const float* importance);
 
 }  // namespace vela

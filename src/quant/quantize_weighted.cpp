@@ -4,9 +4,9 @@
 #include <cstdlib>
 
 #include "quant/quantize.h"
-#include "quant/quantize_low_k.h"
 #include "quant/quantize_iq1.h"
 #include "quant/quantize_iq23.h"
+#include "quant/quantize_low_k.h"
 #include "quant/quantize_nonlinear4.h"
 
 namespace vela {

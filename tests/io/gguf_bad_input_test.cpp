@@ -118,9 +118,15 @@ TEST(GgufBadInput, BadMagicVersionAndAlignment) {
   b = small_model_bytes();
   poke<uint32_t>(b, 4, 1);
   EXPECT_NE(GgufFile::from_bytes(b).message().find("version"), std::string::npos);
-  GgufWriter w;
-  w.add_u32("general.alignment", 3);
-  EXPECT_FALSE(GgufFile::from_bytes(w.to_bytes()).ok());
+  for (uint32_t alignment : {0u, 1u, 3u, 4u, 48u, 1u << 21}) {
+    // 1 and 4 are powers of two, but would let a tensor start where its floats and blocks
+    // cannot be read in place.
+    GgufWriter w;
+    w.add_u32("general.alignment", alignment);
+    const auto f = GgufFile::from_bytes(w.to_bytes());
+    ASSERT_FALSE(f.ok()) << alignment;
+    EXPECT_NE(f.message().find("general.alignment"), std::string::npos) << f.message();
+  }
 }
 
 // Random byte flips in a real model's header region: any outcome but a crash is acceptable.

@@ -150,8 +150,8 @@ struct Iq1Dot {
         for (int h = 0; h < 2; ++h) {
           const int sub = 2 * p + h;
           // (A literal lane index: clang wants the immediate constant before unrolling.)
-          const __m128i bias = h == 0 ? _mm256_castsi256_si128(pr.bias)
-                                      : _mm256_extracti128_si256(pr.bias, 1);
+          const __m128i bias =
+              h == 0 ? _mm256_castsi256_si128(pr.bias) : _mm256_extracti128_si256(pr.bias, 1);
           const __m256i u = decode_sub_block(index + 4 * h, bias);
           // Elements 0-15 of the sub-block (low 128 bits) take scale 2 sub, 16-31 scale 2 sub+1.
           const int j = (2 * sub) % 8;
