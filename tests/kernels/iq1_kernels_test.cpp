@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "block_kernel_checks.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_table.h"
 #include "kernels/type_traits.h"
@@ -31,19 +32,12 @@ const GgmlType kTypes[] = {GgmlType::IQ1_S, GgmlType::IQ1_M};
 // One block, 16 blocks, and 11 blocks: not a multiple of any kernel's unroll or row tile.
 const int64_t kLengths[] = {256, 2816, 4096};
 
-size_t bytes_of(GgmlType type, int64_t n) {
-  return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
-}
-
-const TypeTraits& scalar_traits(GgmlType type) {
-  return *type_traits_for(KernelIsa::kScalar, type);
-}
-
-std::vector<float> decode(GgmlType type, const void* row, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  scalar_traits(type).to_float(row, out.data(), n);
-  return out;
-}
+using test::bytes_of;
+using test::decode_scalar;
+using test::make_integer_activations;
+using test::scalar_traits;
+using test::Table;
+using test::tables;
 
 // Sets the fp16 super-scale of the block at `blk`: IQ1_S's d field, or IQ1_M's four nibbles in
 // the top of its scale words (the 3-bit scales below them are kept).
@@ -86,26 +80,14 @@ std::vector<uint8_t> make_activations(int64_t n, uint32_t seed) {
   return act;
 }
 
-// Q8_K activations whose quants are the integers themselves: each block starts with 127, so its
-// scale is exactly 1; the rest are in [-limit, limit].
-std::vector<uint8_t> make_integer_activations(int64_t n, int limit, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> value(-limit, limit);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 256 == 0 ? 127.0f : float(value(rng));
-  std::vector<uint8_t> act(bytes_of(GgmlType::Q8_K, n));
-  scalar_traits(GgmlType::Q8_K).from_float(x.data(), act.data(), n);
-  return act;
-}
-
 struct Reference {
   double value = 0;      // sum w_i a_i of the decoded operands, in double
   double tolerance = 0;  // 4e-5 * sum |w_i a_i|
 };
 
 Reference reference(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n) {
-  const auto wd = decode(type, w, n);
-  const auto ad = decode(GgmlType::Q8_K, a, n);
+  const auto wd = decode_scalar(type, w, n);
+  const auto ad = decode_scalar(GgmlType::Q8_K, a, n);
   Reference r;
   double magnitude = 0;
   for (size_t i = 0; i < wd.size(); ++i) {
@@ -119,8 +101,8 @@ Reference reference(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n
 // The exact dot of integer-valued activations (scale 1) with weights of d = 1, whose decoded
 // values are multiples of 1/8: the double sum is exact, and so is its float.
 float exact_dot(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n) {
-  const auto wd = decode(type, w, n);
-  const auto ad = decode(GgmlType::Q8_K, a, n);
+  const auto wd = decode_scalar(type, w, n);
+  const auto ad = decode_scalar(GgmlType::Q8_K, a, n);
   double exact = 0;
   for (size_t i = 0; i < wd.size(); ++i) exact += double(wd[i]) * double(ad[i]);
   EXPECT_EQ(exact * 8, std::round(exact * 8)) << "operands are not multiples of 1/8";
@@ -130,49 +112,6 @@ float exact_dot(GgmlType type, const uint8_t* w, const uint8_t* a, int64_t n) {
 
 // ---------------------------------------------------------------------------------------------
 // Tables under test
-
-struct Table {
-  std::string name;
-  const TypeTraits* (*get)(GgmlType);
-};
-
-// The AVX-512 table built with the given extensions, so the plain (non-VNNI) kernels are tested
-// on a CPU with VNNI too; only used where the CPU runs AVX-512.
-template <bool kVnni>
-const TypeTraits* avx512_variant(GgmlType type) {
-  static const kernels::TraitsTable table = [] {
-    kernels::TraitsTable t;
-    for (size_t i = 0; i < t.size(); ++i) {
-      const TypeTraits* s = type_traits_for(KernelIsa::kAvx2, static_cast<GgmlType>(i));
-      t[i] = s != nullptr ? *s : TypeTraits{GgmlType::F32, nullptr, nullptr, nullptr};
-    }
-    kernels::avx512::register_kernels(t, {.vnni = kVnni, .bf16 = false});
-    return t;
-  }();
-  return &table[static_cast<size_t>(type)];
-}
-
-std::vector<Table> tables() {
-  std::vector<Table> out;
-  for (const KernelIsa isa : supported_kernel_isas()) {
-    switch (isa) {
-      case KernelIsa::kScalar:
-        out.push_back(
-            {"scalar", [](GgmlType t) { return type_traits_for(KernelIsa::kScalar, t); }});
-        break;
-      case KernelIsa::kAvx2:
-        out.push_back({"avx2", [](GgmlType t) { return type_traits_for(KernelIsa::kAvx2, t); }});
-        break;
-      case KernelIsa::kAvx512:
-        out.push_back(
-            {"avx512", [](GgmlType t) { return type_traits_for(KernelIsa::kAvx512, t); }});
-        out.push_back({"avx512_vnni", avx512_variant<true>});
-        out.push_back({"avx512_plain", avx512_variant<false>});
-        break;
-    }
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Scalar reference against the decoded operands

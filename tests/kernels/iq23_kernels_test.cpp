@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "block_kernel_checks.h"
 #include "dot_reference.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_table.h"
@@ -33,19 +34,12 @@ const GgmlType kTypes[] = {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
 // 256, 4096, and 7 super-blocks: not a multiple of any kernel's unroll (1, 2 or 4 blocks).
 const int64_t kLengths[] = {256, 1792, 4096};
 
-size_t bytes_of(GgmlType type, int64_t n) {
-  return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
-}
-
-const TypeTraits& scalar_traits(GgmlType type) {
-  return *type_traits_for(KernelIsa::kScalar, type);
-}
-
-std::vector<float> decode(GgmlType type, const void* row, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  scalar_traits(type).to_float(row, out.data(), n);
-  return out;
-}
+using test::bytes_of;
+using test::decode_scalar;
+using test::make_integer_activations;
+using test::scalar_traits;
+using test::Table;
+using test::tables;
 
 // A weight row of n elements: arbitrary bytes, with each super-block's fp16 d (the first two
 // bytes of every block type here) set to `d` (0 = a random finite value of either sign).
@@ -75,63 +69,8 @@ std::vector<uint8_t> make_activations(int64_t n, uint32_t seed) {
   return act;
 }
 
-// Q8_K activations whose quants are the integers x themselves (every block holds a 127 first, so
-// its scale is exactly +-1): [n] values in [-limit, limit].
-std::vector<uint8_t> make_integer_activations(int64_t n, int limit, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> value(-limit, limit);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 256 == 0 ? 127.0f : float(value(rng));
-  std::vector<uint8_t> act(bytes_of(GgmlType::Q8_K, n));
-  scalar_traits(GgmlType::Q8_K).from_float(x.data(), act.data(), n);
-  return act;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tables under test
-
-struct Table {
-  std::string name;
-  const TypeTraits* (*get)(GgmlType);
-};
-
-// The AVX-512 table built with the given extensions (so the non-VNNI fallback is covered on a
-// CPU with VNNI); only used where the CPU runs AVX-512.
-template <bool kVnni>
-const TypeTraits* avx512_variant(GgmlType type) {
-  static const kernels::TraitsTable table = [] {
-    kernels::TraitsTable t;
-    for (size_t i = 0; i < t.size(); ++i) {
-      const TypeTraits* s = type_traits_for(KernelIsa::kAvx2, static_cast<GgmlType>(i));
-      t[i] = s != nullptr ? *s : TypeTraits{GgmlType::F32, nullptr, nullptr, nullptr};
-    }
-    kernels::avx512::register_kernels(t, {.vnni = kVnni, .bf16 = false});
-    return t;
-  }();
-  return &table[static_cast<size_t>(type)];
-}
-
-std::vector<Table> tables() {
-  std::vector<Table> out;
-  for (const KernelIsa isa : supported_kernel_isas()) {
-    switch (isa) {
-      case KernelIsa::kScalar:
-        out.push_back(
-            {"scalar", [](GgmlType t) { return type_traits_for(KernelIsa::kScalar, t); }});
-        break;
-      case KernelIsa::kAvx2:
-        out.push_back({"avx2", [](GgmlType t) { return type_traits_for(KernelIsa::kAvx2, t); }});
-        break;
-      case KernelIsa::kAvx512:
-        out.push_back(
-            {"avx512", [](GgmlType t) { return type_traits_for(KernelIsa::kAvx512, t); }});
-        out.push_back({"avx512_vnni", avx512_variant<true>});
-        out.push_back({"avx512_plain", avx512_variant<false>});
-        break;
-    }
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Scalar reference against the decoded operands
@@ -160,8 +99,8 @@ TEST_P(Iq23Scalar, IntegerOperandsGiveExactResult) {
   for (uint32_t seed = 1; seed <= 8; ++seed) {
     const auto w = make_weights(type, 256, seed, 1.0f);
     const auto a = make_integer_activations(256, 40, seed + 7);
-    const auto wd = decode(type, w.data(), 256);
-    const auto ad = decode(GgmlType::Q8_K, a.data(), 256);
+    const auto wd = decode_scalar(type, w.data(), 256);
+    const auto ad = decode_scalar(GgmlType::Q8_K, a.data(), 256);
     double exact = 0;
     for (size_t i = 0; i < 256; ++i) exact += double(wd[i]) * double(ad[i]);
     EXPECT_EQ(scalar_traits(type).vec_dot(256, w.data(), a.data()), float(exact)) << seed;

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "block_kernel_checks.h"
 #include "dot_reference.h"
 #include "kernels/cpu_features.h"
 #include "kernels/type_traits.h"
@@ -29,13 +30,8 @@ const GgmlType kTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::TQ1_0, Ggml
 // unroll or row tile).
 const int64_t kLengths[] = {256, 4096, 13 * 256};
 
-const TypeTraits& scalar_traits(GgmlType type) {
-  return *type_traits_for(KernelIsa::kScalar, type);
-}
-
-size_t bytes_of(GgmlType type, int64_t n) {
-  return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
-}
+using test::bytes_of;
+using test::scalar_traits;
 
 void set_half(uint8_t* p, float value) {
   const uint16_t h = fp32_to_fp16(value);

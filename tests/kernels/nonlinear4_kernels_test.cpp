@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "block_kernel_checks.h"
 #include "dot_reference.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_table.h"
@@ -45,19 +46,9 @@ size_t block_bytes(GgmlType type) {
   return size_t(ggml_type_info(uint32_t(type))->type_size);
 }
 
-size_t bytes_of(GgmlType type, int64_t n) {
-  return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
-}
-
-const TypeTraits& scalar_traits(GgmlType type) {
-  return *type_traits_for(KernelIsa::kScalar, type);
-}
-
-std::vector<float> decode(GgmlType type, const void* row, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  scalar_traits(type).to_float(row, out.data(), n);
-  return out;
-}
+using test::bytes_of;
+using test::decode_scalar;
+using test::scalar_traits;
 
 // Sets a block's scale field: the fp16 d of IQ4_NL / IQ4_XS (first two bytes), or MXFP4's e8m0
 // byte, to `scale` (fp16 value, or the e8m0 byte for MXFP4).
@@ -244,8 +235,8 @@ TEST_P(Nonlinear4Tables, IntegerOperandsGiveExactResult) {
     for (size_t at = 0; at < w.size(); at += block_bytes(type_))
       set_block_scale(type_, &w[at], type_ == GgmlType::MXFP4 ? 128.0f : 1.0f);
     const auto a = make_integer_activations(type_, n, limit, seed + 300);
-    const auto wd = decode(type_, w.data(), n);
-    const auto ad = decode(traits_->vec_dot_type, a.data(), n);
+    const auto wd = decode_scalar(type_, w.data(), n);
+    const auto ad = decode_scalar(traits_->vec_dot_type, a.data(), n);
     double exact = 0;
     for (size_t i = 0; i < size_t(n); ++i) exact += double(wd[i]) * double(ad[i]);
     ASSERT_LT(std::fabs(exact), 16777216.0);

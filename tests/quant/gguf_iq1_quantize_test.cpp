@@ -16,6 +16,7 @@
 #include "io/gguf.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "quant_test_rows.h"
 #include "support/shared_data.h"
 
 namespace vela {
@@ -23,30 +24,8 @@ namespace {
 
 constexpr double kMaxRatio = 1.10;
 
-// ||y - x|| / ||x|| over a whole tensor.
-double relative_rms_error(const float* x, const float* y, int64_t n) {
-  double err2 = 0, sig2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    err2 += double(x[i] - y[i]) * double(x[i] - y[i]);
-    sig2 += double(x[i]) * double(x[i]);
-  }
-  return std::sqrt(err2 / sig2);
-}
-
-// The importance of tensor `name` (in_sum2 / counts, one per input column), or empty when the
-// importance matrix has no entry for it.
-std::vector<float> importance_of(const GgufFile& imatrix, const std::string& name) {
-  const GgufTensorInfo* sum2 = imatrix.find_tensor(name + ".in_sum2");
-  const GgufTensorInfo* counts = imatrix.find_tensor(name + ".counts");
-  if (sum2 == nullptr || counts == nullptr) return {};
-  EXPECT_EQ(sum2->ggml_type(), GgmlType::F32) << name;
-  EXPECT_EQ(counts->ggml_type(), GgmlType::F32) << name;
-  const float count = reinterpret_cast<const float*>(counts->data)[0];
-  const auto* s = reinterpret_cast<const float*>(sum2->data);
-  std::vector<float> imp(static_cast<size_t>(sum2->n_elements()));
-  for (size_t i = 0; i < imp.size(); ++i) imp[i] = count > 0 ? s[i] / count : 0.0f;
-  return imp;
-}
+using test::importance_of;
+using test::relative_rms_error;
 
 TEST(GgufIq1Quantize, MatchesSharedFiles) {
   VELA_REQUIRE_SHARED();

@@ -18,20 +18,13 @@
 #include "quant/dequantize.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
+#include "quant_test_rows.h"
 #include "support/shared_data.h"
 
 namespace vela {
 namespace {
 
-// ||x - y|| / ||x|| over n elements.
-double relative_rms_error(const float* x, const float* y, int64_t n) {
-  double err2 = 0, sig2 = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    err2 += double(x[i] - y[i]) * double(x[i] - y[i]);
-    sig2 += double(x[i]) * double(x[i]);
-  }
-  return std::sqrt(err2 / sig2);
-}
+using test::relative_rms_error;
 
 bool is_low_k(GgmlType type) {
   return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::TQ1_0 ||

@@ -20,6 +20,7 @@
 #include "quant/iq1_grid_search.h"
 #include "quant/quantize.h"
 #include "quant/quantize_iq1.h"
+#include "quant_test_rows.h"
 #include "util/half.h"
 
 namespace vela {
@@ -30,60 +31,13 @@ constexpr int kRows = 24;
 
 const GgmlType kTypes[] = {GgmlType::IQ1_S, GgmlType::IQ1_M};
 
-std::string name_of(GgmlType type) {
-  return ggml_type_name(uint32_t(type));
-}
-
-size_t row_bytes(GgmlType type, int64_t n) {
-  const auto info = ggml_type_info(uint32_t(type));
-  return size_t(n / info->block_size * info->type_size);
-}
-
-std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& x, const float* importance) {
-  std::vector<uint8_t> q(row_bytes(type, int64_t(x.size())));
-  quantize_row_weighted(type, x.data(), q.data(), int64_t(x.size()), importance);
-  return q;
-}
-
-// Quantizes then decodes one row. importance: [n] or nullptr.
-std::vector<float> round_trip(GgmlType type, const std::vector<float>& x, const float* importance) {
-  const std::vector<uint8_t> q = quantize(type, x, importance);
-  std::vector<float> y(x.size());
-  dequantize_row(type, q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
-// Random rows of N(0, 0.02^2) weights; with `outliers`, one element in 64 is 8 to 16 times
-// larger, as in real checkpoints' heavy-tailed columns.
-std::vector<float> random_row(std::mt19937& rng, bool outliers) {
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  std::uniform_real_distribution<float> factor(8.0f, 16.0f);
-  std::vector<float> x(kCols);
-  for (float& v : x) v = normal(rng);
-  if (outliers) {
-    for (int64_t i = 0; i < kCols; i += 64) x[size_t(i + int64_t(rng() % 64))] *= factor(rng);
-  }
-  return x;
-}
-
-// A per-column importance spread like an importance matrix's: log-normal over four orders of
-// magnitude.
-std::vector<float> random_importance(std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.5f);
-  std::vector<float> imp(kCols);
-  for (float& v : imp) v = std::exp(normal(rng));
-  return imp;
-}
-
-// sum w (x - y)^2 and sum w x^2 (w == nullptr: all ones), accumulated into err and sig.
-void accumulate(const std::vector<float>& x, const std::vector<float>& y, const float* w,
-                double* err, double* sig) {
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double wi = w ? w[i] : 1.0;
-    *err += wi * double(x[i] - y[i]) * double(x[i] - y[i]);
-    *sig += wi * double(x[i]) * double(x[i]);
-  }
-}
+using test::accumulate;
+using test::name_of;
+using test::quantize;
+using test::random_importance;
+using test::random_row;
+using test::round_trip;
+using test::row_bytes;
 
 TEST(Iq1Quantize, EntryPoints) {
   for (GgmlType type : kTypes) {
@@ -95,7 +49,7 @@ TEST(Iq1Quantize, EntryPoints) {
   // all zeros (no information) falls back to that default; an importance of all ones is the
   // default weighting too.
   std::mt19937 rng(7);
-  const std::vector<float> x = random_row(rng, true);
+  const std::vector<float> x = random_row(rng, true, kCols);
   const std::vector<float> zeros(kCols, 0.0f), ones(kCols, 1.0f);
   for (GgmlType type : kTypes) {
     std::vector<uint8_t> a(row_bytes(type, kCols));
@@ -179,9 +133,9 @@ TEST(Iq1Quantize, RandomRowsWithinRmsBound) {
     std::mt19937 rng(1234);
     double err[3] = {}, sig[3] = {};
     for (int r = 0; r < kRows; ++r) {
-      const std::vector<float> x = random_row(rng, false);
-      const std::vector<float> xo = random_row(rng, true);
-      const std::vector<float> imp = random_importance(rng);
+      const std::vector<float> x = random_row(rng, false, kCols);
+      const std::vector<float> xo = random_row(rng, true, kCols);
+      const std::vector<float> imp = random_importance(rng, kCols);
       accumulate(x, round_trip(type, x, nullptr), nullptr, &err[0], &sig[0]);
       accumulate(xo, round_trip(type, xo, nullptr), nullptr, &err[1], &sig[1]);
       accumulate(x, round_trip(type, x, imp.data()), nullptr, &err[2], &sig[2]);
@@ -207,8 +161,8 @@ TEST(Iq1Quantize, ImportanceLowersWeightedError) {
       std::mt19937 rng(99);
       double with = 0, without = 0, sig_with = 0, sig_without = 0;
       for (int r = 0; r < kRows; ++r) {
-        const std::vector<float> x = random_row(rng, outliers);
-        const std::vector<float> imp = random_importance(rng);
+        const std::vector<float> x = random_row(rng, outliers, kCols);
+        const std::vector<float> imp = random_importance(rng, kCols);
         accumulate(x, round_trip(type, x, imp.data()), imp.data(), &with, &sig_with);
         accumulate(x, round_trip(type, x, nullptr), imp.data(), &without, &sig_without);
       }
@@ -298,8 +252,8 @@ TEST(Iq1Quantize, RequantizingDecodedRowsIsStable) {
     std::mt19937 rng(2024);
     double drift = 0, first = 0, sig = 0;
     for (int r = 0; r < kRows; ++r) {
-      const std::vector<float> x = random_row(rng, r % 2 == 1);
-      const std::vector<float> imp = random_importance(rng);
+      const std::vector<float> x = random_row(rng, r % 2 == 1, kCols);
+      const std::vector<float> imp = random_importance(rng, kCols);
       const std::vector<float> y1 = round_trip(type, x, r % 3 == 0 ? imp.data() : nullptr);
       const std::vector<float> y2 = round_trip(type, y1, r % 3 == 1 ? imp.data() : nullptr);
       accumulate(y1, y2, nullptr, &drift, &sig);
@@ -319,8 +273,8 @@ TEST(Iq1Quantize, RequantizingDecodedRowsIsStable) {
 TEST(Iq1Quantize, Speed) {
   std::mt19937 rng(17);
   std::vector<std::vector<float>> rows;
-  for (int r = 0; r < 32; ++r) rows.push_back(random_row(rng, r % 2 == 1));
-  const std::vector<float> imp = random_importance(rng);
+  for (int r = 0; r < 32; ++r) rows.push_back(random_row(rng, r % 2 == 1, kCols));
+  const std::vector<float> imp = random_importance(rng, kCols);
   for (GgmlType type : kTypes) {
     std::vector<uint8_t> q(row_bytes(type, kCols));
     const std::clock_t start = std::clock();

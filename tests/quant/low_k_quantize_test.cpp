@@ -17,6 +17,7 @@
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
 #include "quant/quantize_low_k.h"
+#include "quant_test_rows.h"
 #include "util/half.h"
 
 namespace vela {
@@ -27,56 +28,12 @@ constexpr int kRows = 24;
 
 const GgmlType kTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::TQ1_0, GgmlType::TQ2_0};
 
-std::string name_of(GgmlType type) {
-  return ggml_type_name(uint32_t(type));
-}
-
-size_t row_bytes(GgmlType type, int64_t n) {
-  const auto info = ggml_type_info(uint32_t(type));
-  return size_t(n / info->block_size * info->type_size);
-}
-
-// Quantizes then decodes one row. importance: [n] or nullptr.
-std::vector<float> round_trip(GgmlType type, const std::vector<float>& x, const float* importance) {
-  const int64_t n = int64_t(x.size());
-  std::vector<uint8_t> q(row_bytes(type, n));
-  quantize_row_weighted(type, x.data(), q.data(), n, importance);
-  std::vector<float> y(x.size());
-  dequantize_row(type, q.data(), y.data(), n);
-  return y;
-}
-
-// Random rows of N(0, 0.02^2) weights; with `outliers`, one element in 64 is 8 to 16 times
-// larger, as in real checkpoints' heavy-tailed columns.
-std::vector<float> random_row(std::mt19937& rng, bool outliers) {
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  std::uniform_real_distribution<float> factor(8.0f, 16.0f);
-  std::vector<float> x(kCols);
-  for (float& v : x) v = normal(rng);
-  if (outliers) {
-    for (int64_t i = 0; i < kCols; i += 64) x[size_t(i + int64_t(rng() % 64))] *= factor(rng);
-  }
-  return x;
-}
-
-// A per-column importance spread like an importance matrix's: log-normal over four orders of
-// magnitude.
-std::vector<float> random_importance(std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.5f);
-  std::vector<float> imp(kCols);
-  for (float& v : imp) v = std::exp(normal(rng));
-  return imp;
-}
-
-// sum w (x - y)^2 / sum w x^2 (w == nullptr: all ones), accumulated into err and sig.
-void accumulate(const std::vector<float>& x, const std::vector<float>& y, const float* w,
-                double* err, double* sig) {
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double wi = w ? w[i] : 1.0;
-    *err += wi * double(x[i] - y[i]) * double(x[i] - y[i]);
-    *sig += wi * double(x[i]) * double(x[i]);
-  }
-}
+using test::accumulate;
+using test::name_of;
+using test::random_importance;
+using test::random_row;
+using test::round_trip;
+using test::row_bytes;
 
 // Relative RMS error bounds, about 4% above what this quantizer measures on these rows (printed
 // by RandomRowsWithinRmsBound; measured: normal / with outliers / with importance). Their size:
@@ -132,7 +89,7 @@ TEST(LowKQuantize, EntryPoints) {
   // quantize_row() is the weighted quantizer with the default weighting, and an importance of
   // all zeros (no information) falls back to that default.
   std::mt19937 rng(7);
-  const std::vector<float> x = random_row(rng, true);
+  const std::vector<float> x = random_row(rng, true, kCols);
   const std::vector<float> zeros(kCols, 0.0f);
   for (GgmlType type : kTypes) {
     const size_t bytes = row_bytes(type, kCols);
@@ -150,9 +107,9 @@ TEST(LowKQuantize, RandomRowsWithinRmsBound) {
     std::mt19937 rng(1234);
     double err[3] = {}, sig[3] = {};
     for (int r = 0; r < kRows; ++r) {
-      const std::vector<float> x = random_row(rng, false);
-      const std::vector<float> xo = random_row(rng, true);
-      const std::vector<float> imp = random_importance(rng);
+      const std::vector<float> x = random_row(rng, false, kCols);
+      const std::vector<float> xo = random_row(rng, true, kCols);
+      const std::vector<float> imp = random_importance(rng, kCols);
       accumulate(x, round_trip(type, x, nullptr), nullptr, &err[0], &sig[0]);
       accumulate(xo, round_trip(type, xo, nullptr), nullptr, &err[1], &sig[1]);
       accumulate(x, round_trip(type, x, imp.data()), nullptr, &err[2], &sig[2]);
@@ -178,8 +135,8 @@ TEST(LowKQuantize, ImportanceLowersWeightedError) {
       std::mt19937 rng(99);
       double with = 0, without = 0, sig_with = 0, sig_without = 0;
       for (int r = 0; r < kRows; ++r) {
-        const std::vector<float> x = random_row(rng, outliers);
-        const std::vector<float> imp = random_importance(rng);
+        const std::vector<float> x = random_row(rng, outliers, kCols);
+        const std::vector<float> imp = random_importance(rng, kCols);
         accumulate(x, round_trip(type, x, imp.data()), imp.data(), &with, &sig_with);
         accumulate(x, round_trip(type, x, nullptr), imp.data(), &without, &sig_without);
       }
@@ -277,7 +234,7 @@ TEST(LowKQuantize, RequantizingDecodedRowsIsStable) {
     int blocks = 0, changed_plain = 0;
     for (int r = 0; r < kRows; ++r) {
       const bool outliers = r % 2 == 1;
-      const std::vector<float> x = random_row(rng, outliers);
+      const std::vector<float> x = random_row(rng, outliers, kCols);
       const std::vector<float> y1 = round_trip(type, x, nullptr);
       const std::vector<float> y2 = round_trip(type, y1, nullptr);
       accumulate(y1, y2, nullptr, &drift, &sig);
@@ -306,7 +263,7 @@ TEST(LowKQuantize, RequantizingDecodedRowsIsStable) {
 // block) come back exactly from both ternary types, with or without an importance.
 TEST(LowKQuantize, TernaryWeightsRoundTripExactly) {
   std::mt19937 rng(11);
-  const std::vector<float> imp = random_importance(rng);
+  const std::vector<float> imp = random_importance(rng, kCols);
   for (GgmlType type : {GgmlType::TQ1_0, GgmlType::TQ2_0}) {
     std::vector<float> x(kCols);
     for (int64_t b = 0; b < kCols / kQK_K; ++b) {
@@ -323,8 +280,8 @@ TEST(LowKQuantize, TernaryWeightsRoundTripExactly) {
 TEST(LowKQuantize, TernaryTypesDecodeAlike) {
   std::mt19937 rng(3);
   for (int r = 0; r < 8; ++r) {
-    const std::vector<float> x = random_row(rng, r % 2 == 1);
-    const std::vector<float> imp = random_importance(rng);
+    const std::vector<float> x = random_row(rng, r % 2 == 1, kCols);
+    const std::vector<float> imp = random_importance(rng, kCols);
     EXPECT_EQ(round_trip(GgmlType::TQ1_0, x, nullptr), round_trip(GgmlType::TQ2_0, x, nullptr));
     EXPECT_EQ(round_trip(GgmlType::TQ1_0, x, imp.data()),
               round_trip(GgmlType::TQ2_0, x, imp.data()));
