@@ -96,9 +96,9 @@ class DecoderForward {
   // The mixture-of-experts block and its counters (null for a dense model).
   const MoeFeedForward* moe() const { return moe_.get(); }
 
-  // Shows the observer the input of every weight-matrix product of later passes, the output
-  // head's included (activation_observer.h); null (the default) turns it off. The observer must
-  // outlive those passes.
+  // From this call on, every pass shows the observer the input of each weight-matrix product,
+  // the output head's included (activation_observer.h); null (the default) turns it off. The
+  // observer must outlive the passes that use it.
   void set_activation_observer(ActivationObserver* observer);
 
  private:
