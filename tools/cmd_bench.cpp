@@ -17,7 +17,9 @@
 #include "commands.h"
 #include "dist/tensor_group.h"
 #include "kernels/cpu_features.h"
+#include "model/expert_loading.h"
 #include "model/model.h"
+#include "moe_experts_flag.h"
 #include "tensor_parallel_role.h"
 #include "tools_support/bench/bench_report.h"
 #include "tools_support/bench/model_bench.h"
@@ -58,7 +60,8 @@ int run_bench(int argc, char** argv) {
               "of the pass"},
              {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the runs to FILE"},
              {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
-             {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp}});
+             {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp},
+             {"moe-experts", 0, "MODE", kMoeExpertsHelp}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.positional().empty()) {
     std::fprintf(stderr, "vela bench: expected -m MODEL (see --help)\n");
@@ -79,12 +82,14 @@ int run_bench(int argc, char** argv) {
   auto bw_mib = args.get_int("bw-mib", 0, 1, 1 << 20);
   auto tensor_parallel = args.get_int("tensor-parallel-size", 1, 1, 256);
   auto pipeline_parallel = args.get_int("pipeline-parallel-size", 1, 1, 256);
+  auto moe_experts = read_moe_experts(args);
   for (const Error* e :
        {prompts ? nullptr : &prompts.error(), gens ? nullptr : &gens.error(),
         depths ? nullptr : &depths.error(), threads ? nullptr : &threads.error(),
         batch ? nullptr : &batch.error(), reps ? nullptr : &reps.error(),
         bw_mib ? nullptr : &bw_mib.error(), tensor_parallel ? nullptr : &tensor_parallel.error(),
-        pipeline_parallel ? nullptr : &pipeline_parallel.error()}) {
+        pipeline_parallel ? nullptr : &pipeline_parallel.error(),
+        moe_experts ? nullptr : &moe_experts.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;
@@ -113,6 +118,23 @@ int run_bench(int argc, char** argv) {
   }
   ModelLoadOptions load_options;
   load_options.shard = {0, sizes.tensor, 0, sizes.pipeline};
+  {
+    // auto: the bench's KV cache is small beside the weights, so the file alone decides.
+    auto file = GgufFile::open(path);
+    if (!file) {
+      std::fprintf(stderr, "vela bench: %s\n", file.message().c_str());
+      return 1;
+    }
+    const auto requested = *parse_expert_placement(*moe_experts);
+    const uint64_t file_bytes = file->file_size(), expert_bytes = routed_expert_bytes(*file);
+    const MemoryLimits limits = read_memory_limits();
+    const ExpertPlacement placed =
+        choose_expert_placement(requested, 0, file_bytes, expert_bytes, limits);
+    if (requested == ExpertPlacement::kAuto && expert_bytes > 0)
+      std::fprintf(stderr, "vela bench: %s\n",
+                   describe_expert_choice(placed, 0, file_bytes, expert_bytes, limits).c_str());
+    load_options.repack_experts = placed != ExpertPlacement::kMapped;
+  }
   auto model = Model::load(path, load_options);
   if (!model) {
     std::fprintf(stderr, "vela bench: %s\n", model.message().c_str());

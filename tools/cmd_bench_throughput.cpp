@@ -17,6 +17,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "engine/engine_factory.h"
+#include "moe_experts_flag.h"
 #include "tensor_parallel_role.h"
 
 namespace vela::cli {
@@ -151,7 +152,8 @@ int run_bench_throughput(int argc, char** argv) {
        {"seed", 's', "N", "prompt seed (default 1)"},
        {"output", 'o', "md|json", "output format (default md)"},
        {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
-       {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp}});
+       {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp},
+       {"moe-experts", 0, "MODE", kMoeExpertsHelp}});
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto num = args.get_int("num-prompts", 64, 1, 100000);
   const auto in_len = args.get_int("input-len", 128, 1, 1 << 20);
@@ -190,6 +192,12 @@ int run_bench_throughput(int argc, char** argv) {
   options.block_size = int32_t(*block_size);
   options.tensor_parallel_size = int32_t(*tensor_parallel);
   options.pipeline_parallel_size = int32_t(*pipeline_parallel);
+  if (auto moe_experts = read_moe_experts(args); moe_experts) {
+    options.moe_experts = *moe_experts;
+  } else {
+    std::fprintf(stderr, "%s\n", moe_experts.message().c_str());
+    return 2;
+  }
   const auto make = [&](bool prefix_caching) {
     EngineOptions o = options;
     o.enable_prefix_caching = prefix_caching;

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "moe_experts_flag.h"
 #include "speculative_flags.h"
 #include "tensor_parallel_role.h"
 #include "trace_option.h"
@@ -70,7 +71,8 @@ int run_generate(int argc, char** argv) {
              {"kv-type", 0, "TYPE", "KV cache type: f16 (default), bf16, q8_0 or f32"},
              {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
              {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
-             {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp}});
+             {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp},
+             {"moe-experts", 0, "MODE", kMoeExpertsHelp}});
   add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   if (!args.has("model") || !args.has("prompt") || !args.positional().empty()) {
@@ -86,6 +88,7 @@ int run_generate(int argc, char** argv) {
   auto batch = args.get_int("batch-size", 512, 1, 1 << 16);
   auto tp = args.get_int("tensor-parallel-size", 1, 1, 256);
   auto pp = args.get_int("pipeline-parallel-size", 1, 1, 256);
+  auto moe_experts = read_moe_experts(args);
   Status st = read_sampling(args, params);
   auto spec = read_speculative_flags(args);
   if (!spec) {
@@ -95,7 +98,8 @@ int run_generate(int argc, char** argv) {
   apply_speculative_flags(*spec, config);
   for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
                          batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(),
-                         pp ? nullptr : &pp.error(), st ? nullptr : &st.error()}) {
+                         pp ? nullptr : &pp.error(), st ? nullptr : &st.error(),
+                         moe_experts ? nullptr : &moe_experts.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;
@@ -106,6 +110,7 @@ int run_generate(int argc, char** argv) {
   config.max_batch_tokens = static_cast<int32_t>(*batch);
   config.tensor_parallel_size = static_cast<int32_t>(*tp);
   config.pipeline_parallel_size = static_cast<int32_t>(*pp);
+  config.moe_experts = *moe_experts;
   config.max_num_seqs = 1;  // one prompt: KV for one sequence
 
   TraceOption trace_file(args.get("trace"), "generate");

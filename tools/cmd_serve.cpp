@@ -10,6 +10,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "moe_experts_flag.h"
 #include "server/auth.h"
 #include "server/engine_setup.h"
 #include "server/http_server.h"
@@ -74,6 +75,7 @@ int run_serve(int argc, char** argv) {
         "contexts need, at most 0.25 of MemAvailable)"},
        {"kv-type", 0, "TYPE", "KV-cache element type: f16 (default), f32, bf16, q8_0"},
        {"block-size", 0, "N", "KV-cache token slots per block, 1-1024 (default 8)"},
+       {"moe-experts", 0, "MODE", kMoeExpertsHelp},
        {"no-prefix-caching", 0, "", "do not reuse the KV cache of shared prompt prefixes"},
        {"max-wait-ms", 0, "X",
         "an idle engine waits this long for more requests to batch (default 0)"},
@@ -85,6 +87,14 @@ int run_serve(int argc, char** argv) {
        {"protect-metrics", 0, "", "/health and /metrics need an API key too"},
        {"chat-template", 0, "FILE",
         "chat template for /v1/chat/completions (default: the model's)"},
+       {"reasoning-parser", 0, "NAME",
+        "split the model's thinking into reasoning_content: auto (from the chat template, "
+        "default), none, deepseek_r1, qwen3, glm45"},
+       {"tool-call-parser", 0, "NAME",
+        "the model's tool-call syntax: auto (from the chat template, default), none, hermes, "
+        "llama3_json, mistral, qwen3_coder, deepseek_v31, glm45"},
+       {"test-scripted-output", 0, "",
+        "for tests only: a request's \"vela_test_script\" makes the model write the given text"},
        {"served-model-name", 0, "NAME",
         "the model name clients use (default: the file name's stem)"},
        {"max-body-bytes", 0, "N", "largest request body; larger ones get 413 (default 8M)"},
@@ -192,6 +202,11 @@ int run_serve(int argc, char** argv) {
   }
   eo.engine.enable_prefix_caching = !args.has("no-prefix-caching");
   {
+    auto moe_experts = read_moe_experts(args);
+    if (!moe_experts) return fail(moe_experts.message());
+    eo.engine.moe_experts = *moe_experts;
+  }
+  {
     auto spec = read_speculative_flags(args);
     if (!spec) return fail("vela serve: " + spec.message());
     apply_speculative_flags(*spec, eo.engine);
@@ -199,6 +214,16 @@ int run_serve(int argc, char** argv) {
   eo.max_wait_ms = *wait_ms;
   eo.max_queued_requests = int32_t(*queued);
   eo.chat_template_path = args.get("chat-template");
+  eo.reasoning_parser = args.get("reasoning-parser", "auto");
+  eo.tool_call_parser = args.get("tool-call-parser", "auto");
+  if (eo.reasoning_parser != "auto" && !server::reasoning_format_from_name(eo.reasoning_parser))
+    return fail("vela serve: --reasoning-parser: unknown parser '" + eo.reasoning_parser +
+                "' (expected auto, " + server::reasoning_format_list() + ")");
+  if (eo.tool_call_parser != "auto" && eo.tool_call_parser != "none" &&
+      !server::tool_call_format_from_name(eo.tool_call_parser))
+    return fail("vela serve: --tool-call-parser: unknown parser '" + eo.tool_call_parser +
+                "' (expected auto, none, " + server::tool_call_format_list() + ")");
+  so.test_scripted_output = args.has("test-scripted-output");
 
   so.host = args.get("host", "127.0.0.1");
   so.port = uint16_t(*port);

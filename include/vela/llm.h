@@ -54,6 +54,10 @@ struct LLMConfig {
   // `mpirun -np N`, of which this is rank 0. 1 and 1 = one process.
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  // A mixture of experts' routed experts: "mapped" (left in the file mapping and paged in on
+  // use, so a model larger than memory runs), "repacked" (into memory, faster) or "auto"
+  // (default): mapped only when the model plus the KV cache would not fit in memory.
+  std::string moe_experts = "auto";
 };
 
 // kStop: a stop token or string; kLength: max_tokens or the context; kAbort: cancelled.

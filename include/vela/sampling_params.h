@@ -29,6 +29,22 @@ struct StructuredOutputs {
   }
 };
 
+// Reasoning models think between two markers before they answer. With `end` set the engine
+// follows the block in the generated text (src/reasoning): a structured-output constraint
+// applies only from the end marker on, and after max_tokens tokens of thinking the end marker's
+// tokens are forced, so the answer still comes.
+struct ReasoningControl {
+  std::string start;                // "<think>"
+  std::string end;                  // "</think>"
+  std::vector<int32_t> end_tokens;  // `end` as tokens (forced when the budget runs out)
+  bool implicit_start = false;      // the model may think without writing `start` (DeepSeek-R1)
+  // Where the output begins: the server reads it off the rendered prompt's tail.
+  enum class Begin { kOutputDecides, kThinking, kAnswer } begin = Begin::kOutputDecides;
+  int32_t max_tokens = -1;  // tokens of thinking at most; -1 = no limit
+
+  bool active() const { return !end.empty(); }
+};
+
 struct SamplingParams {
   // Sampling. temperature == 0 means greedy (argmax); the other filters are then ignored.
   float temperature = 1.0f;
@@ -66,6 +82,12 @@ struct SamplingParams {
   bool skip_special_tokens = true;  // false: the final text shows control tokens' text
 
   StructuredOutputs structured_outputs;  // inactive by default
+  ReasoningControl reasoning;            // inactive by default
+
+  // The first generated tokens are these, whatever the logits say (reported with their
+  // logprobs as if sampled); sampling goes on after them. A test hook: `vela serve
+  // --test-scripted-output` lets a request script what the model writes.
+  std::vector<int32_t> forced_tokens;
 };
 
 // The checks generate() and the server make: every range, with a message naming the parameter

@@ -46,6 +46,7 @@ class Engine:
         prompt_lookup_max: int = 4,
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
+        moe_experts: str = "auto",
     ) -> None: ...
     def generate(
         self,

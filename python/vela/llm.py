@@ -215,6 +215,10 @@ class LLM:
             ``{"model": "draft.gguf", "num_speculative_tokens": 4}`` (a draft model with the
             same vocabulary); outputs are unchanged (greedy) or keep their distribution
             (sampled). ``None``: off.
+        moe_experts: a mixture of experts' routed experts: ``"mapped"`` (left in the file
+            mapping and paged in on use, so a model larger than memory runs), ``"repacked"``
+            (into memory, faster) or ``"auto"``: mapped only when the model plus the KV cache
+            would not fit in the available memory (cgroup limit, MemAvailable).
         dtype, trust_remote_code, enforce_eager, gpu_memory_utilization, disable_log_stats:
             vLLM options with no effect here (GGUF sets the weights' types; there is no
             remote code, graph capture or GPU); ``dtype`` must be ``"auto"``.
@@ -248,6 +252,7 @@ class LLM:
         gpu_memory_utilization: Optional[float] = None,
         disable_log_stats: bool = True,
         pipeline_parallel_size: int = 1,
+        moe_experts: str = "auto",
     ) -> None:
         self._engine: Optional[_vela.Engine] = None
         if not isinstance(model, (str, os.PathLike)):
@@ -268,6 +273,9 @@ class LLM:
         if kv_cache_dtype.lower() not in _KV_TYPES:
             raise ValueError(f"LLM: kv_cache_dtype {kv_cache_dtype!r} is not one of "
                              "auto, f16, bf16, q8_0, f32")
+        if moe_experts not in ("auto", "mapped", "repacked"):
+            raise ValueError(f"LLM: moe_experts {moe_experts!r} is not one of "
+                             "auto, mapped, repacked")
         if dtype != "auto":
             raise ValueError(f"LLM: dtype={dtype!r}: the GGUF file sets the weights' types; "
                              "use dtype='auto'")
@@ -295,6 +303,7 @@ class LLM:
             seed=None if seed is None else seed % 2**64,
             tensor_parallel_size=tensor_parallel_size,
             pipeline_parallel_size=pipeline_parallel_size,
+            moe_experts=moe_experts,
             **spec)
         if parallel:
             _parallel_llms.add(self)

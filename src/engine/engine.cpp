@@ -113,6 +113,9 @@ Status Engine::validate_request(std::span<const int32_t> prompt,
   for (int32_t t : prompt)
     if (t < 0 || t >= n_vocab)
       return make_error("prompt token id " + std::to_string(t) + " is out of range");
+  for (const std::vector<int32_t>* list : {&params.forced_tokens, &params.reasoning.end_tokens})
+    for (int32_t t : *list)
+      if (t >= n_vocab) return make_error("token id " + std::to_string(t) + " is out of range");
   // A request can never hold more tokens than the context or the whole KV budget.
   const int64_t capacity = request_capacity();
   if (int64_t(prompt.size()) >= capacity)
@@ -143,6 +146,7 @@ Result<uint64_t> Engine::add_request(std::vector<int32_t> prompt, const Sampling
   if (params.structured_outputs.active())  // compiled by validate_request: a cache hit
     live->constraint = std::make_unique<constraint::SequenceConstraint>(
         *constraints_->compile(params.structured_outputs));
+  live->begin_control();
   id = r.id;
   counters_.prompt_tokens += uint64_t(r.n_prompt);
   if (params.max_tokens == 0) {  // nothing to generate: finish at once
@@ -271,6 +275,52 @@ void Engine::finish(Live& live, FinishReason reason) {
   requests_.erase(id);
 }
 
+void Engine::Live::begin_control() {
+  forced.assign(params.forced_tokens.begin(), params.forced_tokens.end());
+  const ReasoningControl& rc = params.reasoning;
+  if (!rc.active()) return;
+  reasoning::ThinkingMarkers markers{rc.start, rc.end, rc.implicit_start};
+  const reasoning::Phase phase =
+      rc.begin == ReasoningControl::Begin::kThinking ? reasoning::Phase::kThinking
+      : rc.begin == ReasoningControl::Begin::kAnswer ? reasoning::Phase::kAnswer
+      : rc.implicit_start                            ? reasoning::Phase::kThinking
+                                                     : reasoning::Phase::kBefore;
+  if (phase == reasoning::Phase::kAnswer) return;
+  thinking.emplace(std::move(markers), phase);
+  // Output that may open with thinking keeps the constraint from the first token (the grammar
+  // decides whether a block can open); output inside a block gets it once the block ends.
+  if (phase == reasoning::Phase::kThinking) {
+    deferred_constraint = std::move(constraint);
+    if (rc.max_tokens == 0) {
+      forced.insert(forced.begin(), rc.end_tokens.begin(), rc.end_tokens.end());
+      budget_spent = true;
+    }
+  }
+}
+
+void Engine::Live::follow_reasoning(std::string_view piece) {
+  std::string reasoning_text, content;  // unused: only the phase matters here
+  thinking->push(piece, reasoning_text, content);
+  switch (thinking->phase()) {
+    case reasoning::Phase::kBefore:
+      return;
+    case reasoning::Phase::kThinking: {
+      ++thinking_tokens;
+      const int32_t budget = params.reasoning.max_tokens;
+      if (budget >= 0 && thinking_tokens >= budget && !budget_spent) {
+        forced.insert(forced.begin(), params.reasoning.end_tokens.begin(),
+                      params.reasoning.end_tokens.end());
+        budget_spent = true;
+      }
+      return;
+    }
+    case reasoning::Phase::kAnswer:
+      if (deferred_constraint) constraint = std::move(deferred_constraint);
+      thinking.reset();
+      return;
+  }
+}
+
 bool Engine::on_token(Live& live, const SampledToken& s) {
   Request& r = live.request;
   const SamplingParams& p = live.params;
@@ -294,8 +344,11 @@ bool Engine::on_token(Live& live, const SampledToken& s) {
   const bool stop_token = (!p.ignore_eos && tokenizer_.is_eog(s.token)) ||
                           std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), s.token) !=
                               p.stop_token_ids.end();
-  std::string text;
-  if (!stop_token) text = live.stop.push(live.detokenizer.push(s.token));
+  std::string text, piece;
+  if (!stop_token) {
+    piece = live.detokenizer.push(s.token);
+    text = live.stop.push(piece);
+  }
   live.output.text += text;
   if (live.stop.stopped()) live.output.stop_reason = live.stop.matched();
   if (live.callback && (!stop_token || lp)) {
@@ -310,6 +363,7 @@ bool Engine::on_token(Live& live, const SampledToken& s) {
   // A complete structured output that nothing can extend ends here, as a stop token would.
   const bool constraint_done =
       live.constraint && (!live.constraint->accept(s.token) || live.constraint->finished());
+  if (live.thinking) live.follow_reasoning(piece);  // may start the constraint for what follows
   if (stop_token || live.stop.stopped() || constraint_done) {
     finish(live, FinishReason::kStop);
     return false;
@@ -347,6 +401,7 @@ Status Engine::propose() {
   for (const auto& [id, live] : requests_) {
     Request& r = live->request;
     if (r.status != RequestStatus::kRunning || r.in_flight || !r.is_decode()) continue;
+    if (live->speculation_blocked()) continue;
     // Room for the proposals and the token after them, within max_tokens and the capacity.
     const int32_t room = std::min(r.max_total_tokens - int32_t(r.tokens.size()),
                                   live->params.max_tokens - r.n_output()) -
@@ -714,7 +769,6 @@ void Engine::complete(trace::Phases& phases) {
     r.num_computed += s.num_new_tokens;
     kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
     kv_.release_out_of_window(r.kv, r.num_computed);
-    kv_.release_out_of_window(r.kv, r.num_computed);
   }
   record_kv_occupancy();
   const double seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
@@ -741,9 +795,15 @@ void Engine::complete(trace::Phases& phases) {
       continue;
     }
     Live& live = *run.live;
-    const std::span<const uint64_t> allowed =
-        live.constraint ? live.constraint->mask() : std::span<const uint64_t>();
-    const SampledToken token = live.sampler.sample(rows, allowed);
+    SampledToken token;
+    if (!live.forced.empty()) {
+      token = live.sampler.describe(rows, live.forced.front());
+      live.forced.pop_front();
+    } else {
+      const std::span<const uint64_t> allowed =
+          live.constraint ? live.constraint->mask() : std::span<const uint64_t>();
+      token = live.sampler.sample(rows, allowed);
+    }
     if (live.shadow_proposal >= 0) {
       live.acceptance.observe(token.token == live.shadow_proposal, 1);
       live.shadow_proposal = -1;

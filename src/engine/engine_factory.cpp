@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <fstream>
 
 #include "dist/tensor_group.h"
+#include "engine/expert_placement.h"
 #include "engine/memory_guard.h"
+#include "model/expert_loading.h"
 #include "model/tensor_shard.h"
 
 namespace vela {
@@ -77,13 +80,23 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
       return make_error("an engine runs on rank 0 of its parallel group only (this is rank " +
                         std::to_string(group->world_rank()) + ")");
   }
+  auto placement = parse_expert_placement(o.moe_experts);
+  if (!placement) return placement.error();
+  auto opened = GgufFile::open(o.model_path);
+  if (!opened) return opened.error();
+  const auto file = std::make_shared<const GgufFile>(std::move(*opened));
   ModelLoadOptions load_options;
   load_options.shard = {0, o.tensor_parallel_size, 0, o.pipeline_parallel_size};
-  auto model = Model::load(o.model_path, load_options);
-  if (!model) return model.error();
+  // A first load that repacks nothing (views of the mapping) gives the config the KV budget is
+  // sized from; the weights are placed and repacked once the memory guard has passed them, so a
+  // model that cannot fit is refused before its repacked copy is allocated.
+  ModelLoadOptions probe_options = load_options;
+  probe_options.repack_weights = false;
+  auto model = Model::from_gguf(file, probe_options);
+  if (!model) return make_error("'" + o.model_path + "': " + model.message());
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
   if (!tokenizer) return make_error("'" + o.model_path + "': " + tokenizer.message());
-  const ModelConfig& mc = (*model)->config();
+  const ModelConfig mc = (*model)->config();  // a copy: the probe is replaced below
   if (tokenizer->n_vocab() != mc.n_vocab)
     return make_error("'" + o.model_path +
                       "': tokenizer and model disagree on the vocabulary size");
@@ -178,10 +191,24 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   const uint64_t state_bytes =
       uint64_t(o.max_num_seqs * states_per_seq) *
       KvCache::bytes_per_state_slot(model_cache_config(mc, c.block_size, 1, c.kv_type, 1));
-  if (auto fits = check_memory_budget(uint64_t(*blocks) * budget.bytes_per_block + state_bytes,
-                                      uint64_t((*model)->gguf().file_size()), read_memory_limits());
+  const uint64_t kv_bytes = uint64_t(*blocks) * budget.bytes_per_block + state_bytes;
+  const uint64_t file_bytes = uint64_t(file->file_size());
+  const uint64_t expert_bytes = routed_expert_bytes(*file);
+  const MemoryLimits limits = read_memory_limits();
+  const ExpertPlacement placed =
+      choose_expert_placement(*placement, kv_bytes, file_bytes, expert_bytes, limits);
+  if (*placement == ExpertPlacement::kAuto && expert_bytes > 0)
+    std::fprintf(stderr, "vela: %s\n",
+                 describe_expert_choice(placed, kv_bytes, file_bytes, expert_bytes, limits).c_str());
+  const bool experts_mapped = placed == ExpertPlacement::kMapped;
+  if (auto fits = check_memory_budget(kv_bytes,
+                                      resident_weight_bytes(placed, file_bytes, expert_bytes),
+                                      limits, experts_mapped ? 0 : expert_bytes, experts_mapped);
       !fits)
     return fits.error();
+  load_options.repack_experts = !experts_mapped;
+  model = Model::from_gguf(file, load_options);
+  if (!model) return make_error("'" + o.model_path + "': " + model.message());
   if (group) {
     dist::ShardSetup setup;
     setup.model_path = o.model_path;

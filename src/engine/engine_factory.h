@@ -47,6 +47,10 @@ struct EngineOptions {
   // dist::serve_as_worker).
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  // A mixture of experts' routed experts: "mapped" (left in the file mapping, paged in on use),
+  // "repacked" (into owned memory, faster) or "auto": mapped only when the model plus the KV
+  // cache would not fit in memory (expert_placement.h). Tensor-parallel workers repack theirs.
+  std::string moe_experts = "auto";
 };
 
 // Share of MemAvailable the KV cache takes by default when max_num_seqs full contexts would

@@ -87,6 +87,7 @@ Result<std::unique_ptr<LLM>> LLM::load(const LLMConfig& config) {
   o.speculative_adaptive = config.speculative_adaptive;
   o.tensor_parallel_size = config.tensor_parallel_size;
   o.pipeline_parallel_size = config.pipeline_parallel_size;
+  o.moe_experts = config.moe_experts;
   auto engine = make_engine(o);
   if (!engine) return engine.error();
   auto impl = std::make_unique<Impl>(std::move(*engine));

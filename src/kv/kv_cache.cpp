@@ -1,6 +1,7 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -121,9 +122,15 @@ void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* o
   }
 }
 
+size_t KvCacheConfig::row_bytes() const {
+  size_t bytes = size_t(n_head_kv) * kv_head_row_bytes(type, head_dim);
+  for (const KvRowShape& s : row_shapes)
+    bytes = std::max(bytes, size_t(s.n_head_kv) * kv_head_row_bytes(type, s.head_dim));
+  return bytes;
+}
+
 size_t KvCache::bytes_per_block(const KvCacheConfig& c) {
-  return size_t(c.n_layer) * (c.k_only ? 1 : 2) * size_t(c.block_size) * size_t(c.n_head_kv) *
-         kv_head_row_bytes(c.type, c.head_dim);
+  return size_t(c.n_layer) * (c.k_only ? 1 : 2) * size_t(c.block_size) * c.row_bytes();
 }
 
 size_t KvCache::bytes_per_state_slot(const KvCacheConfig& c) {
@@ -133,28 +140,42 @@ size_t KvCache::bytes_per_state_slot(const KvCacheConfig& c) {
 KvCache::KvCache(const KvCacheConfig& config)
     : config_(config),
       head_bytes_(kv_head_row_bytes(config.type, config.head_dim)),
-      row_bytes_(size_t(config.n_head_kv) * head_bytes_),
+      row_bytes_(config.row_bytes()),
       storage_(bytes_per_block(config) * size_t(config.n_blocks)),
       state_(size_t(config.n_state_slots) * size_t(config.n_state_layers) *
              size_t(config.state_floats)) {}
 
 void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v) {
+  write(layer, slot, k, v, {config_.n_head_kv, config_.head_dim});
+}
+
+void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v,
+                    KvRowShape shape) {
   auto* kd = static_cast<uint8_t*>(k_row(layer, slot));
   auto* vd = static_cast<uint8_t*>(v_row(layer, slot));
-  const int32_t hd = config_.head_dim;
-  for (int32_t h = 0; h < config_.n_head_kv; ++h) {
-    kv_encode_head_row(config_.type, k + int64_t(h) * hd, hd, kd + size_t(h) * head_bytes_);
+  const int32_t hd = shape.head_dim;
+  const size_t head_bytes = kv_head_row_bytes(config_.type, hd);
+  assert(size_t(shape.n_head_kv) * head_bytes <= row_bytes_);
+  for (int32_t h = 0; h < shape.n_head_kv; ++h) {
+    kv_encode_head_row(config_.type, k + int64_t(h) * hd, hd, kd + size_t(h) * head_bytes);
     if (!config_.k_only)
-      kv_encode_head_row(config_.type, v + int64_t(h) * hd, hd, vd + size_t(h) * head_bytes_);
+      kv_encode_head_row(config_.type, v + int64_t(h) * hd, hd, vd + size_t(h) * head_bytes);
   }
 }
 
 void KvCache::read(int32_t layer, int64_t slot, float* k, float* v) const {
-  const int32_t hd = config_.head_dim;
-  for (int32_t h = 0; h < config_.n_head_kv; ++h) {
-    kv_decode_head_row(config_.type, k_head(layer, slot, h), hd, k + int64_t(h) * hd);
+  read(layer, slot, k, v, {config_.n_head_kv, config_.head_dim});
+}
+
+void KvCache::read(int32_t layer, int64_t slot, float* k, float* v, KvRowShape shape) const {
+  const int32_t hd = shape.head_dim;
+  const size_t head_bytes = kv_head_row_bytes(config_.type, hd);
+  const auto* kd = static_cast<const uint8_t*>(k_row(layer, slot));
+  const auto* vd = static_cast<const uint8_t*>(v_row(layer, slot));
+  for (int32_t h = 0; h < shape.n_head_kv; ++h) {
+    kv_decode_head_row(config_.type, kd + size_t(h) * head_bytes, hd, k + int64_t(h) * hd);
     if (!config_.k_only)
-      kv_decode_head_row(config_.type, v_head(layer, slot, h), hd, v + int64_t(h) * hd);
+      kv_decode_head_row(config_.type, vd + size_t(h) * head_bytes, hd, v + int64_t(h) * hd);
   }
 }
 

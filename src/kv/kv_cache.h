@@ -43,6 +43,13 @@ size_t kv_head_row_bytes(KvType type, int32_t head_dim);
 void kv_encode_head_row(KvType type, const float* x, int32_t head_dim, void* out);
 void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* out);
 
+// The head geometry of one layer's K or V row: n_head_kv head rows of head_dim values.
+struct KvRowShape {
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  bool operator==(const KvRowShape&) const = default;
+};
+
 struct KvCacheConfig {
   // Layers with K/V; with groups (below), the layers of one group: a block of a group holds
   // block_size positions of each of its layers, a layer's K/V at its index within the group.
@@ -64,7 +71,13 @@ struct KvCacheConfig {
   // windowed group's blocks that slid out of the window go back to the pool. Empty: one group
   // that keeps every position.
   std::vector<int32_t> group_windows;
+  // Row geometries other than n_head_kv x head_dim that some layers keep (gemma4: sliding layers
+  // with more, smaller heads than the full ones). Blocks move between groups, so every row is as
+  // wide as the widest geometry and narrower layers leave the rest of theirs unused.
+  std::vector<KvRowShape> row_shapes;
   int32_t n_groups() const { return group_windows.empty() ? 1 : int32_t(group_windows.size()); }
+  // Bytes of one K or V row: the widest of n_head_kv x head_dim and row_shapes.
+  size_t row_bytes() const;
 };
 
 class KvCache {
@@ -111,10 +124,14 @@ class KvCache {
   // Stores one token's K and V ([n_head_kv * head_dim] f32 each) in a slot, converting to the type
   // (a K-only cache stores k alone; v may be null).
   void write(int32_t layer, int64_t slot, const float* k, const float* v);
+  // The same for a layer of another row geometry (one of config().row_shapes): k, v
+  // [shape.n_head_kv * shape.head_dim]; its head h at h * kv_head_row_bytes(type, head_dim).
+  void write(int32_t layer, int64_t slot, const float* k, const float* v, KvRowShape shape);
 
   // Reads back one slot's K and V as f32 ([n_head_kv * head_dim] each), e.g. for tests (a K-only
   // cache reads k alone; v may be null).
   void read(int32_t layer, int64_t slot, float* k, float* v) const;
+  void read(int32_t layer, int64_t slot, float* k, float* v, KvRowShape shape) const;
 
  private:
   // K and V planes of a layer: 2, or 1 for a K-only cache (whose V row is the K row).

@@ -29,6 +29,8 @@ enum class QkNorm {
 enum class FfnActivation {
   kSilu,      // SwiGLU: silu(gate) * up
   kGeluTanh,  // GeGLU with the tanh approximation of GELU (gemma)
+  // gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7); g * sigmoid(1.702 g) * (u + 1)
+  kSwigluClamped,
 };
 
 // Whether the feed-forward blocks are dense (ffn_gate/up/down) or mixtures of experts
@@ -54,6 +56,8 @@ enum class LayerPattern {
 enum class ExpertGating {
   kSoftmax,  // softmax over all experts
   kSigmoid,  // each expert's sigmoid on its own (deepseek2 V3 form, glm4moe)
+  // Chosen by the logits themselves; weights the softmax over the k chosen logits (gpt-oss)
+  kSoftmaxOfChosen,
 };
 
 struct ArchDescription {
@@ -61,6 +65,9 @@ struct ArchDescription {
   RopeStyle rope_style = RopeStyle::kNeox;
   TensorRule qkv_bias = TensorRule::kAbsent;  // attn_{q,k,v}.bias
   QkNorm qk_norm = QkNorm::kNone;
+  // Whether a layer must have its Q/K norm tensors (when qk_norm is not kNone); kOptional: a
+  // layer without them normalises nothing.
+  TensorRule qk_norm_rule = TensorRule::kRequired;
   bool fused_qkv = false;      // one attn_qkv matrix: rows Q, then K, then V (phi3)
   bool fused_gate_up = false;  // ffn_up holds gate rows, then up rows; no ffn_gate (phi3)
   FfnActivation activation = FfnActivation::kSilu;
@@ -70,6 +77,10 @@ struct ArchDescription {
   // the same in exact arithmetic, but an f16 KV cache's rounding of the query sees the scaled
   // values, as in the reference graphs of these families (gemma, phi3).
   bool prescale_query = false;
+  // A model of this many layers scales its queries by 1/sqrt(n_embd / n_head) instead of
+  // 1/sqrt(head_dim) (Gemma 2/3 27B, whose query_pre_attn_scalar is n_embd / n_head; the reference
+  // engines recognise that size by its layer count). 0 = none.
+  int32_t model_width_query_scale_layers = 0;
   FfnKind ffn = FfnKind::kDense;
   bool renormalize_experts = true;  // chosen experts' weights rescaled to sum 1
   // Which layers use the declared sliding window when the file names no pattern: 0 = every
@@ -94,6 +105,26 @@ struct ArchDescription {
   bool ungated_shared_expert = false;
   // Expert scores when the file has no expert_gating_func key.
   ExpertGating expert_gating = ExpertGating::kSoftmax;
+  // attn_sinks.weight [n_head]: one learned logit per head that joins each softmax's max and
+  // denominator without a value (gpt-oss).
+  bool attention_sinks = false;
+  TensorRule output_bias = TensorRule::kAbsent;  // attn_output.bias [n_embd]
+  // ffn_gate_inp.bias [n_expert] added to the router logits, and per-expert biases
+  // ffn_{gate,up}_exps.bias [n_expert, n_ff_expert], ffn_down_exps.bias [n_expert, n_embd] added
+  // to each expert's products (gpt-oss).
+  bool expert_biases = false;
+  // Gemma 4. The scores' scale is 1 when the file states none (q/k norms set the magnitude).
+  bool unit_attention_scale = false;
+  // V is RMS-normalised per head without a weight; a layer without attn_v takes the K projection
+  // (before its norm and RoPE) as V.
+  bool value_norm = false;
+  // layer_output_scale.weight [1] multiplies the residual stream at the end of each layer.
+  bool layer_output_scale = false;
+  // MoE layers run the dense FFN and the experts side by side, each with its own norms
+  // (ffn_norm / post_ffw_norm_1 for the dense one, pre_ffw_norm_2 / post_ffw_norm_2 for the
+  // experts), their sum then post_ffw_norm'd; the router reads rms_norm(x) / sqrt(n_embd) times
+  // ffn_gate_inp.scale, and each expert's output is scaled by its ffn_down_exps.scale entry.
+  bool moe_beside_dense = false;
 };
 
 // The description of a supported architecture, or nullptr.
@@ -114,6 +145,10 @@ ArchDescription phi3();
 ArchDescription qwen35();
 ArchDescription qwen35moe();
 ArchDescription deepseek2();
+ArchDescription gpt_oss();
+ArchDescription qwen2moe();
+ArchDescription glm4moe();
+ArchDescription gemma4();
 }  // namespace arch
 
 }  // namespace vela

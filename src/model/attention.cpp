@@ -38,7 +38,8 @@ int64_t score_row_stride(int64_t span) {
 
 AttentionScratch::AttentionScratch(int32_t max_context, const AttentionParams& p) {
   const size_t rows = size_t(kAttentionMaxTokens) * size_t(p.group());
-  scores.resize(size_t(score_row_stride(max_context)) * rows);
+  // One more column than positions: a row's sink logit joins its softmax after its last position.
+  scores.resize(size_t(score_row_stride(int64_t(max_context) + 1)) * rows);
   query.resize(rows * size_t(p.head_dim));
   acc.resize(rows * size_t(p.v_dim()));
 }
@@ -58,6 +59,15 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   const int32_t hd = p.head_dim;
   const int32_t vd = p.v_dim();
   const int32_t kv_head = first_head / p.group();
+  // The layer's own head geometry: a cache with rows of several geometries (KvRowShape) holds
+  // this layer's heads at the start of each row.
+  const size_t head_bytes = kv_head_row_bytes(type, hd);
+  const auto k_head = [&](int64_t slot) {
+    return static_cast<const uint8_t*>(cache.k_row(layer, slot)) + size_t(kv_head) * head_bytes;
+  };
+  const auto v_head = [&](int64_t slot) {
+    return static_cast<const uint8_t*>(cache.v_row(layer, slot)) + size_t(kv_head) * head_bytes;
+  };
   const int32_t n_rows = n_tokens * n_heads;  // row r = token * n_heads + head in the call
   const int32_t window = p.sliding_window;
   const int32_t last_position = first_position + n_tokens - 1;
@@ -74,9 +84,11 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
   const auto slot_of = [&](int32_t j) {
     return int64_t(block_table[j / bs * table_stride]) * bs + j % bs;
   };
-  // Scores [n_rows, span] (rows stride apart): row r's positions are contiguous for its softmax.
+  // Scores [n_rows, span] (rows stride apart): row r's positions are contiguous for its softmax;
+  // with sinks the column after a row's last position holds its sink for the softmax (a
+  // position that row does not see, whose score pass 2 never reads for it).
   const int64_t span = last_position - lo + 1;
-  const int64_t stride = score_row_stride(span);
+  const int64_t stride = score_row_stride(span + (p.sinks != nullptr ? 1 : 0));
   const auto score = [&](int32_t j, int32_t r) -> float& {
     return s.scores[size_t(r) * size_t(stride) + size_t(j - lo)];
   };
@@ -102,7 +114,7 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     tokens_seeing(j0 + n_pos - 1, unused, t_hi);
     if (t_lo > t_hi) continue;
     const void* k[kernels::kAttnMaxPositions];
-    for (int32_t i = 0; i < n_pos; ++i) k[i] = cache.k_head(layer, slot_of(j0 + i), kv_head);
+    for (int32_t i = 0; i < n_pos; ++i) k[i] = k_head(slot_of(j0 + i));
     const int32_t r0 = t_lo * n_heads;
     dot_rows(s.query.data() + size_t(r0) * size_t(hd), hd, (t_hi + 1) * n_heads - r0, k, n_pos, hd,
              p.scale, &score(j0, r0), stride);
@@ -113,7 +125,12 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     const int32_t t = r / n_heads;
     const int32_t first = first_visible(t), last = first_position + t;
     if (p.softcap > 0.0f) soft_cap(&score(first, r), last - first + 1, p.softcap);
-    kern.softmax(&score(first, r), last - first + 1, f16_math);
+    if (p.sinks != nullptr) {
+      score(last + 1, r) = p.sinks[first_head + r % n_heads];
+      kern.softmax(&score(first, r), last - first + 2, f16_math);
+    } else {
+      kern.softmax(&score(first, r), last - first + 1, f16_math);
+    }
   }
 
   // Pass 2: probability-weighted sum of V, each V row read once; consecutive positions seen by
@@ -128,12 +145,12 @@ void attention_kv_group(const KvCache& cache, int32_t layer, const AttentionPara
     }
     const void* v[kernels::kAttnMaxPositions];
     int n_pos = 0;
-    v[n_pos++] = cache.v_head(layer, slot_of(j), kv_head);
+    v[n_pos++] = v_head(slot_of(j));
     for (int32_t next_lo, next_hi; n_pos < kernels::kAttnMaxPositions && j + n_pos <= last_position;
          ++n_pos) {
       tokens_seeing(j + n_pos, next_lo, next_hi);
       if (next_lo != t_lo || next_hi != t_hi) break;
-      v[n_pos] = cache.v_head(layer, slot_of(j + n_pos), kv_head);
+      v[n_pos] = v_head(slot_of(j + n_pos));
     }
     const int32_t r0 = t_lo * n_heads;
     axpy_rows(&score(j, r0), stride, (t_hi + 1) * n_heads - r0, v, n_pos,

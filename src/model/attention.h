@@ -36,6 +36,9 @@ struct AttentionParams {
   // Values per head, 0 = head_dim. Fewer than head_dim: V is the first value_dim values of the
   // V row (of a K-only cache, its K row); q8_0 rows then need value_dim a multiple of 32.
   int32_t value_dim = 0;
+  // [n_head] one learned logit per head that joins its softmax (the max and the denominator)
+  // with no value row, so the probabilities of the positions sum below 1; null = none.
+  const float* sinks = nullptr;
 
   int32_t group() const { return n_head / n_head_kv; }  // query heads per KV head
   int32_t v_dim() const { return value_dim > 0 ? value_dim : head_dim; }
@@ -56,7 +59,8 @@ struct AttentionScratch {
 // For tokens t < n_tokens of one sequence, at positions first_position + t, and the query heads
 // h in [first_head, first_head + n_heads), which must share one KV head (a whole group, or part
 // of one when a decode step is spread over more threads than there are KV heads):
-// out[t, h, :] = softmax(q[t, h] · K^T * scale) · V over the positions token t sees, reading
+// out[t, h, :] = softmax(q[t, h] · K^T * scale) · V over the positions token t sees (with sinks,
+// the softmax over those scores and sinks[h], whose probability multiplies nothing), reading
 // layer `layer`'s K/V through the block table. The cache must already hold K/V for every
 // position up to first_position + n_tokens - 1.
 // q: [n_tokens, q_stride] with head h of token t at t * q_stride + h * head_dim; out:

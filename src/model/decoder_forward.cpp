@@ -35,8 +35,16 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   options_.n_threads = pool_->n_threads();
   min_work_ = options_.min_parallel_work < 0 ? kMinParallelWork : options_.min_parallel_work;
   const size_t T = size_t(options_.max_batch_tokens);
-  const size_t q_dim = size_t(c.n_head) * size_t(c.head_dim);
-  const size_t kv_dim = size_t(c.n_head_kv) * size_t(c.head_dim);
+  size_t q_dim = size_t(c.n_head) * size_t(c.head_dim);
+  size_t kv_dim = size_t(c.n_head_kv) * size_t(c.head_dim);
+  int32_t max_head_dim = c.head_dim, min_head_kv = c.n_head_kv;
+  for (const LayerConfig& lc : c.layers) {
+    q_dim = std::max(q_dim, size_t(c.n_head) * size_t(lc.head_dim));
+    kv_dim = std::max(kv_dim, size_t(lc.n_head_kv) * size_t(lc.head_dim));
+    max_head_dim = std::max(max_head_dim, lc.head_dim);
+    min_head_kv = std::min(min_head_kv, lc.n_head_kv);
+  }
+  if (c.arch->value_norm) ones_.assign(size_t(max_head_dim), 1.0f);
   x_.resize(T * size_t(c.n_embd));
   xn_.resize(T * size_t(c.n_embd));
   q_.resize(T * q_dim);
@@ -54,10 +62,12 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   // The dense FFN's, or the shared expert's, gate and up products.
   size_t ff = 0;
   for (const LayerConfig& lc : c.layers)
-    ff = std::max(ff, size_t(lc.moe ? c.n_ff_shared_expert : c.n_ff));
+    ff = std::max(ff, size_t(lc.moe && !c.arch->moe_beside_dense ? c.n_ff_shared_expert : lc.n_ff));
   gate_.resize(T * ff);
   up_.resize(T * ff);
-  if (c.n_ff_shared_expert > 0) shared_out_.resize(T * size_t(c.n_embd));
+  if (c.n_ff_shared_expert > 0 || (c.moe() && c.arch->moe_beside_dense))
+    shared_out_.resize(T * size_t(c.n_embd));
+  if (c.moe() && c.arch->moe_beside_dense) router_in_.resize(T * size_t(c.n_embd));
   if (c.recurrent()) {
     delta_net_ =
         std::make_unique<GatedDeltaNetMixer>(c, options_.max_batch_tokens, pool_->n_threads());
@@ -69,13 +79,14 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
       if (l.mla.k_b.data != nullptr) latent_->reserve(l.mla);
   }
   proj_.resize(T * size_t(c.n_embd));
-  rope_cs_.resize(2 * T * size_t(c.n_rot));
+  rope_cs_.resize(T * size_t(c.n_rot + c.n_rot_local));
   layer_groups_[0] = kv_layer_groups(c, false);
   layer_groups_[1] = kv_layer_groups(c, true);
   slots_.resize(std::max<size_t>(1, layer_groups_[1].windows.size()) * T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
   runs_.reserve(T);
-  const AttentionParams attn{c.n_head, c.n_head_kv, c.head_dim, c.sliding_window, 1.0f};
+  // The most query heads per KV head and the widest head of any layer.
+  const AttentionParams attn{c.n_head, min_head_kv, max_head_dim, c.sliding_window, 1.0f};
   attn_scratch_.reserve(size_t(pool_->n_threads()));
   for (int32_t i = 0; i < pool_->n_threads(); ++i)
     attn_scratch_.emplace_back(options_.max_context, attn);
@@ -89,7 +100,7 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
                                                              : mw.rope_factors_short;
   rope_global_ = rope_frequencies(c.rope, c.n_rot, factors);
   for (const LayerConfig& lc : c.layers) any_local_rope_ |= lc.local_rope;
-  if (any_local_rope_) rope_local_ = rope_frequencies(c.rope_local, c.n_rot, {});
+  if (any_local_rope_) rope_local_ = rope_frequencies(c.rope_local, c.n_rot_local, {});
 
   // Room for the largest converted activation any matmul of the pass needs.
   projector_ = std::make_unique<Projector>(*pool_, min_work_, options_.min_parallel_work);
@@ -97,6 +108,8 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
     for (const WeightMatrix* m : l.matrices())
       if (m->data != nullptr) projector_->reserve(*m, options_.max_batch_tokens);
   projector_->reserve(model_->weights().output, options_.max_logits);
+  if (c.n_embd_per_layer > 0)
+    ple_ = std::make_unique<PerLayerEmbedding>(*model_, options_.max_batch_tokens, *projector_);
 
   tp_ = options_.tensor_parallel.get();
   if (tp_ != nullptr) {
@@ -288,7 +301,9 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   const KvCacheConfig& kc = cache.config();
   const KvLayerGroups& groups = layer_groups_[kc.group_windows.empty() ? 0 : 1];
   const int32_t n_layers_held = kc.group_windows.empty() ? c.n_kv_layers : groups.layers_per_group;
-  if (kc.n_layer != n_layers_held || kc.n_head_kv != c.n_head_kv || kc.head_dim != c.head_dim ||
+  const KvRowShape base = kv_base_shape(c);
+  if (kc.n_layer != n_layers_held || kc.n_head_kv != base.n_head_kv ||
+      kc.head_dim != base.head_dim || kc.row_shapes != kv_row_shapes(c) ||
       kc.k_only != c.latent_attention() ||
       (!kc.group_windows.empty() && kc.group_windows != groups.windows))
     return make_error("KV cache geometry does not match the model");
@@ -526,14 +541,15 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     tp_->receive_from(tp_->world_rank() - tp_->size(), {x_.data(), size_t(T * E)});
   }
   const int32_t half_rot = c.n_rot / 2;
-  float* const rope_local_cs = rope_cs_.data() + T * half_rot * 2;
+  float* const rope_local_cs = rope_cs_.data() + T * c.n_rot;
   for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
     rope_tables(b.positions.data() + t0, t1 - t0, rope_global_.freqs.data(), c.n_rot,
                 rope_global_.mscale, rope_cs_.data() + t0 * half_rot * 2);
     if (any_local_rope_)
-      rope_tables(b.positions.data() + t0, t1 - t0, rope_local_.freqs.data(), c.n_rot,
-                  rope_local_.mscale, rope_local_cs + t0 * half_rot * 2);
+      rope_tables(b.positions.data() + t0, t1 - t0, rope_local_.freqs.data(), c.n_rot_local,
+                  rope_local_.mscale, rope_local_cs + t0 * c.n_rot_local);
   });
+  if (ple_) ple_->prepare(b.token_ids, x_.data(), T, *projector_, *pool_, min_work_);
 
   // Steps over token rows [t0, t1) of the batch's buffers.
   const auto norm = [&](const std::vector<float>& weight) {
@@ -576,6 +592,14 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     ops.next("ffn_matmul");
     feed_forward(l, il, T);
     add_residual(l.post_ffn_norm);
+    if (ple_) {
+      ops.next("per_layer_embedding");
+      ple_->apply(l, il, x_.data(), T, *projector_, *pool_, min_work_);
+    }
+    if (!l.output_scale.empty())
+      for_ranges(T * E, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) x_[size_t(i)] *= l.output_scale[0];
+      });
   }
   parts.next("output");
   if (!last_stage_) {  // on to the next stage; the buffer stays as sent until the pass ends
@@ -609,26 +633,39 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[size_t(il)];
   const LayerConfig& lc = c.layers[size_t(il)];
-  const int32_t group = groups_->group[size_t(il)];
+  // A layer sharing another's cache attends over that layer's K/V and writes none of its own.
+  const bool writes_kv = lc.kv_index >= 0;
+  const int32_t source = writes_kv ? il : lc.kv_source;
+  const int32_t group = groups_->group[size_t(source)];
   const int64_t* slots = slots_.data() + int64_t(group) * T;
-  const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
-  const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
-  const int32_t half_rot = c.n_rot / 2;
-  const float* cs_all = rope_cs_.data() + (lc.local_rope ? T * half_rot * 2 : 0);
-  const QkNorm qk_norm = c.arch->qk_norm;
-  const float attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  // The layer's own head geometry (per layer in gemma4).
+  const int32_t hd = lc.head_dim, n_head_kv = lc.n_head_kv, n_rot = lc.n_rot;
+  const int64_t q_dim = int64_t(c.n_head) * hd;
+  const int64_t kv_dim = int64_t(n_head_kv) * hd;
+  const int32_t half_rot = n_rot / 2;
+  const float* cs_all = rope_cs_.data() + (lc.local_rope ? T * c.n_rot : 0);
+  const QkNorm qk_norm = l.q_norm.empty() ? QkNorm::kNone : c.arch->qk_norm;
+  const float attn_scale = c.attn_scale;
   const bool gated = c.arch->attention_output_gate;
-  const int32_t kv_layer = groups_->index[size_t(il)];
+  const int32_t kv_layer = groups_->index[size_t(source)];
+  // Without attn_v (gemma4's full layers), V is K before its norm and RoPE.
+  const bool v_is_k = writes_kv && l.wv.data == nullptr;
+  float* const q_out = gated ? q_gate_.data() : q_.data();
   ops.next("qkv_matmul");
-  project(xn_.data(), T,
-          {{&l.wq, gated ? q_gate_.data() : q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
+  if (!writes_kv)
+    project(xn_.data(), T, {{&l.wq, q_out}});
+  else if (v_is_k)
+    project(xn_.data(), T, {{&l.wq, q_out}, {&l.wk, k_.data()}});
+  else
+    project(xn_.data(), T, {{&l.wq, q_out}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
   ops.next("rope_kv_write");
   for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
     const int64_t n = t1 - t0;
     float* q = q_.data() + t0 * q_dim;
     float* k = k_.data() + t0 * kv_dim;
+    float* v = v_.data() + t0 * kv_dim;
+    if (v_is_k) std::copy_n(k, n * kv_dim, v);
     if (gated) {  // each head's query rows, then its gate rows
-      const int64_t hd = c.head_dim;
       for (int64_t t = t0; t < t1; ++t)
         for (int64_t h = 0; h < c.n_head; ++h) {
           const float* from = q_gate_.data() + (t * c.n_head + h) * 2 * hd;
@@ -640,28 +677,32 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
     if (!l.bk.empty()) add_bias(k, l.bk.data(), n, kv_dim);
     if (!l.bv.empty()) add_bias(v_.data() + t0 * kv_dim, l.bv.data(), n, kv_dim);
     if (qk_norm == QkNorm::kPerHead) {
-      rms_norm(q, l.q_norm.data(), n * c.n_head, c.head_dim, c.rms_eps, q);
-      rms_norm(k, l.k_norm.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, k);
+      rms_norm(q, l.q_norm.data(), n * c.n_head, hd, c.rms_eps, q);
+      if (writes_kv) rms_norm(k, l.k_norm.data(), n * n_head_kv, hd, c.rms_eps, k);
     } else if (qk_norm == QkNorm::kWhole) {
       rms_norm(q, l.q_norm.data(), n, q_dim, c.rms_eps, q);
-      rms_norm(k, l.k_norm.data(), n, kv_dim, c.rms_eps, k);
+      if (writes_kv) rms_norm(k, l.k_norm.data(), n, kv_dim, c.rms_eps, k);
     }
+    if (writes_kv && c.arch->value_norm) rms_norm(v, ones_.data(), n * n_head_kv, hd, c.rms_eps, v);
     const float* cs = cs_all + t0 * half_rot * 2;
-    rope_apply(q, n, c.n_head, c.head_dim, c.n_rot, c.rope_style, cs);
-    rope_apply(k, n, c.n_head_kv, c.head_dim, c.n_rot, c.rope_style, cs);
+    rope_apply(q, n, c.n_head, hd, n_rot, c.rope_style, cs);
+    if (writes_kv) rope_apply(k, n, n_head_kv, hd, n_rot, c.rope_style, cs);
     if (c.arch->prescale_query)
       for (int64_t i = 0; i < n * q_dim; ++i) q[i] *= attn_scale;
     // All of the batch's K/V go in before any attention, so a token can attend to earlier
     // tokens of its own chunk; each token writes only its own slot.
-    for (int64_t t = t0; t < t1; ++t)
-      cache.write(kv_layer, slots[t], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
+    if (writes_kv)
+      for (int64_t t = t0; t < t1; ++t)
+        cache.write(kv_layer, slots[t], k_.data() + t * kv_dim, v_.data() + t * kv_dim,
+                    {n_head_kv, hd});
   });
-  const AttentionParams attn{c.n_head,
-                             c.n_head_kv,
-                             c.head_dim,
-                             lc.sliding_window,
-                             c.arch->prescale_query ? 1.0f : attn_scale,
-                             c.attn_softcap};
+  AttentionParams attn{c.n_head,
+                       n_head_kv,
+                       hd,
+                       lc.sliding_window,
+                       c.arch->prescale_query ? 1.0f : attn_scale,
+                       c.attn_softcap};
+  if (!l.attn_sinks.empty()) attn.sinks = l.attn_sinks.data();
   ops.next("attention");
   attention(b, cache, group, kv_layer, attn, q_.data(), attn_.data());
   if (gated) {
@@ -671,6 +712,11 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
   }
   ops.next("attn_out_matmul");
   output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
+  // After the tensor-parallel ranks' sum, so the bias is added once.
+  if (!l.bo.empty())
+    for_ranges(T, c.n_embd, [&](int64_t t0, int64_t t1) {
+      add_bias(proj_.data() + t0 * c.n_embd, l.bo.data(), t1 - t0, c.n_embd);
+    });
 }
 
 void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cache,
@@ -687,6 +733,32 @@ void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cach
 }
 
 void DecoderForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t T) {
+  const ModelConfig& c = model_->config();
+  const int64_t E = c.n_embd;
+  if (l.moe() && c.arch->moe_beside_dense) {
+    // The dense FFN of xn_ (ffn_norm'd) into proj_, then post_dense_norm'd.
+    dense_ffn(l, layer, T);
+    // The router's input rms_norm(x) / sqrt(n_embd) * router_input_scale, the experts' input
+    // pre_moe_norm(x) (into xn_, free again).
+    const float router_scale = 1.0f / std::sqrt(float(E));
+    for_ranges(T, 4 * E, [&](int64_t t0, int64_t t1) {
+      rms_norm(proj_.data() + t0 * E, l.post_dense_norm.data(), t1 - t0, E, c.rms_eps,
+               proj_.data() + t0 * E);
+      rms_norm(x_.data() + t0 * E, l.pre_moe_norm.data(), t1 - t0, E, c.rms_eps,
+               xn_.data() + t0 * E);
+      float* r = router_in_.data() + t0 * E;
+      rms_norm(x_.data() + t0 * E, l.router_input_scale.data(), t1 - t0, E, c.rms_eps, r);
+      for (int64_t i = 0; i < (t1 - t0) * E; ++i) r[i] *= router_scale;
+    });
+    moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work,
+              shared_out_.data(), router_in_.data());
+    for_ranges(T, 2 * E, [&](int64_t t0, int64_t t1) {
+      rms_norm(shared_out_.data() + t0 * E, l.post_moe_norm.data(), t1 - t0, E, c.rms_eps,
+               shared_out_.data() + t0 * E);
+      add_inplace(proj_.data() + t0 * E, shared_out_.data() + t0 * E, (t1 - t0) * E);
+    });
+    return;
+  }
   if (l.moe()) {
     moe_->run(l, layer, xn_.data(), T, *pool_, min_work_, options_.min_parallel_work, proj_.data());
     // A rank's slice of the shared expert is a partial sum like its experts' outputs: both go
@@ -698,7 +770,11 @@ void DecoderForward::feed_forward(const LayerWeights& l, int32_t layer, int64_t 
     if (shared && shared_whole) shared_expert(l, T);
     return;
   }
-  const int64_t n_ff = model_->config().n_ff;
+  dense_ffn(l, layer, T);
+}
+
+void DecoderForward::dense_ffn(const LayerWeights& l, int32_t layer, int64_t T) {
+  const int64_t n_ff = model_->config().layers[size_t(layer)].n_ff;
   project(xn_.data(), T, {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}});
   // The activation costs an exp per element: worth sharing from a few thousand elements on.
   const FfnActivation act = model_->config().arch->activation;

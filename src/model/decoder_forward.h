@@ -28,6 +28,7 @@
 #include "model/latent_attention.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
+#include "model/per_layer_embedding.h"
 #include "model/projector.h"
 #include "model/rope.h"
 #include "model/tensor_parallel.h"
@@ -143,6 +144,8 @@ class DecoderForward {
   void latent_attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
                               const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
+  // The dense FFN of xn_ (the layer's n_ff wide) into proj_.
+  void dense_ffn(const LayerWeights& l, int32_t layer, int64_t n_tokens);
   // proj_ += the shared expert of xn_ (scaled by its gate where it has one); a tensor-parallel
   // rank holding a slice of its inner dimension adds that slice's partial product.
   void shared_expert(const LayerWeights& l, int64_t n_tokens);
@@ -171,10 +174,12 @@ class DecoderForward {
   std::unique_ptr<MoeFeedForward> moe_;  // MoE models only
   std::unique_ptr<GatedDeltaNetMixer> delta_net_;  // models with Gated DeltaNet layers only
   std::unique_ptr<LatentAttentionMixer> latent_;   // models with latent-attention layers only
+  std::unique_ptr<PerLayerEmbedding> ple_;         // models with per-layer embeddings only
 
   // Work buffers, sized once for max_batch_tokens (T).
   std::vector<float> x_;          // [T, n_embd] residual stream
   std::vector<float> xn_;         // [T, n_embd] normalised input of a sub-layer
+  // Attention buffers for the widest layer (layers' head geometries may differ: gemma4).
   std::vector<float> q_;          // [T, n_head * head_dim]
   std::vector<float> k_;          // [T, n_head_kv * head_dim]
   std::vector<float> v_;          // [T, n_head_kv * head_dim]
@@ -183,9 +188,12 @@ class DecoderForward {
   std::vector<float> attn_gate_;  // [T, n_head * head_dim] the output gate (before sigmoid)
   std::vector<float> gate_;  // [T, the wider of n_ff (dense layers), n_ff_shared_expert (MoE ones)]
   std::vector<float> up_;    // [T, n_ff] (the same)
-  std::vector<float> shared_out_;  // [T, n_embd] the shared expert's output
+  std::vector<float> shared_out_;  // [T, n_embd] the shared expert's (or, beside a dense FFN, the
+                                   // routed experts') output
+  std::vector<float> router_in_;   // [T, n_embd] the router's input beside a dense FFN
+  std::vector<float> ones_;        // [widest head_dim] the weight of a weightless V norm
   std::vector<float> proj_;        // [T, n_embd] output of attn_output / ffn_down
-  std::vector<float> rope_cs_;     // [2, T, n_rot / 2, 2] global, then local (if separate) tables
+  std::vector<float> rope_cs_;     // [T, n_rot / 2, 2] global, then [T, n_rot_local / 2, 2] local
   std::vector<int64_t> slots_;     // [n_groups, T] KV slot of each token in each layer group
   // Where each layer's K/V lives: [0] one group, [1] grouped by sliding window; groups_ is the
   // one the pass's cache has.

@@ -1,5 +1,6 @@
 #include "model/layer_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/elementwise.h"
@@ -33,9 +34,20 @@ void gelu_tanh_mul(float* gate, const float* up, int64_t n) {
   kernels::elementwise_kernels().gelu_tanh_mul(gate, up, n);
 }
 
+void swiglu_clamped_mul(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+  }
+}
+
 void gated_activation(FfnActivation act, float* gate, const float* up, int64_t n) {
   if (act == FfnActivation::kGeluTanh)
     gelu_tanh_mul(gate, up, n);
+  else if (act == FfnActivation::kSwigluClamped)
+    swiglu_clamped_mul(gate, up, n);
   else
     silu_mul(gate, up, n);
 }

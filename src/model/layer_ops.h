@@ -25,6 +25,10 @@ void silu_mul(float* gate, const float* up, int64_t n);
 // gate = gelu_tanh(gate) * up.  gate, up: [n]  (kernels/elementwise.h for the selected ISA)
 void gelu_tanh_mul(float* gate, const float* up, int64_t n);
 
+// g = min(gate, 7); gate = g * sigmoid(1.702 g) * (clamp(up, -7, 7) + 1) (gpt-oss).
+// gate, up: [n]
+void swiglu_clamped_mul(float* gate, const float* up, int64_t n);
+
 // gate = act(gate) * up, the family's gated FFN activation.  gate, up: [n]
 void gated_activation(FfnActivation act, float* gate, const float* up, int64_t n);
 

@@ -15,9 +15,10 @@ struct ModelLoadOptions {
   // Repack matrices into the layout the selected int8 kernels prefer (model_weights.h); off
   // keeps every matrix in the mapping as the file has it (as does VELA_REPACK=0).
   bool repack_weights = true;
-  // Also the mixture-of-experts matrices (as VELA_REPACK_EXPERTS=0 turns off): their packed
-  // kernels decode and prefill faster than row-major ones read from the file mapping's 4 KiB
-  // pages; off, experts no token chooses are not even paged in.
+  // Also the mixture-of-experts matrices (as VELA_REPACK_EXPERTS=0 turns off; the engine sets it
+  // from its moe_experts option): their packed kernels decode and prefill faster than row-major
+  // ones read from the file mapping's 4 KiB pages; off, experts no token chooses are not even
+  // paged in, and experts larger than memory run, paged in on use.
   bool repack_experts = true;
   // A tensor-parallel rank keeps only its slice of the weights, and its config() has that
   // slice's heads and FFN width (tensor_shard.h).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/layer_geometry.h"
+
 namespace vela {
 namespace {
 
@@ -151,6 +153,18 @@ Status read_latent_scale(const GgufFile& g, const std::string& a, ModelConfig& c
   const float mscale = r.attn_factor * (1.0f + 0.1f * log_s) * (1.0f + log_multiplier * log_s);
   c.mla.scale = mscale * mscale / std::sqrt(float(c.mla.key_dim()));
   return {};
+}
+
+// The scores' scale: attention.scale where present; else 1/sqrt(n_embd / n_head) for a model of
+// the family's layer count that takes its query scale from the model's width (Gemma 2/3 27B:
+// query_pre_attn_scalar 144 and 168 where head_dim is 128); else 1/sqrt(head_dim).
+Status read_attention_scale(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  const int32_t width_layers = c.arch->model_width_query_scale_layers;
+  if (width_layers > 0 && c.n_layer == width_layers)
+    c.attn_scale = 1.0f / std::sqrt(float(c.n_embd / c.n_head));
+  if (c.arch->unit_attention_scale) c.attn_scale = 1.0f;
+  return read_float(g, a + "attention.scale", c.attn_scale, 1e-6, 1e3);
 }
 
 // Which layers are windowed: attention.sliding_window_pattern (a period, or one bool per layer)
@@ -349,13 +363,15 @@ KvLayerGroups kv_layer_groups(const ModelConfig& c, bool group_windows) {
 
 KvCacheConfig model_cache_config(const ModelConfig& c, int32_t block_size, int32_t n_blocks,
                                  KvType type, int32_t n_state_slots, bool group_windows) {
-  KvCacheConfig k{c.n_kv_layers, c.n_head_kv, c.head_dim, block_size, n_blocks, type};
+  const KvRowShape base = kv_base_shape(c);
+  KvCacheConfig k{c.n_kv_layers, base.n_head_kv, base.head_dim, block_size, n_blocks, type};
   const KvLayerGroups groups = kv_layer_groups(c, group_windows);
   if (groups.windows.size() > 1 || (groups.windows.size() == 1 && groups.windows[0] > 0)) {
     k.n_layer = groups.layers_per_group;
     k.group_windows = groups.windows;
   }
   k.k_only = c.latent_attention();
+  k.row_shapes = kv_row_shapes(c);
   if (c.recurrent()) {
     k.n_state_layers = c.n_state_layers;
     k.state_floats = c.delta_net.state_floats();
@@ -384,10 +400,12 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   VELA_TRY(read_int(g, a + "block_count", c.n_layer, true, 1, 1024));
   VELA_TRY(read_int(g, a + "nextn_predict_layers", c.n_nextn_layers, false, 0, c.n_layer - 1));
   c.n_layer -= c.n_nextn_layers;
-  VELA_TRY(read_int(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20));
+  VELA_TRY(read_int_or_layer_max(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20,
+                                 c.n_layer));
   VELA_TRY(read_int(g, a + "attention.head_count", c.n_head, true, 1, 1024));
   c.n_head_kv = c.n_head;
-  VELA_TRY(read_int(g, a + "attention.head_count_kv", c.n_head_kv, false, 1, 1024));
+  VELA_TRY(read_int_or_layer_max(g, a + "attention.head_count_kv", c.n_head_kv, false, 1, 1024,
+                                 c.n_layer));
   c.n_ctx_train = 2048;
   VELA_TRY(read_int(g, a + "context_length", c.n_ctx_train, false, 1, kBig));
   if (c.n_head % c.n_head_kv != 0)
@@ -398,10 +416,12 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   else
     VELA_TRY(read_head_geometry(g, a, c));
   VELA_TRY(read_float(g, a + "attention.layer_norm_rms_epsilon", c.rms_eps, 0.0, 1.0));
+  VELA_TRY(read_attention_scale(g, a, c));
   VELA_TRY(read_rope(g, a, c));
   if (c.latent_attention()) VELA_TRY(read_latent_scale(g, a, c));
   VELA_TRY(read_windows(g, a, c));
   VELA_TRY(read_mixers(g, a, c));
+  VELA_TRY(read_layer_geometry(g, a, c));
   VELA_TRY(read_float(g, a + "attn_logit_softcapping", c.attn_softcap, 0.0, 1e6));
   VELA_TRY(read_float(g, a + "final_logit_softcapping", c.final_softcap, 0.0, 1e6));
   if (c.arch->scale_embeddings) c.embed_scale = std::sqrt(float(c.n_embd));

@@ -52,6 +52,17 @@ struct LayerConfig {
   // The FFN is a mixture of experts (else dense ffn_gate/up/down, n_ff wide): every layer of an
   // MoE model but its leading_dense_block_count first ones.
   bool moe = false;
+  // The layer's own attention geometry and dense FFN width: the model's n_head_kv, head_dim,
+  // n_rot (n_rot_local for local_rope layers) and n_ff, unless the file gives per-layer values
+  // (gemma4: head_count_kv and feed_forward_length arrays, key_length_swa for windowed layers).
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  int32_t n_rot = 0;
+  int32_t n_ff = 0;
+  // The layer whose cached K/V this layer attends over: itself when it has K/V (kv_index >= 0);
+  // for a layer that shares another's cache (gemma4's last shared_kv_layers layers, kv_index -1)
+  // the last earlier layer of its kind that has K/V; -1 for layers without attention.
+  int32_t kv_source = -1;
 };
 
 // Where the attention layers' K/V live in a cache whose layers are grouped by sliding window:
@@ -117,6 +128,9 @@ struct ModelConfig {
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;  // per-head size of Q/K/V (attention.key_length, else n_embd / n_head)
+  // Scale of the attention scores: attention.scale where the file states it, else the family's
+  // rule (1/sqrt(n_embd / n_head) for Gemma 2/3 27B), else 1/sqrt(head_dim).
+  float attn_scale = 0.0f;
   int32_t n_ff = 0;      // dense FFN width
   float rms_eps = 1e-5f;
 
@@ -125,6 +139,7 @@ struct ModelConfig {
   RopeConfig rope;                   // every layer's, or the global layers'
   bool separate_local_rope = false;  // windowed layers use rope_local (their own base: gemma3)
   RopeConfig rope_local;             // meaningful when separate_local_rope
+  int32_t n_rot_local = 0;           // rotated dimensions of the rope_local layers
 
   int32_t sliding_window = 0;       // as declared; which layers use it: layers[i].sliding_window
   int32_t window_pattern = 0;       // 0 = every layer windowed; n = layer i when i % n < n - 1
@@ -138,6 +153,14 @@ struct ModelConfig {
   // Latent-attention models: head_dim is its cache_dim() and n_head_kv 1, the absorbed form's
   // query and key per head; meaningful when kv_lora_rank > 0.
   LatentAttentionConfig mla;
+
+  // The last n_shared_kv_layers layers keep no K/V and attend over an earlier layer's
+  // (LayerConfig::kv_source; attention.shared_kv_layers, gemma4).
+  int32_t n_shared_kv_layers = 0;
+  // Per-layer embeddings (embedding_length_per_layer_input, gemma4 E2B/E4B): each token's
+  // n_embd_per_layer values per layer, from per_layer_token_embd and a projection of its
+  // embedding, gate a per-layer addition to the residual stream. 0 = none.
+  int32_t n_embd_per_layer = 0;
 
   float attn_softcap = 0.0f;   // scores -> cap * tanh(scores / cap); 0 = none
   float final_softcap = 0.0f;  // the same on the output logits
@@ -170,6 +193,12 @@ struct ModelConfig {
 
 // The layout of `config`'s K/V: grouped by window (group_windows), or one group.
 KvLayerGroups kv_layer_groups(const ModelConfig& config, bool group_windows);
+
+// The cache's row geometry: the first layer with K/V's (the model's n_head_kv x head_dim for
+// every family whose layers are alike), and the other geometries of layers with K/V, in layer
+// order (KvCacheConfig::row_shapes).
+KvRowShape kv_base_shape(const ModelConfig& config);
+std::vector<KvRowShape> kv_row_shapes(const ModelConfig& config);
 
 // The cache a forward pass of `config` reads and writes: K/V for its attention layers in n_blocks
 // blocks of block_size slots (K only, one row of mla.cache_dim() per token, for latent

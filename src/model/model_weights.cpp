@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "model/expert_loading.h"
 #include "quant/dequantize.h"
 #include "util/huge_pages.h"
 
@@ -84,8 +85,9 @@ void release_mapped_pages(const void* data, int64_t bytes) {
 // Repacks every matrix of `matrices` the kernels prefer interleaved into one owned buffer,
 // spreading the matrices over the machine's threads.
 // release_pages: only for a file mapping (an in-memory image would be zeroed, not re-read).
-void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices,
-                     bool release_pages) {
+// An allocation the system refuses is an error naming the size, not an exception.
+Status repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices,
+                       bool release_pages) {
   const auto in_column_slice = [&](const void* p) {
     for (const auto& slice : w.column_slices)
       if (slice.get() == p) return true;
@@ -98,9 +100,12 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
     chosen.push_back(m);
     total += m->n_rows / 16 * interleaved16_group_bytes(m->type, m->n_cols);
   }
-  if (chosen.empty()) return;
+  if (chosen.empty()) return {};
   HugePageBuffer buffer = allocate_huge_pages(size_t(total));  // the stream that decode reads
-  if (!buffer) throw std::bad_alloc();
+  if (!buffer)
+    return make_error("out of memory allocating " + std::to_string(total) +
+                      " bytes for the repacked weights (--moe-experts mapped keeps a mixture's "
+                      "experts in the file mapping; VELA_REPACK=0 repacks nothing)");
   w.repacked = std::move(buffer);
   w.repacked_bytes = total;
   std::vector<uint8_t*> dst(chosen.size());
@@ -131,6 +136,7 @@ void repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matrices
     chosen[i]->data = dst[i];
     chosen[i]->layout = WeightLayout::kInterleaved16;
   }
+  return {};
 }
 
 // Columns [col_begin, col_begin + n_cols) of row-major m (whole blocks) copied into a buffer of
@@ -202,6 +208,15 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     w.tied_embeddings = true;
   }
   VELA_TRY_ASSIGN(w.rope_freq_factors, get_vector(g, "rope_freqs.weight", c.n_rot / 2, false));
+  if (c.n_embd_per_layer > 0) {
+    const int64_t all = int64_t(c.n_layer) * c.n_embd_per_layer;
+    VELA_TRY_ASSIGN(w.per_layer_token_embd,
+                    get_matrix(g, "per_layer_token_embd.weight", c.n_vocab, all));
+    VELA_TRY_ASSIGN(w.per_layer_model_proj,
+                    get_matrix(g, "per_layer_model_proj.weight", all, c.n_embd));
+    VELA_TRY_ASSIGN(w.per_layer_proj_norm,
+                    get_vector(g, "per_layer_proj_norm.weight", c.n_embd_per_layer, true));
+  }
   if (arch.longrope) {
     VELA_TRY_ASSIGN(w.rope_factors_short,
                     get_vector(g, "rope_factors_short.weight", c.n_rot / 2, false));
@@ -224,14 +239,21 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   // Stacked experts: [n_expert * rows, cols] each, split into per-expert views after repacking.
   struct ExpertStacks {
     WeightMatrix gate, up, down;
+    WeightMatrix gate_up;  // ffn_gate_up_exps: each expert's gate rows, then its up rows
   };
   std::vector<ExpertStacks> stacks(static_cast<size_t>(n_local));
+  // Or, for files with one tensor per expert (ffn_gate.E.weight): [n_local][n_expert] views.
+  std::vector<std::vector<ExpertWeights>> per_expert(static_cast<size_t>(n_local));
   const int64_t q_norm_len = arch.qk_norm == QkNorm::kWhole ? q_dim : c.head_dim;
   const int64_t k_norm_len = arch.qk_norm == QkNorm::kWhole ? kv_dim : c.head_dim;
   w.layers.resize(size_t(n_local));
   for (int32_t i = 0; i < n_local; ++i) {
     LayerWeights& l = w.layers[size_t(i)];
     const std::string p = "blk." + std::to_string(stage->begin + i) + ".";
+    // This layer's own head geometry (per-layer in gemma4 files; else the model's).
+    const LayerConfig& lc = c.layers[size_t(stage->begin + i)];
+    const int64_t lq_dim = int64_t(c.n_head) * lc.head_dim;
+    const int64_t lkv_dim = int64_t(lc.n_head_kv) * lc.head_dim;
     VELA_TRY_ASSIGN(l.attn_norm, get_vector(g, p + "attn_norm.weight", c.n_embd, true));
     if (c.layers[size_t(stage->begin + i)].mixer == MixerKind::kGatedDeltaNet) {
       const DeltaNetConfig& d = c.delta_net;
@@ -271,13 +293,22 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(fused_qkv[size_t(i)],
                       get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
     } else {
-      const int64_t q_rows = arch.attention_output_gate ? 2 * q_dim : q_dim;
+      const int64_t q_rows = arch.attention_output_gate ? 2 * lq_dim : lq_dim;
       VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_rows, c.n_embd));
-      VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", kv_dim, c.n_embd));
-      VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", kv_dim, c.n_embd));
+      if (lc.kv_index >= 0) {  // a layer reading another layer's cache projects no K/V
+        VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", lkv_dim, c.n_embd));
+        // With a V norm, a layer without attn_v takes K as V.
+        if (!arch.value_norm || g.find_tensor(p + "attn_v.weight") != nullptr)
+          VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", lkv_dim, c.n_embd));
+      }
     }
     const bool attends = c.layers[size_t(stage->begin + i)].mixer == MixerKind::kAttention;
-    if (attends) VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, q_dim));
+    if (attends) VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd, lq_dim));
+    if (attends && arch.output_bias != TensorRule::kAbsent)
+      VELA_TRY_ASSIGN(l.bo, get_vector(g, p + "attn_output.bias", c.n_embd,
+                                       arch.output_bias == TensorRule::kRequired));
+    if (attends && arch.attention_sinks)
+      VELA_TRY_ASSIGN(l.attn_sinks, get_vector(g, p + "attn_sinks.weight", c.n_head, true));
     if (attends && arch.qkv_bias != TensorRule::kAbsent) {
       const bool required = arch.qkv_bias == TensorRule::kRequired;
       VELA_TRY_ASSIGN(l.bq, get_vector(g, p + "attn_q.bias", q_dim, required));
@@ -285,8 +316,15 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(l.bv, get_vector(g, p + "attn_v.bias", kv_dim, required));
     }
     if (attends && arch.qk_norm != QkNorm::kNone) {
-      VELA_TRY_ASSIGN(l.q_norm, get_vector(g, p + "attn_q_norm.weight", q_norm_len, true));
-      VELA_TRY_ASSIGN(l.k_norm, get_vector(g, p + "attn_k_norm.weight", k_norm_len, true));
+      const bool required = arch.qk_norm_rule == TensorRule::kRequired;
+      const int64_t q_len = arch.qk_norm == QkNorm::kWhole ? q_norm_len : lc.head_dim;
+      const int64_t k_len = arch.qk_norm == QkNorm::kWhole ? k_norm_len : lc.head_dim;
+      VELA_TRY_ASSIGN(l.q_norm, get_vector(g, p + "attn_q_norm.weight", q_len, required));
+      if (lc.kv_index >= 0)  // a layer reading another layer's cache has no K to normalise
+        VELA_TRY_ASSIGN(l.k_norm, get_vector(g, p + "attn_k_norm.weight", k_len, required));
+      if (lc.kv_index >= 0 && l.q_norm.empty() != l.k_norm.empty())
+        return make_error("layer " + std::to_string(stage->begin + i) +
+                          " has only one of attn_q_norm and attn_k_norm");
     }
     if (arch.post_norms) {
       VELA_TRY_ASSIGN(l.post_attn_norm,
@@ -300,9 +338,24 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       ExpertStacks& st = stacks[size_t(i)];
       VELA_TRY_ASSIGN(l.router, get_matrix(g, p + "ffn_gate_inp.weight", ne, c.n_embd));
       VELA_TRY_ASSIGN(l.expert_bias, get_vector(g, p + "exp_probs_b.bias", ne, false));
-      VELA_TRY_ASSIGN(st.gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
-      VELA_TRY_ASSIGN(st.up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
-      VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
+      if (arch.expert_biases) {
+        VELA_TRY_ASSIGN(l.router_bias, get_vector(g, p + "ffn_gate_inp.bias", ne, true));
+        VELA_TRY_ASSIGN(l.expert_gate_bias, get_f32_rows(g, p + "ffn_gate_exps.bias", ne, ff));
+        VELA_TRY_ASSIGN(l.expert_up_bias, get_f32_rows(g, p + "ffn_up_exps.bias", ne, ff));
+        VELA_TRY_ASSIGN(l.expert_down_bias,
+                        get_f32_rows(g, p + "ffn_down_exps.bias", ne, c.n_embd));
+      }
+      if (has_per_expert_tensors(g, p)) {
+        VELA_TRY_ASSIGN(per_expert[size_t(i)], load_per_expert_tensors(g, p, ne, ff, c.n_embd));
+      } else if (g.find_tensor(p + "ffn_gate_up_exps.weight") != nullptr) {
+        VELA_TRY_ASSIGN(st.gate_up,
+                        get_matrix(g, p + "ffn_gate_up_exps.weight", 2 * ff, c.n_embd, ne));
+        VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
+      } else {
+        VELA_TRY_ASSIGN(st.gate, get_matrix(g, p + "ffn_gate_exps.weight", ff, c.n_embd, ne));
+        VELA_TRY_ASSIGN(st.up, get_matrix(g, p + "ffn_up_exps.weight", ff, c.n_embd, ne));
+        VELA_TRY_ASSIGN(st.down, get_matrix(g, p + "ffn_down_exps.weight", c.n_embd, ff, ne));
+      }
       if (c.n_ff_shared_expert > 0) {
         const int64_t sff = c.n_ff_shared_expert;
         ExpertWeights& sh = l.shared_expert;
@@ -318,9 +371,31 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
                       get_matrix(g, p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd));
       VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
     } else {
-      VELA_TRY_ASSIGN(l.w_gate, get_matrix(g, p + "ffn_gate.weight", c.n_ff, c.n_embd));
-      VELA_TRY_ASSIGN(l.w_up, get_matrix(g, p + "ffn_up.weight", c.n_ff, c.n_embd));
-      VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, c.n_ff));
+      VELA_TRY_ASSIGN(l.w_gate, get_matrix(g, p + "ffn_gate.weight", lc.n_ff, c.n_embd));
+      VELA_TRY_ASSIGN(l.w_up, get_matrix(g, p + "ffn_up.weight", lc.n_ff, c.n_embd));
+      VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, lc.n_ff));
+    }
+    if (lc.moe && arch.moe_beside_dense) {  // the dense FFN beside the experts, and their norms
+      VELA_TRY_ASSIGN(l.w_gate, get_matrix(g, p + "ffn_gate.weight", lc.n_ff, c.n_embd));
+      VELA_TRY_ASSIGN(l.w_up, get_matrix(g, p + "ffn_up.weight", lc.n_ff, c.n_embd));
+      VELA_TRY_ASSIGN(l.w_down, get_matrix(g, p + "ffn_down.weight", c.n_embd, lc.n_ff));
+      VELA_TRY_ASSIGN(l.router_input_scale,
+                      get_vector(g, p + "ffn_gate_inp.scale", c.n_embd, true));
+      VELA_TRY_ASSIGN(l.expert_down_scale,
+                      get_vector(g, p + "ffn_down_exps.scale", c.n_expert, false));
+      VELA_TRY_ASSIGN(l.pre_moe_norm, get_vector(g, p + "pre_ffw_norm_2.weight", c.n_embd, true));
+      VELA_TRY_ASSIGN(l.post_dense_norm,
+                      get_vector(g, p + "post_ffw_norm_1.weight", c.n_embd, true));
+      VELA_TRY_ASSIGN(l.post_moe_norm,
+                      get_vector(g, p + "post_ffw_norm_2.weight", c.n_embd, true));
+    }
+    if (arch.layer_output_scale)
+      VELA_TRY_ASSIGN(l.output_scale, get_vector(g, p + "layer_output_scale.weight", 1, false));
+    if (c.n_embd_per_layer > 0) {
+      const int64_t pe = c.n_embd_per_layer;
+      VELA_TRY_ASSIGN(l.ple_gate, get_matrix(g, p + "inp_gate.weight", pe, c.n_embd));
+      VELA_TRY_ASSIGN(l.ple_proj, get_matrix(g, p + "proj.weight", c.n_embd, pe));
+      VELA_TRY_ASSIGN(l.ple_post_norm, get_vector(g, p + "post_norm.weight", c.n_embd, true));
     }
   }
 #undef VELA_TRY_ASSIGN
@@ -369,15 +444,18 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         l.bq = slice_vector(l.bq, r.head_begin * hd, r.n_head * hd);
         l.bk = slice_vector(l.bk, r.kv_head_begin * hd, r.n_head_kv * hd);
         l.bv = slice_vector(l.bv, r.kv_head_begin * hd, r.n_head_kv * hd);
+        l.attn_sinks = slice_vector(l.attn_sinks, r.head_begin, r.n_head);
         if (!r.replicated_attn_output)
           l.wo = copy_columns(w, l.wo, r.head_begin * hd, r.n_head * hd, g.memory_mapped());
       }
       if (l.moe()) {  // whole experts: this rank's rows of each stack
         ExpertStacks& st = stacks[i];
         const int64_t ff = c.n_ff_expert, e0 = r.expert_begin, ne = r.n_expert;
-        st.gate = weight_rows(st.gate, e0 * ff, ne * ff);
-        st.up = weight_rows(st.up, e0 * ff, ne * ff);
-        st.down = weight_rows(st.down, e0 * c.n_embd, ne * c.n_embd);
+        if (st.gate.data) {  // per-expert tensors: the rank's range is picked when assembling
+          st.gate = weight_rows(st.gate, e0 * ff, ne * ff);
+          st.up = weight_rows(st.up, e0 * ff, ne * ff);
+          st.down = weight_rows(st.down, e0 * c.n_embd, ne * c.n_embd);
+        }
         // The shared expert by its inner dimension, as a dense FFN: its partial output joins the
         // experts' before their sum over the ranks.
         ExpertWeights& sh = l.shared_expert;
@@ -412,13 +490,22 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       if (stacks[i].gate.data && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
         for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down})
           matrices.push_back(m);
+      if (stacks[i].gate_up.data && repack_experts && c.n_ff_expert % 16 == 0 &&
+          c.n_embd % 16 == 0)
+        for (WeightMatrix* m : {&stacks[i].gate_up, &stacks[i].down}) matrices.push_back(m);
+      if (!per_expert[i].empty() && repack_experts && c.n_ff_expert % 16 == 0 &&
+          c.n_embd % 16 == 0)
+        for (int64_t e = w.shard.expert_begin; e < w.shard.expert_begin + w.shard.n_expert; ++e)
+          for (WeightMatrix* m : {&per_expert[i][size_t(e)].gate, &per_expert[i][size_t(e)].up,
+                                  &per_expert[i][size_t(e)].down})
+            matrices.push_back(m);
       // Latent attention's per-head stacks, when each head's rows are whole groups of 16.
       LatentAttentionWeights& mw = w.layers[i].mla;
       if (mw.k_b.data && c.mla.kv_lora_rank % 16 == 0) matrices.push_back(&mw.k_b);
       if (mw.v_b.data && c.mla.v_head_dim % 16 == 0) matrices.push_back(&mw.v_b);
     }
     if (!w.tied_embeddings && shard.last_stage()) matrices.push_back(&w.output);
-    repack_matrices(w, matrices, g.memory_mapped());
+    if (auto st = repack_matrices(w, matrices, g.memory_mapped()); !st) return st.error();
   }
   for (size_t i = 0; i < w.layers.size(); ++i) {
     LayerWeights& l = w.layers[i];
@@ -440,6 +527,18 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         l.experts[size_t(e)] = {weight_rows(st.gate, (e - e0) * ff, ff),
                                 weight_rows(st.up, (e - e0) * ff, ff),
                                 weight_rows(st.down, (e - e0) * c.n_embd, c.n_embd)};
+    } else if (st.gate_up.data) {  // fused stacks are never sharded (tensor_shard.cpp)
+      const int64_t ff = c.n_ff_expert;
+      l.experts.resize(size_t(c.n_expert));
+      for (int64_t e = 0; e < c.n_expert; ++e)
+        l.experts[size_t(e)] = {weight_rows(st.gate_up, e * 2 * ff, ff),
+                                weight_rows(st.gate_up, e * 2 * ff + ff, ff),
+                                weight_rows(st.down, e * c.n_embd, c.n_embd)};
+    } else if (!per_expert[i].empty()) {  // the rank's experts, the others' entries empty
+      const int64_t e0 = w.shard.expert_begin;
+      l.experts.resize(size_t(c.n_expert));
+      for (int64_t e = e0; e < e0 + w.shard.n_expert; ++e)
+        l.experts[size_t(e)] = per_expert[i][size_t(e)];
     }
   }
   return w;

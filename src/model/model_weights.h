@@ -35,7 +35,8 @@ struct WeightMatrix {
 // multiples of 16).
 WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_rows);
 
-// One expert's matrices: views into its layer's stacked tensors.
+// One expert's matrices: views into its layer's stacked tensors, or its own per-expert tensors
+// (expert_loading.h).
 struct ExpertWeights {
   WeightMatrix gate;  // [n_ff_expert, n_embd]
   WeightMatrix up;    // [n_ff_expert, n_embd]
@@ -81,6 +82,8 @@ struct LayerWeights {
   std::vector<float> bq;      // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
   std::vector<float> bk;      // [n_head_kv * head_dim] or empty
   std::vector<float> bv;      // [n_head_kv * head_dim] or empty
+  std::vector<float> bo;      // attn_output.bias [n_embd] or empty
+  std::vector<float> attn_sinks;  // [n_head] sink logit per head, or empty (a TP rank: its heads)
   std::vector<float> q_norm;  // [head_dim] (per head) or [n_head * head_dim] (whole), or empty
   std::vector<float> k_norm;  // [head_dim] or [n_head_kv * head_dim], or empty
   std::vector<float> post_attn_norm;  // [n_embd] or empty
@@ -95,25 +98,43 @@ struct LayerWeights {
   WeightMatrix router;                 // [n_expert, n_embd]
   std::vector<ExpertWeights> experts;  // [n_expert]; a TP rank's others' experts empty
   std::vector<float> expert_bias;  // exp_probs_b [n_expert]: added to scores to choose, or empty
+  std::vector<float> router_bias;  // ffn_gate_inp.bias [n_expert]: added to the logits, or empty
+  // Per-expert biases added to each expert's products, or empty (indexed by global expert id).
+  std::vector<float> expert_gate_bias;  // ffn_gate_exps.bias [n_expert, n_ff_expert]
+  std::vector<float> expert_up_bias;    // ffn_up_exps.bias [n_expert, n_ff_expert]
+  std::vector<float> expert_down_bias;  // ffn_down_exps.bias [n_expert, n_embd]
   // The shared expert beside the routed ones (n_ff_shared_expert wide), or empty; gated models
   // scale its output by sigmoid(shared_expert_gate . x).
   ExpertWeights shared_expert;
   std::vector<float> shared_expert_gate;  // ffn_gate_inp_shexp [n_embd], or empty (ungated)
   DeltaNetWeights delta_net;              // Gated DeltaNet mixers only
   LatentAttentionWeights mla;             // latent-attention mixers only
+  std::vector<float> output_scale;  // layer_output_scale [1]: the stream's scale at the end, or empty
+  // Per-layer embeddings (n_embd_per_layer > 0): x += post_norm(proj(gelu(inp_gate x) * the
+  // layer's per-layer input)) after the FFN.
+  WeightMatrix ple_gate;             // inp_gate [n_embd_per_layer, n_embd]
+  WeightMatrix ple_proj;             // proj [n_embd, n_embd_per_layer]
+  std::vector<float> ple_post_norm;  // post_norm [n_embd]
+  // Experts beside a dense FFN (ArchDescription::moe_beside_dense), or empty.
+  std::vector<float> router_input_scale;  // ffn_gate_inp.scale [n_embd]
+  std::vector<float> expert_down_scale;   // ffn_down_exps.scale [n_expert]
+  std::vector<float> pre_moe_norm;        // pre_ffw_norm_2 [n_embd]: the experts' input norm
+  std::vector<float> post_dense_norm;     // post_ffw_norm_1 [n_embd]: the dense FFN's output norm
+  std::vector<float> post_moe_norm;       // post_ffw_norm_2 [n_embd]: the experts' output norm
 
   bool moe() const { return router.data != nullptr; }
   // The matrices a pass multiplies as a whole (not the routed experts, nor the per-head stacks
   // of latent attention): a null data pointer for those the layer does not have.
-  std::array<WeightMatrix*, 19> matrices() {
+  std::array<WeightMatrix*, 21> matrices() {
     DeltaNetWeights& d = delta_net;
     ExpertWeights& s = shared_expert;
     LatentAttentionWeights& m = mla;
-    return {&wq,      &wk,    &wv,     &wo,   &w_gate, &w_up,  &w_down, &d.qkv, &d.gate, &d.beta,
-            &d.alpha, &d.out, &s.gate, &s.up, &s.down, &m.q_a, &m.q_b,  &m.q,   &m.kv_a};
+    return {&wq,      &wk,    &wv,     &wo,   &w_gate, &w_up,  &w_down, &d.qkv,    &d.gate,
+            &d.beta,  &d.alpha, &d.out, &s.gate, &s.up, &s.down, &m.q_a, &m.q_b, &m.q,
+            &m.kv_a,  &ple_gate, &ple_proj};
   }
-  std::array<const WeightMatrix*, 19> matrices() const {
-    std::array<const WeightMatrix*, 19> out;
+  std::array<const WeightMatrix*, 21> matrices() const {
+    std::array<const WeightMatrix*, 21> out;
     const auto all = const_cast<LayerWeights*>(this)->matrices();
     for (size_t i = 0; i < all.size(); ++i) out[i] = all[i];
     return out;
@@ -129,6 +150,10 @@ struct ModelWeights {
   std::vector<float>
       rope_factors_short;  // [n_rot / 2] LongRoPE within the original context, or empty
   std::vector<float> rope_factors_long;  // [n_rot / 2] LongRoPE beyond it, or empty
+  // Per-layer embeddings (n_embd_per_layer > 0; P = n_embd_per_layer, L = n_layer), or empty.
+  WeightMatrix per_layer_token_embd;       // [n_vocab, L * P]
+  WeightMatrix per_layer_model_proj;       // [L * P, n_embd]
+  std::vector<float> per_layer_proj_norm;  // [P]
   std::vector<LayerWeights> layers;      // [n_layer] (a pipeline stage: its layers only)
 
   // Owns the repacked matrices (empty when none was repacked).

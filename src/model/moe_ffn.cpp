@@ -50,6 +50,8 @@ void route_experts(const float* logits, int32_t n_expert, int32_t k, const Exper
   choose.resize(size_t(n_expert));
   if (r.gating == ExpertGating::kSigmoid) {
     for (int32_t e = 0; e < n_expert; ++e) score[size_t(e)] = sigmoid(logits[e]);
+  } else if (r.gating == ExpertGating::kSoftmaxOfChosen) {
+    std::copy(logits, logits + n_expert, score.begin());
   } else {
     float max_logit = logits[0];
     for (int32_t e = 1; e < n_expert; ++e) max_logit = std::max(max_logit, logits[e]);
@@ -91,6 +93,16 @@ void route_experts(const float* logits, int32_t n_expert, int32_t k, const Exper
   for (int32_t i = 0; i < k; ++i) {
     ids[i] = best_of(choose.data(), n_expert, ids, i);
     weights[i] = score[size_t(ids[i])];
+  }
+  if (r.gating == ExpertGating::kSoftmaxOfChosen) {  // the softmax of the k chosen logits
+    const float max_logit = *std::max_element(weights, weights + k);
+    double sum = 0.0;
+    for (int32_t i = 0; i < k; ++i) {
+      weights[i] = std::exp(weights[i] - max_logit);
+      sum += weights[i];
+    }
+    const float inv_sum = float(1.0 / sum);
+    for (int32_t i = 0; i < k; ++i) weights[i] *= inv_sum;
   }
   if (r.renormalize) {
     float total = 0.0f;
@@ -182,22 +194,24 @@ void MoeFeedForward::convert_per_expert(const std::vector<const WeightMatrix*>& 
 
 void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float* xn,
                          int64_t n_tokens, ThreadPool& pool, int64_t min_work,
-                         int64_t min_parallel_work, float* out) {
+                         int64_t min_parallel_work, float* out, const float* router_in) {
   const ModelConfig& c = config_;
   const int64_t E = c.n_embd, F = c.n_ff_expert, N = c.n_expert, K = c.n_expert_used;
 
   // Router logits, f32 (the router is an f32 matrix in every common file; any type works).
-  if (observer_ != nullptr) observer_->observe(l.router, xn, n_tokens);
+  const float* rx = router_in != nullptr ? router_in : xn;
+  if (observer_ != nullptr) observer_->observe(l.router, rx, n_tokens);
   {
     MatmulScratch& scratch = act_gate_;
     const QuantizedActivations act =
-        prepare_activations(l.router.type, xn, E, n_tokens, scratch, l.router.layout);
-    convert_activations(act, xn, E, 0, n_tokens, scratch);
+        prepare_activations(l.router.type, rx, E, n_tokens, scratch, l.router.layout);
+    convert_activations(act, rx, E, 0, n_tokens, scratch);
     split_.clear();
     split_.add(l.router.type, l.router.data, N, E, act, n_tokens, router_logits_.data(),
                l.router.layout);
     run_matmul_split(split_, pool, min_parallel_work);
   }
+  if (!l.router_bias.empty()) add_bias(router_logits_.data(), l.router_bias.data(), n_tokens, N);
   std::fill(expert_count_.begin(), expert_count_.end(), 0);
   for (int64_t t = 0; t < n_tokens; ++t) {
     route_experts(router_logits_.data() + t * N, int32_t(N), int32_t(K), routing_,
@@ -229,6 +243,18 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   });
 
   const auto owned = [&](int32_t e) { return e >= own_begin_ && e < own_end_; };
+  // y[row of (t, r)] += bias[expert of (t, r)] for every owned (token, rank) pair.
+  // y: gathered rows [T * k, n]; bias: [n_expert, n]
+  const auto add_expert_bias = [&](const std::vector<float>& bias, float* y, int64_t n) {
+    if (bias.empty()) return;
+    parallel_ranges(pool, n_tokens * K, n, min_work, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int32_t e = route_ids_[size_t(i)];
+        if (owned(e))
+          add_inplace(y + int64_t(route_rows_[size_t(i)]) * n, bias.data() + int64_t(e) * n, n);
+      }
+    });
+  };
   if (chosen_.empty()) {  // a tensor-parallel rank none of whose experts was chosen
     std::fill(out, out + n_tokens * E, 0.0f);
     return;
@@ -269,6 +295,8 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
     convert_per_expert(ups_, gathered_.data(), E, act_up_, pool, min_work);
   add_parts(ups_, up_.data());
   run_matmul_split(split_, pool, min_parallel_work);
+  add_expert_bias(l.expert_gate_bias, gate_.data(), F);
+  add_expert_bias(l.expert_up_bias, up_.data(), F);
 
   const int64_t n_rows = n_tokens * K;
   parallel_ranges(pool, n_rows * F, 16, min_work, [&](int64_t i0, int64_t i1) {
@@ -281,6 +309,7 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
   convert_per_expert(downs_, gate_.data(), F, act_down_, pool, min_work);
   add_parts(downs_, gathered_.data());
   run_matmul_split(split_, pool, min_parallel_work);
+  add_expert_bias(l.expert_down_bias, gathered_.data(), E);
 
   // Each token's weighted sum over its experts, in rank order.
   parallel_ranges(pool, n_tokens, E * K, min_work, [&](int64_t t0, int64_t t1) {
@@ -289,7 +318,9 @@ void MoeFeedForward::run(const LayerWeights& l, int32_t layer_index, const float
       bool first = true;
       for (int64_t r = 0; r < K; ++r) {
         if (!owned(route_ids_[size_t(t * K + r)])) continue;
-        const float w = route_weights_[size_t(t * K + r)];
+        const int32_t e = route_ids_[size_t(t * K + r)];
+        const float w = route_weights_[size_t(t * K + r)] *
+                        (l.expert_down_scale.empty() ? 1.0f : l.expert_down_scale[size_t(e)]);
         const float* y = gathered_.data() + int64_t(route_rows_[size_t(t * K + r)]) * E;
         if (first)
           for (int64_t i = 0; i < E; ++i) o[i] = w * y[i];

@@ -41,10 +41,11 @@ struct ExpertRouting {
   int32_t n_groups_used = 1;
 };
 
-// One token's routing. Scores: the softmax of the logits over all experts, or each logit's
-// sigmoid. Choice: by score + bias (selection only; bias null = none), within the chosen groups,
-// the k highest (ties: the lower expert id; groups likewise), in that order. Weights: the chosen
-// experts' scores without the bias, rescaled to sum 1 when renormalize (the sum taken at least
+// One token's routing. Scores: the softmax of the logits over all experts, each logit's
+// sigmoid, or (kSoftmaxOfChosen) the logits themselves. Choice: by score + bias (selection only;
+// bias null = none), within the chosen groups, the k highest (ties: the lower expert id; groups
+// likewise), in that order. Weights: the chosen experts' scores without the bias (kSoftmaxOfChosen:
+// the softmax over those k), rescaled to sum 1 when renormalize (the sum taken at least
 // 2^-14, as the reference engine does), times scale. Softmax routing without bias, groups or
 // scale is route_top_k's.
 // logits: [n_expert]; bias: [n_expert] or null; ids, weights: [k]
@@ -61,8 +62,11 @@ class MoeFeedForward {
   // whole sum).
   // xn, out: [n_tokens, n_embd]. Element-wise loops below min_work and products below
   // min_parallel_work (< 0: MatmulSplit's default) stay on the calling thread.
+  // router_in: [n_tokens, n_embd] the router's input when it is not xn (gemma4), or null. Each
+  // expert's output is scaled by its layer.expert_down_scale entry, where the layer has one.
   void run(const LayerWeights& layer, int32_t layer_index, const float* xn, int64_t n_tokens,
-           ThreadPool& pool, int64_t min_work, int64_t min_parallel_work, float* out);
+           ThreadPool& pool, int64_t min_work, int64_t min_parallel_work, float* out,
+           const float* router_in = nullptr);
 
   // Since construction, per [layer, expert]: how many runs multiplied the expert's matrices, and
   // how many tokens were routed to it. [n_layer * n_expert]

@@ -52,6 +52,18 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
         "tensor and pipeline parallelism do not split a model with recurrent "
         "(Gated DeltaNet) layers (" +
         c.arch_name + ")");
+  const bool uniform_layers = std::all_of(c.layers.begin(), c.layers.end(), [&](const LayerConfig& l) {
+    // Zero: a config built by hand without per-layer values, the model's.
+    const auto same = [](int32_t v, int32_t model) { return v == 0 || v == model; };
+    return same(l.n_head_kv, c.n_head_kv) && same(l.head_dim, c.head_dim) && same(l.n_ff, c.n_ff);
+  });
+  if ((!uniform_layers || c.n_shared_kv_layers > 0 || c.n_embd_per_layer > 0 ||
+       c.arch->moe_beside_dense) &&
+      (s.sharded() || s.n_stages > 1))
+    return make_error(
+        "tensor and pipeline parallelism do not split a model with per-layer head geometry, "
+        "shared KV layers, per-layer embeddings or experts beside a dense FFN (" +
+        c.arch_name + ")");
   if (s.size < 1 || s.rank < 0 || s.rank >= s.size)
     return make_error("rank " + str(s.rank) + " is outside a tensor-parallel group of " +
                       str(s.size));
@@ -128,9 +140,16 @@ ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
     // The stage's cache holds its own layers only.
     local.n_kv_layers = local.n_state_layers = 0;
     for (LayerConfig& l : local.layers) {
+      if (l.kv_source >= 0) l.kv_source -= int32_t(r.layer_begin);
       if (l.kv_index >= 0) l.kv_index = local.n_kv_layers++;
       if (l.state_index >= 0) l.state_index = local.n_state_layers++;
     }
+  }
+  // A split model's layers all have the model's geometry (shard_ranges): the slice's. A model
+  // kept whole keeps each layer's own.
+  for (LayerConfig& l : local.layers) {
+    if (l.n_head_kv == c.n_head_kv) l.n_head_kv = local.n_head_kv;
+    if (l.n_ff == c.n_ff) l.n_ff = local.n_ff;
   }
   return local;
 }

@@ -80,6 +80,20 @@ Status Sampler::validate(const SamplingParams& params) {
   for (const int32_t token : params.stop_token_ids) {
     if (token < 0) return invalid("stop_token_ids", "non-negative token ids", shown(token));
   }
+  for (const int32_t token : params.forced_tokens) {
+    if (token < 0) return invalid("forced_tokens", "non-negative token ids", shown(token));
+  }
+  if (params.reasoning.max_tokens < -1)
+    return invalid("max_reasoning_tokens", ">= 0 (or -1 for no limit)",
+                   shown(params.reasoning.max_tokens));
+  if (params.reasoning.max_tokens >= 0 &&
+      (!params.reasoning.active() || params.reasoning.end_tokens.empty()))
+    return make_error(
+        "invalid sampling parameter max_reasoning_tokens: needs the reasoning end marker's "
+        "tokens");
+  for (const int32_t token : params.reasoning.end_tokens) {
+    if (token < 0) return invalid("reasoning.end_tokens", "non-negative token ids", shown(token));
+  }
   for (const auto& [token, bias] : params.logit_bias) {
     if (token < 0) return invalid("logit_bias", "non-negative token ids", shown(token));
     if (!(bias >= -100.0f && bias <= 100.0f))

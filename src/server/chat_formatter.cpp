@@ -21,7 +21,8 @@ Result<ChatFormatter> ChatFormatter::create(const std::string& source, std::stri
 
 Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
                                           bool add_generation_prompt,
-                                          const nlohmann::json& tools) const {
+                                          const nlohmann::json& tools,
+                                          const nlohmann::json& kwargs) const {
   if (!messages.is_array()) return make_error("messages must be an array");
   // Templates see each message's keys in the order clients write them: role, then content.
   nlohmann::ordered_json ordered = nlohmann::ordered_json::array();
@@ -33,7 +34,10 @@ Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
       if (key != "role" && key != "content") o[key] = value;
     ordered.push_back(std::move(o));
   }
-  nlohmann::ordered_json extra;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  if (kwargs.is_object())
+    for (const auto& [key, value] : kwargs.items())
+      extra[key] = nlohmann::ordered_json::parse(value.dump());
   if (!tools.is_null()) extra["tools"] = nlohmann::ordered_json::parse(tools.dump());
   return render_chat(impl_->tmpl, ordered, add_generation_prompt, impl_->bos_token,
                      impl_->eos_token, extra);

@@ -23,6 +23,58 @@ Result<std::string> read_file(const std::string& path) {
 
 }  // namespace
 
+Status resolve_output_parsers(const EngineSetupOptions& o, const std::string* source,
+                              const Tokenizer& tokenizer, LoadedModel& model, std::string& log) {
+  // Reasoning.
+  if (o.reasoning_parser == "auto") {
+    std::string why = "no chat template";
+    model.reasoning =
+        source ? detect_reasoning_format(*source, why) : ReasoningFormat::kNone;
+    log += std::string("vela serve: reasoning parser ") + reasoning_format_name(model.reasoning) +
+           " (auto: " + why + ")\n";
+  } else if (auto f = reasoning_format_from_name(o.reasoning_parser)) {
+    model.reasoning = *f;
+    log += std::string("vela serve: reasoning parser ") + reasoning_format_name(*f) + "\n";
+  } else {
+    return make_error("--reasoning-parser: unknown parser '" + o.reasoning_parser +
+                      "' (expected auto, " + reasoning_format_list() + ")");
+  }
+  if (model.reasoning != ReasoningFormat::kNone)
+    model.reasoning_end_tokens = tokenizer.encode(reasoning_markers(model.reasoning).end,
+                                                  /*add_special=*/false, /*parse_special=*/true);
+  // Tool calls.
+  const std::string names = tool_call_format_list();
+  if (o.tool_call_parser == "none") {
+    model.tools_unavailable = "the server was started with --tool-call-parser none";
+    log += "vela serve: tool-call parser none: requests with tools are refused\n";
+  } else if (o.tool_call_parser == "auto") {
+    const std::optional<ToolCallFormat> found =
+        source ? detect_tool_call_format(*source) : std::nullopt;
+    if (found) {
+      model.tool_format = found;
+      log += std::string("vela serve: tool-call parser ") + tool_call_format_name(*found) +
+             " (auto: the chat template writes its markers)\n";
+    } else if (source && template_uses_tools(*source)) {
+      return make_error(
+          "--tool-call-parser auto: the chat template reads the request's tools but writes none "
+          "of the tool-call syntaxes vela parses; name one with --tool-call-parser (" +
+          names + "), or give --tool-call-parser none to serve without tool calling");
+    } else {
+      model.tools_unavailable =
+          source ? "the chat template has no tool support" : "there is no chat template";
+      log += "vela serve: tool-call parser none (auto: " + model.tools_unavailable +
+             "; requests with tools are refused; --tool-call-parser NAME picks one)\n";
+    }
+  } else if (auto f = tool_call_format_from_name(o.tool_call_parser)) {
+    model.tool_format = f;
+    log += std::string("vela serve: tool-call parser ") + tool_call_format_name(*f) + "\n";
+  } else {
+    return make_error("--tool-call-parser: unknown parser '" + o.tool_call_parser +
+                      "' (expected auto, none, " + names + ")");
+  }
+  return {};
+}
+
 Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOptions& o,
                                                             std::string& log) {
   if (o.engine.max_num_seqs < 1) return make_error("--max-num-seqs must be at least 1");
@@ -66,6 +118,12 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
       loaded->chat_unavailable = "its chat template is not supported: " + formatter.message();
     }
   }
+
+  std::string parsers_log;
+  if (auto st = resolve_output_parsers(o, loaded->chat ? &loaded->chat->source() : nullptr,
+                                       *tokenizer, *loaded, parsers_log);
+      !st)
+    return st.error();
 
   const EngineConfig& actual = (*engine)->config();
   const std::vector<CacheGroupUsage> cache_groups = (*engine)->cache_groups();
@@ -125,6 +183,7 @@ Result<std::shared_ptr<LoadedModel>> load_model_for_serving(const EngineSetupOpt
       << " (" << ChatFormatter::engine_name() << ")\n";
   else
     s << "vela serve: /v1/chat/completions unavailable: " << loaded->chat_unavailable << "\n";
+  s << parsers_log;
   if (loaded->max_model_len < actual.max_context)
     s << "vela serve: warning: the KV budget holds only " << loaded->max_model_len
       << " tokens, less than one full context\n";

@@ -158,8 +158,10 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
                                  "/v1/completions",
                              "messages", "chat_template_missing");
     auto text = model_->chat->render(request_.messages, /*add_generation_prompt=*/true,
-                                     request_.tools.active() ? request_.tools.tools : nullptr);
+                                     request_.tools.active() ? request_.tools.tools : nullptr,
+                                     request_.chat_template_kwargs);
     if (!text) return invalid_request("the chat template failed: " + text.message(), "messages");
+    if (auto error = prepare_output_control(*text)) return error;
     // The template writes any BOS itself (as vLLM and HF tokenizers do for chat).
     prompts.push_back(tokenizer.encode(*text, /*add_special=*/false, /*parse_special=*/true));
   } else {
@@ -210,8 +212,11 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
 void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
   const int32_t n = request_.best_of;  // candidates per prompt (n unless best_of asks more)
   choices_.resize(prompts.size() * size_t(n));
-  if (parses_tool_calls() && request_.stream)
-    tool_parsers_.assign(choices_.size(), ToolCallStreamParser(tool_format_));
+  if (request_.stream)
+    for (Choice& c : choices_) {
+      if (parses_reasoning()) c.reasoning_stream.emplace(model_->reasoning, reasoning_begin_);
+      if (parses_tool_calls()) c.tool_stream.emplace(tool_format_, request_.tools.tools);
+    }
   last_token_time_.assign(choices_.size(), Clock::time_point{});
   AsyncEngine& engine = *model_->engine;
   for (size_t pi = 0; pi < prompts.size(); ++pi) {
@@ -324,8 +329,9 @@ void GenerationHandler::drain() {
 void GenerationHandler::handle_stream_event(const Event& e) {
   if (e.text.empty() && !e.logprobs && !e.finished) return;
   Choice& c = choices_[size_t(e.choice)];
+  const bool parsed = c.reasoning_stream || c.tool_stream;
   json logprobs = nullptr;
-  if (e.logprobs && !tool_parsers_.empty()) {
+  if (e.logprobs && parsed) {
     c.pending_logprobs.push_back(*e.logprobs);
   } else if (e.logprobs) {
     std::span<const TokenLogprobs> one(&*e.logprobs, 1);
@@ -335,20 +341,55 @@ void GenerationHandler::handle_stream_event(const Event& e) {
   const char* finish = e.finished ? finish_reason_name(e.reason) : nullptr;
   auto sink = live_sink();
   if (!sink) return;
-  if (!tool_parsers_.empty()) {
-    ToolCallStreamParser& parser = tool_parsers_[size_t(e.choice)];
-    if (!stream_tool_deltas(e.choice, parser.push(e.text))) return;
-    if (!e.finished) return;
-    if (!stream_tool_deltas(e.choice, parser.finish())) return;
-    if (parser.saw_calls() && e.reason == FinishReason::kStop) finish = "tool_calls";
-    if (!sink->stream_write(sse_event(stream_chunk(
-            meta_, e.choice, "", false, take_pending_logprobs(c), finish, request_.include_usage))))
-      client_gone();
-    return;
-  }
+  if (parsed) return stream_parsed(c, e, finish);
   if (!sink->stream_write(sse_event(stream_chunk(
           meta_, e.choice, e.text, false, std::move(logprobs), finish, request_.include_usage))))
     client_gone();
+}
+
+void GenerationHandler::stream_parsed(Choice& c, const Event& e, const char* finish) {
+  std::string thinking, content;
+  if (c.reasoning_stream) {
+    ReasoningStream::Split split = c.reasoning_stream->push(e.text);
+    if (e.finished) {
+      ReasoningStream::Split rest = c.reasoning_stream->finish();
+      split.reasoning += rest.reasoning;
+      split.content += rest.content;
+    }
+    thinking = std::move(split.reasoning);
+    content = std::move(split.content);
+  } else {
+    content = e.text;
+  }
+  if (!thinking.empty() && !write_delta(e.choice, json{{"reasoning_content", thinking}})) return;
+  if (c.tool_stream) {
+    std::vector<ToolCallDelta> deltas = c.tool_stream->push(content);
+    if (e.finished)
+      for (ToolCallDelta& d : c.tool_stream->finish()) deltas.push_back(std::move(d));
+    if (!stream_tool_deltas(e.choice, std::move(deltas))) return;
+    if (c.tool_stream->saw_calls() && e.reason == FinishReason::kStop) finish = "tool_calls";
+  } else if (!content.empty() && !write_delta(e.choice, json{{"content", content}})) {
+    return;
+  }
+  if (!e.finished) return;
+  auto sink = live_sink();
+  if (!sink) return;
+  if (!sink->stream_write(sse_event(stream_chunk(
+          meta_, e.choice, "", false, take_pending_logprobs(c), finish, request_.include_usage))))
+    client_gone();
+}
+
+bool GenerationHandler::write_delta(int32_t choice, json delta) {
+  auto sink = live_sink();
+  if (!sink) return false;
+  json chunk = stream_chunk(meta_, choice, "", false, take_pending_logprobs(choices_[size_t(choice)]),
+                            nullptr, request_.include_usage);
+  chunk["choices"][0]["delta"] = std::move(delta);
+  if (!sink->stream_write(sse_event(chunk))) {
+    client_gone();
+    return false;
+  }
+  return true;
 }
 
 void GenerationHandler::finish_response() {
@@ -391,10 +432,23 @@ void GenerationHandler::finish_response() {
     }
     const std::string text =
         echo_text_.empty() ? c.output.text : echo_text_[size_t(c.prompt_index)] + c.output.text;
-    json choice = response_choice(request_.endpoint, int32_t(choices.size()), text,
+    std::string content = text;
+    std::optional<std::string> thinking;
+    if (parses_reasoning()) {
+      ReasoningStream split(model_->reasoning, reasoning_begin_);
+      ReasoningStream::Split a = split.push(text), b = split.finish();
+      thinking = a.reasoning + b.reasoning;
+      content = a.content + b.content;
+    }
+    json choice = response_choice(request_.endpoint, int32_t(choices.size()), content,
                                   std::move(logprobs), finish_reason_name(c.reason));
+    if (thinking) {
+      choice["message"]["reasoning_content"] = thinking->empty() ? json(nullptr) : json(*thinking);
+      if (content.empty()) choice["message"]["content"] = nullptr;  // only thinking came
+    }
     if (parses_tool_calls()) {
-      ParsedToolOutput parsed = parse_tool_calls(c.output.text, tool_format_);
+      ParsedToolOutput parsed = parse_tool_calls(content, tool_format_, request_.tools.tools);
+      if (!request_.tools.parallel && parsed.calls.size() > 1) parsed.calls.resize(1);
       if (!parsed.calls.empty()) {
         choice["message"]["content"] = parsed.content ? json(*parsed.content) : json(nullptr);
         choice["message"]["tool_calls"] = tool_calls_json(parsed.calls);
@@ -433,7 +487,12 @@ bool GenerationHandler::parses_tool_calls() const {
 
 std::optional<ApiError> GenerationHandler::prepare_tools() {
   if (!parses_tool_calls() || !model_->chat) return std::nullopt;
-  tool_format_ = detect_tool_call_format(model_->chat->source());
+  if (!model_->tool_format)
+    return invalid_request("this server does not parse tool calls: " + model_->tools_unavailable +
+                               " (start it with --tool-call-parser NAME: " +
+                               tool_call_format_list() + ")",
+                           "tools", "tool_calls_unsupported");
+  tool_format_ = *model_->tool_format;
   if (!request_.tools.forced()) return std::nullopt;
   // required / a named function: a grammar over the tools' schemas forces the call.
   if (request_.params.structured_outputs.active())
@@ -452,6 +511,7 @@ bool GenerationHandler::stream_tool_deltas(int32_t choice,
   auto sink = live_sink();
   if (!sink) return false;
   for (ToolCallStreamParser::Delta& d : deltas) {
+    if (d.index > 0 && !request_.tools.parallel) continue;  // parallel_tool_calls: false
     json chunk = stream_chunk(meta_, choice, d.content, false,
                               take_pending_logprobs(choices_[size_t(choice)]), nullptr,
                               request_.include_usage);
@@ -471,6 +531,48 @@ bool GenerationHandler::stream_tool_deltas(int32_t choice,
     }
   }
   return true;
+}
+
+bool GenerationHandler::parses_reasoning() const {
+  return request_.endpoint == Endpoint::kChatCompletions &&
+         model_->reasoning != ReasoningFormat::kNone;
+}
+
+std::optional<ApiError> GenerationHandler::prepare_output_control(const std::string& prompt_text) {
+  SamplingParams& p = request_.params;
+  if (parses_reasoning()) {
+    const reasoning::ThinkingMarkers markers = reasoning_markers(model_->reasoning);
+    reasoning_begin_ = reasoning::initial_phase(markers, prompt_text);
+    ReasoningControl& rc = p.reasoning;
+    rc.start = markers.start;
+    rc.end = markers.end;
+    rc.implicit_start = markers.implicit_start;
+    rc.end_tokens = model_->reasoning_end_tokens;
+    rc.begin = reasoning_begin_ == reasoning::Phase::kThinking ? ReasoningControl::Begin::kThinking
+               : reasoning_begin_ == reasoning::Phase::kAnswer ? ReasoningControl::Begin::kAnswer
+                                                                : ReasoningControl::Begin::kOutputDecides;
+    rc.max_tokens = request_.max_reasoning_tokens;
+  } else if (request_.max_reasoning_tokens >= 0) {
+    return invalid_request(
+        "'max_reasoning_tokens' needs a reasoning parser; this server runs with "
+        "--reasoning-parser none (or its chat template writes no thinking block)",
+        "max_reasoning_tokens");
+  }
+  if (request_.test_script) {
+    if (!ctx_.options.test_scripted_output)
+      return invalid_request(
+          "'vela_test_script' is a test hook: start the server with --test-scripted-output",
+          "vela_test_script");
+    const Tokenizer& tokenizer = model_->engine->tokenizer();
+    for (const std::string& piece : *request_.test_script) {
+      const std::vector<int32_t> ids =
+          tokenizer.encode(piece, /*add_special=*/false, /*parse_special=*/true);
+      p.forced_tokens.insert(p.forced_tokens.end(), ids.begin(), ids.end());
+    }
+    if (request_.test_script_eos && tokenizer.eos_id() >= 0)
+      p.forced_tokens.push_back(tokenizer.eos_id());
+  }
+  return std::nullopt;
 }
 
 json GenerationHandler::take_pending_logprobs(Choice& c) {

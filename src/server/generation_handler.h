@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/openai_response.h"
+#include "server/reasoning/reasoning_parser.h"
 #include "server/server_context.h"
 #include "server/tool_calls.h"
 
@@ -96,9 +97,11 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
     int32_t cached = 0;
     int64_t text_offset = 0;  // completions logprobs text_offset, streaming
     CompletionOutput output;  // non-streaming result
-    // Streaming with a tool parser: logprobs of tokens whose text the parser still holds, sent
-    // with the next chunk it writes.
+    // Streaming through the reasoning or tool parser: each holds text back, so the logprobs of
+    // tokens whose text is held go with the next chunk written.
     std::vector<TokenLogprobs> pending_logprobs;
+    std::optional<ReasoningStream> reasoning_stream;
+    std::optional<ToolCallStreamParser> tool_stream;
   };
 
   void fail(const ApiError& error, int retry_after_seconds = 0);
@@ -123,6 +126,15 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   bool parses_tool_calls() const;
   std::optional<ApiError> prepare_tools();
   bool stream_tool_deltas(int32_t choice, std::vector<ToolCallStreamParser::Delta> deltas);
+  // Reasoning (chat, with a reasoning parser): the output's thinking goes to reasoning_content.
+  bool parses_reasoning() const;
+  // The reasoning budget and where the output begins (read off the rendered prompt), and the
+  // test hook's scripted tokens.
+  std::optional<ApiError> prepare_output_control(const std::string& prompt_text);
+  // Writes one chat chunk whose delta is `delta`; false when the client is gone.
+  bool write_delta(int32_t choice, nlohmann::json delta);
+  // The choice's streamed text through its parsers.
+  void stream_parsed(Choice& c, const Event& e, const char* finish);
 
   ServerContext& ctx_;
   std::weak_ptr<ResponseSink> sink_;
@@ -140,7 +152,7 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   boost::asio::steady_timer deadline_;
   std::optional<Clock::time_point> first_token_;
   ToolCallFormat tool_format_ = ToolCallFormat::kHermes;
-  std::vector<ToolCallStreamParser> tool_parsers_;  // [choices] when streaming tool calls
+  reasoning::Phase reasoning_begin_ = reasoning::Phase::kBefore;  // from the rendered prompt
   // The choice's pending logprobs as a chunk's "logprobs" (null when none), emptying them.
   nlohmann::json take_pending_logprobs(Choice& c);
 

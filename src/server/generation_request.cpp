@@ -186,7 +186,7 @@ void read_messages(Fields& f, GenerationRequest& r) {
     }
     json out{{"role", role_name}, {"content", std::move(content)}};
     // Tool calling: an assistant's calls and a tool result's id reach the template as given.
-    for (const char* key : {"tool_calls", "tool_call_id", "name"})
+    for (const char* key : {"tool_calls", "tool_call_id", "name", "reasoning_content", "thinking"})
       if (auto it = msg.find(key); it != msg.end() && !it->is_null()) out[key] = *it;
     // Templates index into arguments (Hugging Face's convention): JSON text becomes an object.
     if (out.contains("tool_calls") && out["tool_calls"].is_array())
@@ -258,6 +258,48 @@ void read_completion_extras(Fields& f, const RequestLimits& limits, GenerationRe
   if (f.integer("best_of", 1, limits.max_best_of, best_of)) r.best_of = int32_t(best_of);
 }
 
+// Chat: template variables and the reasoning budget.
+void read_chat_extras(Fields& f, GenerationRequest& r) {
+  if (const json* k = f.get("chat_template_kwargs")) {
+    if (!k->is_object())
+      return f.fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token",
+                                 "eos_token"})
+      if (k->contains(reserved))
+        return f.fail(std::string("'chat_template_kwargs' cannot set '") + reserved + "'",
+                      "chat_template_kwargs");
+    r.chat_template_kwargs = *k;
+  }
+  bool thinking = false;
+  if (f.boolean("enable_thinking", thinking) && !r.chat_template_kwargs.contains("enable_thinking"))
+    r.chat_template_kwargs["enable_thinking"] = thinking;
+  std::string effort;
+  if (f.string("reasoning_effort", effort) && !r.chat_template_kwargs.contains("reasoning_effort")) {
+    if (effort != "low" && effort != "medium" && effort != "high" && effort != "minimal")
+      return f.fail("'reasoning_effort' must be minimal, low, medium or high", "reasoning_effort");
+    r.chat_template_kwargs["reasoning_effort"] = effort;
+  }
+  int64_t v = 0;
+  for (const char* name : {"max_reasoning_tokens", "thinking_token_budget"})
+    if (f.integer(name, -1, std::numeric_limits<int32_t>::max(), v)) r.max_reasoning_tokens = int32_t(v);
+  if (const json* script = f.get("vela_test_script")) {
+    const char* kShape =
+        "'vela_test_script' must be {\"pieces\": [string, ...], \"eos\": boolean}";
+    if (!script->is_object() || !script->contains("pieces") || !(*script)["pieces"].is_array())
+      return f.fail(kShape, "vela_test_script");
+    std::vector<std::string> pieces;
+    for (const json& p : (*script)["pieces"]) {
+      if (!p.is_string()) return f.fail(kShape, "vela_test_script");
+      pieces.push_back(p.get<std::string>());
+    }
+    if (auto eos = script->find("eos"); eos != script->end()) {
+      if (!eos->is_boolean()) return f.fail(kShape, "vela_test_script");
+      r.test_script_eos = eos->get<bool>();
+    }
+    r.test_script = std::move(pieces);
+  }
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint endpoint,
@@ -274,7 +316,7 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
   if (!doc.is_object()) return invalid_request("the body must be a JSON object");
 
   Fields f(doc);
-  r = GenerationRequest{};
+  r = GenerationRequest();
   r.endpoint = endpoint;
   SamplingParams& p = r.params;
   f.string("model", r.model);
@@ -284,8 +326,10 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
     read_messages(f, r);
   refuse_unsupported(f, endpoint);
   if (auto error = read_structured_outputs(doc, p.structured_outputs)) return error;
-  if (endpoint == Endpoint::kChatCompletions)
+  if (endpoint == Endpoint::kChatCompletions) {
     if (auto error = read_tool_request(doc, r.tools)) return error;
+    read_chat_extras(f, r);
+  }
 
   int64_t v = 0;
   // Chat prefers max_completion_tokens (max_tokens is its deprecated alias).

@@ -55,6 +55,14 @@ struct GenerationRequest {
   int32_t priority = 0;        // engine priority: higher first (the API's value, negated)
   std::string user;
   ToolRequest tools;  // chat: tools, tool_choice, parallel_tool_calls
+  // chat: variables for the chat template (chat_template_kwargs, with a top-level
+  // enable_thinking / reasoning_effort folded in where the kwargs do not set them).
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  int32_t max_reasoning_tokens = -1;  // max_reasoning_tokens / thinking_token_budget; -1 = none
+  // Test hook: text pieces the model writes (each tokenized alone), then EOS unless
+  // test_script_eos is false (sampling then goes on).
+  std::optional<std::vector<std::string>> test_script;
+  bool test_script_eos = true;
 };
 
 // Parses `body` for `endpoint`. On failure returns the 4xx error to send.

@@ -16,6 +16,8 @@
 #include "server/connection_limits.h"
 #include "server/generation_request.h"
 #include "server/metrics.h"
+#include "server/reasoning/reasoning_parser.h"
+#include "server/tool_calls.h"
 
 namespace boost::asio {
 class io_context;
@@ -45,6 +47,9 @@ struct ServerOptions {
   double request_timeout_seconds = 0;  // received -> answered, at most (0 = no limit)
   int32_t request_threads = 2;         // parse/template/tokenize off the I/O thread
   Pooling embedding_pooling = Pooling::kMean;  // /v1/embeddings
+  // Test hook (--test-scripted-output): a request's "vela_test_script" scripts the model's
+  // output; without the flag that field is refused.
+  bool test_scripted_output = false;
   RequestLimits limits;
 };
 
@@ -54,6 +59,10 @@ struct LoadedModel {
   std::optional<ChatFormatter> chat;  // none: chat requests get a 400 saying why
   std::string chat_unavailable;       // the reason, when `chat` is empty
   int32_t max_model_len = 0;          // tokens one request can hold (context or KV budget)
+  ReasoningFormat reasoning = ReasoningFormat::kNone;  // --reasoning-parser, resolved
+  std::vector<int32_t> reasoning_end_tokens;           // the end marker, for the budget
+  std::optional<ToolCallFormat> tool_format;           // none: requests with tools get a 400
+  std::string tools_unavailable;                       // why, when tool_format is none
   int32_t block_size = 16;
 };
 

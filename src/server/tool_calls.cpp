@@ -3,6 +3,8 @@
 #include <random>
 
 #include "constraint/json_schema_to_gbnf.h"
+#include "server/tool_formats/tool_format_parser.h"
+#include "server/tool_formats/tool_grammar.h"
 
 namespace vela::server {
 
@@ -17,6 +19,27 @@ constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 constexpr int kMaxParallelCalls = 4;  // forced calls in one answer, at most
 
+constexpr std::string_view kDeepSeekCallsBegin = "<｜tool▁calls▁begin｜>";
+constexpr std::string_view kDeepSeekCallBegin = "<｜tool▁call▁begin｜>";
+
+struct FormatName {
+  ToolCallFormat format;
+  const char* name;
+};
+constexpr FormatName kFormatNames[] = {
+    {ToolCallFormat::kHermes, "hermes"},           {ToolCallFormat::kLlama3Json, "llama3_json"},
+    {ToolCallFormat::kMistral, "mistral"},         {ToolCallFormat::kQwen3Coder, "qwen3_coder"},
+    {ToolCallFormat::kDeepSeekV31, "deepseek_v31"}, {ToolCallFormat::kGlm45, "glm45"},
+};
+
+// Formats parsed by tool_formats/ alone.
+bool separate_parser(ToolCallFormat f) {
+  return f == ToolCallFormat::kQwen3Coder || f == ToolCallFormat::kDeepSeekV31 ||
+         f == ToolCallFormat::kGlm45;
+}
+
+}  // namespace
+
 std::string new_call_id() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr char kAlphabet[] =
@@ -25,6 +48,8 @@ std::string new_call_id() {
   for (int i = 0; i < 24; ++i) id += kAlphabet[rng() % (sizeof kAlphabet - 1)];
   return id;
 }
+
+namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -115,13 +140,43 @@ bool has_string_member(const json& obj, const char* key, std::string_view expect
 
 }  // namespace
 
-ToolCallFormat detect_tool_call_format(std::string_view source) {
-  if (source.find(kHermesOpen) != std::string_view::npos) return ToolCallFormat::kHermes;
-  if (source.find(kMistralCalls) != std::string_view::npos) return ToolCallFormat::kMistral;
-  if (source.find(kPythonTag) != std::string_view::npos ||
-      source.find("ipython") != std::string_view::npos)
-    return ToolCallFormat::kLlama3Json;
-  return ToolCallFormat::kHermes;
+const char* tool_call_format_name(ToolCallFormat format) {
+  for (const FormatName& f : kFormatNames)
+    if (f.format == format) return f.name;
+  return "?";
+}
+
+std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name) {
+  for (const FormatName& f : kFormatNames)
+    if (name == f.name) return f.format;
+  return std::nullopt;
+}
+
+std::string tool_call_format_list() {
+  std::string out;
+  for (const FormatName& f : kFormatNames) {
+    if (!out.empty()) out += ", ";
+    out += f.name;
+  }
+  return out;
+}
+
+std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
+  const auto has = [source](std::string_view marker) {
+    return source.find(marker) != std::string_view::npos;
+  };
+  // Most specific first: Qwen3-Coder and GLM write <tool_call> too.
+  if (has(kDeepSeekCallsBegin) || has(kDeepSeekCallBegin)) return ToolCallFormat::kDeepSeekV31;
+  if (has(kMistralCalls)) return ToolCallFormat::kMistral;
+  if (has("<function=")) return ToolCallFormat::kQwen3Coder;
+  if (has("<arg_key>")) return ToolCallFormat::kGlm45;
+  if (has(kHermesOpen)) return ToolCallFormat::kHermes;
+  if (has(kPythonTag) || has("ipython")) return ToolCallFormat::kLlama3Json;
+  return std::nullopt;
+}
+
+bool template_uses_tools(std::string_view source) {
+  return source.find("tools") != std::string_view::npos;
 }
 
 std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
@@ -186,6 +241,7 @@ std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
 }
 
 Result<std::string> tool_call_grammar(const ToolRequest& request, ToolCallFormat format) {
+  if (separate_parser(format)) return named_tool_call_grammar(request, format, kMaxParallelCalls);
   const char* args_key = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
   ojson branches = ojson::array();
   for (const json& t : request.tools) {
@@ -224,11 +280,43 @@ Result<std::string> tool_call_grammar(const ToolRequest& request, ToolCallFormat
     case ToolCallFormat::kMistral:
       root = "root ::= \"[TOOL_CALLS][\" tool-call (\", \" tool-call)" + more + " \"]\"\n";
       break;
+    default:
+      break;
   }
   return root + rules;
 }
 
-ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format) {
+namespace {
+
+// The calls and content a stream parser finds in the whole text.
+ParsedToolOutput parse_by_stream(std::string_view text, ToolCallFormat format,
+                                 const json& tools) {
+  ToolCallStreamParser parser(format, tools);
+  std::vector<ToolCallDelta> deltas = parser.push(text);
+  for (ToolCallDelta& d : parser.finish()) deltas.push_back(std::move(d));
+  ParsedToolOutput out;
+  std::string content;
+  for (ToolCallDelta& d : deltas) {
+    if (d.index < 0) {
+      content += d.content;
+      continue;
+    }
+    if (size_t(d.index) >= out.calls.size()) out.calls.push_back(ToolCall{d.id, d.name, ""});
+    out.calls[size_t(d.index)].arguments += d.arguments;
+  }
+  if (out.calls.empty()) {
+    out.content = std::string(text);
+    return out;
+  }
+  if (!trim(content).empty()) out.content = std::string(trim(content));
+  return out;
+}
+
+}  // namespace
+
+ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format,
+                                  const json& tools) {
+  if (separate_parser(format)) return parse_by_stream(text, format, tools);
   ParsedToolOutput out;
   const auto as_content = [&] {
     ParsedToolOutput c;
@@ -260,6 +348,9 @@ ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format) 
   std::string_view t = trim(text);
   if (format == ToolCallFormat::kMistral) {
     if (t.substr(0, kMistralCalls.size()) != kMistralCalls) return as_content();
+    const std::string_view after = trim(t.substr(kMistralCalls.size()));
+    if (!after.empty() && after[0] != '[' && after[0] != '{')  // NAME[ARGS]{...}
+      return parse_by_stream(text, format, tools);
     const ojson j = ojson::parse(trim(t.substr(kMistralCalls.size())), nullptr, false);
     if (j.is_discarded()) return as_content();
     for (const ojson& item : j.is_array() ? j : ojson::array({j})) {
@@ -295,15 +386,35 @@ json tool_calls_json(const std::vector<ToolCall>& calls) {
   return out;
 }
 
+ToolCallStreamParser::ToolCallStreamParser(ToolCallFormat format, const json& tools)
+    : format_(format), tools_(tools) {
+  if (separate_parser(format)) impl_ = make_tool_format_parser(format, tools_);
+}
+ToolCallStreamParser::~ToolCallStreamParser() = default;
+ToolCallStreamParser::ToolCallStreamParser(ToolCallStreamParser&&) noexcept = default;
+ToolCallStreamParser& ToolCallStreamParser::operator=(ToolCallStreamParser&&) noexcept = default;
+
+bool ToolCallStreamParser::saw_calls() const {
+  return impl_ ? impl_->calls() > 0 : n_calls_ > 0;
+}
+
 std::vector<ToolCallStreamParser::Delta> ToolCallStreamParser::push(std::string_view text) {
-  buffer_ += text;
   std::vector<Delta> out;
+  if (impl_) {
+    impl_->push(text, out);
+    return out;
+  }
+  buffer_ += text;
   scan(out, false);
   return out;
 }
 
 std::vector<ToolCallStreamParser::Delta> ToolCallStreamParser::finish() {
   std::vector<Delta> out;
+  if (impl_) {
+    impl_->finish(out);
+    return out;
+  }
   scan(out, true);
   return out;
 }
@@ -439,6 +550,20 @@ void ToolCallStreamParser::scan(std::vector<Delta>& out, bool at_end) {
           format_ == ToolCallFormat::kMistral ? kMistralCalls : kPythonTag;
       const size_t n = std::min(marker.size(), t.size());
       const bool json_start = format_ == ToolCallFormat::kLlama3Json && !t.empty() && t[0] == '{';
+      if (format_ == ToolCallFormat::kMistral && t.size() >= marker.size() &&
+          t.substr(0, n) == marker) {
+        // [TOOL_CALLS]NAME[ARGS]{...}: the named form has its own parser.
+        const std::string_view after = t.substr(marker.size());
+        const size_t a = tool_text::skip_space(after);
+        if (a == after.size() && !at_end) return;
+        if (a < after.size() && after[a] != '[' && after[a] != '{') {
+          impl_ = make_mistral_named_parser();
+          impl_->push(buffer_, out);
+          buffer_.clear();
+          if (at_end) impl_->finish(out);
+          return;
+        }
+      }
       if (json_start || (t.size() >= marker.size() && t.substr(0, n) == marker)) {
         json_mode_ = true;
         json_pos_ = buffer_.size() - t.size() + (json_start ? 0 : marker.size());

@@ -2,10 +2,13 @@
 // OpenAI tool calling over a model's own tool-call syntax: reading `tools` / `tool_choice` /
 // `parallel_tool_calls`, the grammar that forces a call (tool_choice "required" or a named
 // function), and parsing the model's output back into message.tool_calls, whole or streamed.
-// Formats: Hermes / Qwen `<tool_call>{"name": ..., "arguments": ...}</tool_call>`, Llama 3.x
-// JSON (`{"name": ..., "parameters": ...}`, optionally after `<|python_tag|>`), and Mistral
-// `[TOOL_CALLS][{"name": ..., "arguments": ...}]`; the chat template's text decides which.
+// Formats (`vela serve --tool-call-parser`): Hermes / Qwen `<tool_call>{"name": ..., "arguments":
+// ...}</tool_call>`, Llama 3.x JSON (`{"name": ..., "parameters": ...}`, optionally after
+// `<|python_tag|>`), Mistral `[TOOL_CALLS][{"name": ..., "arguments": ...}]` and its newer
+// `[TOOL_CALLS]NAME[ARGS]{...}`, and the formats of tool_formats/ (Qwen3-Coder XML,
+// DeepSeek-V3.1, GLM-4.5); `auto` reads the chat template's markers.
 // Free functions and a per-choice stream parser; the parser is not thread-safe (one per choice).
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,10 +21,18 @@
 
 namespace vela::server {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral };
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kQwen3Coder, kDeepSeekV31, kGlm45 };
 
-// From the chat template source: the markers it writes; Hermes when it names none.
-ToolCallFormat detect_tool_call_format(std::string_view chat_template_source);
+// The --tool-call-parser name of a format ("hermes", "qwen3_coder", ...), and back.
+const char* tool_call_format_name(ToolCallFormat format);
+std::optional<ToolCallFormat> tool_call_format_from_name(std::string_view name);
+// Every parser name, comma-separated, for messages.
+std::string tool_call_format_list();
+
+// From the chat template source: the format whose markers it writes, or none.
+std::optional<ToolCallFormat> detect_tool_call_format(std::string_view chat_template_source);
+// Whether the template reads the request's tools at all.
+bool template_uses_tools(std::string_view chat_template_source);
 
 struct ToolRequest {
   nlohmann::json tools = nlohmann::json::array();  // [{"type": "function", "function": {...}}]
@@ -37,7 +48,9 @@ struct ToolRequest {
 std::optional<ApiError> read_tool_request(const nlohmann::json& body, ToolRequest& out);
 
 // GBNF for tool_choice required / named: one call (or, with parallel_tool_calls, one or more)
-// in `format`, each {"name": <a tool>, "arguments": <that tool's parameters schema>}.
+// in `format`. JSON formats: each {"name": <a tool>, "arguments": <that tool's parameters
+// schema>}; formats that write the name apart: that name, then arguments by its schema (JSON)
+// or its parameters' names with free-text values (XML, typed when parsed).
 Result<std::string> tool_call_grammar(const ToolRequest& request, ToolCallFormat format);
 
 struct ToolCall {
@@ -51,8 +64,10 @@ struct ParsedToolOutput {
   std::vector<ToolCall> calls;
 };
 
-// The whole output of a choice; no calls when the text holds none that parse.
-ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format);
+// The whole output of a choice; no calls when the text holds none that parse. `tools` (the
+// request's) types the XML formats' values.
+ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format,
+                                  const nlohmann::json& tools = nlohmann::json::array());
 
 // message.tool_calls as OpenAI writes them.
 nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
@@ -61,19 +76,27 @@ nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
 // held back until it is known, so a half-parsed call never reaches the client as content; a
 // call's arguments stream as they arrive, in every format. (Llama 3 and Mistral: an output
 // that starts like calls but holds none is content, released at the end.)
+struct ToolCallDelta {
+  std::string content;   // when index < 0
+  int index = -1;        // tool call index
+  std::string id, name;  // the call's first delta
+  std::string arguments;
+};
+
+class ToolFormatParser;
+
 class ToolCallStreamParser {
  public:
-  struct Delta {
-    std::string content;   // when index < 0
-    int index = -1;        // tool call index
-    std::string id, name;  // the call's first delta
-    std::string arguments;
-  };
-  explicit ToolCallStreamParser(ToolCallFormat format) : format_(format) {}
+  using Delta = ToolCallDelta;
+  explicit ToolCallStreamParser(ToolCallFormat format,
+                                const nlohmann::json& tools = nlohmann::json::array());
+  ~ToolCallStreamParser();
+  ToolCallStreamParser(ToolCallStreamParser&&) noexcept;
+  ToolCallStreamParser& operator=(ToolCallStreamParser&&) noexcept;
 
   std::vector<Delta> push(std::string_view text);
   std::vector<Delta> finish();  // end of output: releases what was held back
-  bool saw_calls() const { return n_calls_ > 0; }
+  bool saw_calls() const;
 
  private:
   void scan(std::vector<Delta>& out, bool at_end);
@@ -86,6 +109,8 @@ class ToolCallStreamParser {
                    std::vector<Delta>& out);
 
   ToolCallFormat format_;
+  nlohmann::json tools_;                    // the request's, for the formats below
+  std::unique_ptr<ToolFormatParser> impl_;  // tool_formats/ parsers (and Mistral's NAME[ARGS])
   std::string buffer_;        // text not yet emitted
   bool in_call_ = false;      // Hermes: inside <tool_call>...
   bool json_mode_ = false;    // Llama 3 / Mistral: the output starts like calls

@@ -81,6 +81,11 @@ const std::vector<ModelShape>& known_shapes() {
       {.name = "mixtral-mini", .architecture = "llama", .n_embd = 2048, .n_layer = 16, .n_head = 32,
        .n_head_kv = 8, .n_ff = 5632, .n_vocab = 32000, .n_ctx = 32768, .rope_freq_base = 1e6f,
        .n_expert = 8, .n_expert_used = 2},
+      // A Mixtral layout whose experts are nearly all of it (277M of 289M parameters, ~300 MB
+      // in Q8_0): tests and benchmarks of experts left in the file mapping under a memory limit.
+      {.name = "mixtral-experts", .architecture = "llama", .n_embd = 1024, .n_layer = 4,
+       .n_head = 16, .n_head_kv = 4, .n_ff = 2816, .n_vocab = 512, .n_ctx = 512,
+       .rope_freq_base = 1e6f, .n_expert = 8, .n_expert_used = 2},
       {.name = "gemma3-1b", .architecture = "gemma3", .n_embd = 1152, .n_layer = 26, .n_head = 4,
        .n_head_kv = 1, .n_ff = 6912, .n_vocab = 262144, .n_ctx = 32768, .rope_freq_base = 1e6f,
        .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 256,
@@ -128,6 +133,33 @@ const std::vector<ModelShape>& known_shapes() {
        .n_shared_experts = 1, .q_lora_rank = 1536, .kv_lora_rank = 512, .mla_nope_dim = 128,
        .mla_v_dim = 128, .n_dense_lead = 1, .sigmoid_routing = true, .n_expert_groups = 8,
        .n_expert_groups_used = 4, .expert_weights_scale = 2.5f},
+      // gpt-oss at test size, as ../shared's tiny-openai-moe: sliding (even) and global layers,
+      // sinks, q/k/v/o biases, YaRN, 8 experts of 64 with biases, 2 routed.
+      {.name = "tiny-gpt-oss", .architecture = "gpt-oss", .n_embd = 128, .n_layer = 3,
+       .n_head = 4, .n_head_kv = 2, .n_ff = 64, .n_vocab = 512, .n_ctx = 1024,
+       .rope_freq_base = 150000.0f, .qkv_bias = true, .head_size = 64, .n_expert = 8,
+       .n_expert_used = 2, .n_ff_exp = 64, .sliding_window = 8,
+       .ffn_norm_post_attention = true, .attn_sinks = true, .output_bias = true,
+       .expert_biases = true, .yarn_factor = 4.0f, .yarn_original_context = 256},
+      // gpt-oss-20b's layers as published (2880 wide, 64 query and 8 KV heads of 64, 32 experts
+      // of 2880, 4 routed, a 128-token window on even layers, YaRN 32 over 4096) but 8 layers of
+      // 24: about 4.8 GB in MXFP4_MOE, for a small machine.
+      {.name = "gpt-oss-20b-mini", .architecture = "gpt-oss", .n_embd = 2880, .n_layer = 8,
+       .n_head = 64, .n_head_kv = 8, .n_ff = 2880, .n_vocab = 201088, .n_ctx = 131072,
+       .rope_freq_base = 150000.0f, .qkv_bias = true, .head_size = 64, .n_expert = 32,
+       .n_expert_used = 4, .n_ff_exp = 2880, .sliding_window = 128,
+       .ffn_norm_post_attention = true, .attn_sinks = true, .output_bias = true,
+       .expert_biases = true, .yarn_factor = 32.0f, .yarn_original_context = 4096},
+      // GLM-4.5-Air's layers at a size a small machine runs: heads of 128 with half of each
+      // rotated, q/k/v biases and no q/k norms as published, 48 query and 4 KV heads (96 and 8)
+      // on a 2048-wide stream (4096) of 8 layers (46), the first dense; 32 experts of 1408 (128),
+      // 8 routed by sigmoid scores with a selection bias, beside one shared expert.
+      {.name = "glm4.5-air-mini", .architecture = "glm4moe", .n_embd = 2048, .n_layer = 8,
+       .n_head = 48, .n_head_kv = 4, .n_ff = 5472, .n_vocab = 151552, .n_ctx = 131072,
+       .rope_freq_base = 1e6f, .qkv_bias = true, .head_size = 128, .n_expert = 32,
+       .n_expert_used = 8, .n_ff_exp = 1408, .rope_dim = 64, .ffn_norm_post_attention = true,
+       .n_shared_experts = 1, .n_dense_lead = 1, .sigmoid_routing = true,
+       .expert_weights_scale = 1.0f},
   };
   // clang-format on
   return shapes;
@@ -192,6 +224,9 @@ std::string shape_problem(const ModelShape& s) {
                                 s.n_expert_groups_used > s.n_expert_groups))
     return "expert groups must divide the experts, and the used groups be among them";
   if (s.shexp_gate && s.n_ff_shexp == 0) return "a shared-expert gate without a shared expert";
+  if ((s.expert_biases && s.n_expert == 0) || s.yarn_factor < 0 || s.yarn_original_context < 0 ||
+      (s.yarn_factor > 0) != (s.yarn_original_context > 0))
+    return "expert biases need experts; YaRN needs both its factor and original context";
   if (s.ffn_norm_post_attention && s.post_norms)
     return "post_attention_norm cannot be both the FFN's norm and a post-norm";
   return "";
@@ -258,6 +293,8 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
     }
     if (!s.delta_net_layer(i) && !s.latent_attention()) {
       add("attn_output.weight", {q_dim, embd}, TensorKind::kMatrix);
+      if (s.output_bias) add("attn_output.bias", {embd}, TensorKind::kBias);
+      if (s.attn_sinks) add("attn_sinks.weight", {s.n_head}, TensorKind::kBias);
       if (s.qk_norm != QkNorm::kNone) {
         const bool full = s.qk_norm == QkNorm::kWhole;
         add("attn_q_norm.weight", {full ? q_dim : head}, TensorKind::kNorm);
@@ -268,10 +305,14 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
     if (!s.ffn_norm_post_attention) add("ffn_norm.weight", {embd}, TensorKind::kNorm);
     if (s.moe_layer(i)) {
       add("ffn_gate_inp.weight", {embd, n_exp}, TensorKind::kMatrix);
+      if (s.expert_biases) add("ffn_gate_inp.bias", {n_exp}, TensorKind::kBias);
       if (s.sigmoid_routing) add("exp_probs_b.bias", {n_exp}, TensorKind::kBias);
       add("ffn_gate_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
+      if (s.expert_biases) add("ffn_gate_exps.bias", {ff_exp, n_exp}, TensorKind::kBias);
       add("ffn_up_exps.weight", {embd, ff_exp, n_exp}, TensorKind::kMatrix);
+      if (s.expert_biases) add("ffn_up_exps.bias", {ff_exp, n_exp}, TensorKind::kBias);
       add("ffn_down_exps.weight", {ff_exp, embd, n_exp}, TensorKind::kMatrix);
+      if (s.expert_biases) add("ffn_down_exps.bias", {embd, n_exp}, TensorKind::kBias);
       if (const int64_t sff = s.shared_expert_ff(); sff > 0) {
         if (s.shexp_gate) add("ffn_gate_inp_shexp.weight", {embd}, TensorKind::kBias);
         add("ffn_gate_shexp.weight", {embd, sff}, TensorKind::kMatrix);

@@ -91,6 +91,16 @@ struct ModelShape {
   int32_t n_expert_groups = 0;        // 0: not written
   int32_t n_expert_groups_used = 0;   // 0: not written
   float expert_weights_scale = 0.0f;  // 0: not written
+  // gpt-oss: a learned sink logit per head (attn_sinks.weight [n_head]), attn_output.bias, the
+  // router's bias (ffn_gate_inp.bias [n_expert]) and per-expert biases
+  // (ffn_{gate,up}_exps.bias [n_expert, n_ff_exp], ffn_down_exps.bias [n_expert, n_embd]).
+  bool attn_sinks = false;
+  bool output_bias = false;
+  bool expert_biases = false;
+  // YaRN: rope.scaling.type = yarn with this factor and original_context_length; 0: no
+  // rope.scaling keys.
+  float yarn_factor = 0.0f;
+  int32_t yarn_original_context = 0;
 
   int32_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   int32_t expert_ff() const { return n_ff_exp > 0 ? n_ff_exp : n_ff; }

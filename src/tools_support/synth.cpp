@@ -124,6 +124,11 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   w.add_f32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
   w.add_f32(a + "rope.freq_base", s.rope_freq_base);
   if (s.rope_freq_base_swa > 0) w.add_f32(a + "rope.freq_base_swa", s.rope_freq_base_swa);
+  if (s.yarn_factor > 0) {
+    w.add_string(a + "rope.scaling.type", "yarn");
+    w.add_f32(a + "rope.scaling.factor", s.yarn_factor);
+    w.add_u32(a + "rope.scaling.original_context_length", uint32_t(s.yarn_original_context));
+  }
   if (s.sliding_window > 0) w.add_u32(a + "attention.sliding_window", uint32_t(s.sliding_window));
   if (s.sliding_window_pattern > 0)
     w.add_u32(a + "attention.sliding_window_pattern", uint32_t(s.sliding_window_pattern));

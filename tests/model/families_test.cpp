@@ -115,7 +115,10 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, Families,
                          ::testing::Values("tiny-qwen3-Q8_0", "tiny-qwen3-yarn-F32",
                                            "tiny-qwen3moe-Q4_K_M", "tiny-mixtral-Q4_0",
                                            "tiny-olmoe-F32", "tiny-gemma2-F32", "tiny-gemma3-Q4_0",
-                                           "tiny-phi3-F32", "tiny-deepseek2-F32"),
+                                           "tiny-phi3-F32", "tiny-deepseek2-F32",
+                                           "tiny-qwen2moe-F32", "tiny-glm4moe-F32",
+                                           "tiny-openai-moe-F32", "tiny-gemma4-Q4_0",
+                                           "tiny-gemma4moe-F32"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -114,6 +114,36 @@ TEST(GatedActivation, GeluTanhTimesUp) {
   EXPECT_EQ(big[3], 0.0f);
 }
 
+// gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7), g * sigmoid(1.702 g) * (u + 1), in double.
+TEST(GatedActivation, SwigluClampedTimesUpPlusOne) {
+  std::vector<float> x = activation_inputs();
+  std::vector<float> up(x.size());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-12.0f, 12.0f);  // past the clamp both ways
+  for (float& u : up) u = uniform(rng);
+  std::vector<float> got = x;
+  gated_activation(FfnActivation::kSwigluClamped, got.data(), up.data(), int64_t(got.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double g = std::min(double(x[i]), 7.0);
+    const double u = std::clamp(double(up[i]), -7.0, 7.0);
+    const double want = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+    // The exponent -1.702 g rounds twice in float (1.702 and the product: 1.2e-7 of |1.702 g|
+    // absolute, which is the sigmoid tail's relative error), then exp, sum, division and
+    // products: 1e-6 relative more; the floor covers the subnormal tail of very negative gates.
+    const double exponent_error = 1.2e-7 * std::fabs(1.702 * g);
+    EXPECT_NEAR(got[i], want, (1e-6 + exponent_error) * std::fabs(want) + 1e-38)
+        << "x " << x[i] << " up " << up[i];
+  }
+  // The clamps: gate 10 acts as 7, up -10 as -7 and up 10 as 7.
+  float g[3] = {10.0f, 10.0f, 1.0f};
+  const float u[3] = {-10.0f, 10.0f, 0.0f};
+  gated_activation(FfnActivation::kSwigluClamped, g, u, 3);
+  const double at7 = 7.0 / (1.0 + std::exp(-1.702 * 7.0));
+  EXPECT_NEAR(g[0], at7 * -6.0, 1e-5);
+  EXPECT_NEAR(g[1], at7 * 8.0, 1e-5);
+  EXPECT_NEAR(g[2], 1.0 / (1.0 + std::exp(-1.702)), 1e-6);  // up 0: the gate's own value
+}
+
 TEST(GatedActivation, TheTwoActivationsDiffer) {
   // gelu(1) = 0.8412 and silu(1) = 0.7311: the dispatch must pick the family's function.
   float s = 1.0f, g = 1.0f;

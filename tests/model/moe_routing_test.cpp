@@ -325,5 +325,43 @@ TEST(RouteExperts, PlainSoftmaxIsRouteTopKBitForBit) {
   }
 }
 
+// gpt-oss: the k highest logits (ties: the lower id), weighed by the softmax over those k alone,
+// in double here.
+TEST(RouteExperts, SoftmaxOfChosenMatchesReference) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const ExpertRouting r{ExpertGating::kSoftmaxOfChosen, false, 1.0f, 1, 1};
+  for (int32_t k : {1, 2, 4}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits(32);
+      for (float& l : logits) l = normal(rng);
+      if (trial % 5 == 0) logits[7] = logits[3];  // a tie now and then
+      std::vector<int32_t> order(logits.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+      order.resize(size_t(k));
+      double sum = 0;
+      for (int32_t id : order) sum += std::exp(double(logits[size_t(id)] - logits[size_t(order[0])]));
+      const Routing got = route_general(logits, {}, k, r);
+      ASSERT_EQ(got.ids, order) << "k " << k << " trial " << trial;
+      for (int32_t i = 0; i < k; ++i) {
+        const double want =
+            std::exp(double(logits[size_t(order[size_t(i)])] - logits[size_t(order[0])])) / sum;
+        EXPECT_NEAR(got.weights[size_t(i)], want, 1e-6) << "k " << k << " rank " << i;
+      }
+    }
+  }
+  // Two chosen logits 1 apart: weights e/(1+e) and 1/(1+e), whatever the unchosen logits are
+  // (a softmax over all experts would give less).
+  const Routing two = route_general({5.0f, 0.0f, 4.0f, 3.9f}, {}, 2, r);
+  EXPECT_EQ(two.ids, (std::vector<int32_t>{0, 2}));
+  EXPECT_NEAR(two.weights[0], std::exp(1.0) / (1.0 + std::exp(1.0)), 1e-6);
+  EXPECT_NEAR(two.weights[1], 1.0 / (1.0 + std::exp(1.0)), 1e-6);
+  // Large logits do not overflow: the max is subtracted.
+  const Routing big = route_general({1e4f, 1e4f, -1e4f}, {}, 2, r);
+  EXPECT_EQ(big.weights, (std::vector<float>{0.5f, 0.5f}));
+}
+
 }  // namespace
 }  // namespace vela

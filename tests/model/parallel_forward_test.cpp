@@ -58,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "tiny-llama-gqa",         // grouped-query heads, f32
                       "tiny-qwen2-bpe-F16",     // Q/K/V biases, neox rope
                       "tiny-llama-256-Q4_K_M",  // mixed types, Q8_K activations
-                      "tiny-deepseek2-F32"),    // latent attention, grouped sigmoid routing
+                      "tiny-deepseek2-F32",     // latent attention, grouped sigmoid routing
+                      "tiny-openai-moe-F32"),   // sinks, output and expert biases
     [](const auto& info) {
       std::string n = info.param;
       for (char& ch : n)

@@ -44,7 +44,9 @@ struct ModelCase {
 // about 1-3), so its quantized file gets a bound of its own scale, or no margin would be checked.
 // The low-bit types (Q2_K to IQ1_S) measure worst differences of 0.47-1.4 with means of
 // 0.03-0.11 over the three tables: a coarser weight grid amplifies the same activation flips;
-// IQ3_S (1.4), IQ4_XS (1.04) and IQ1_M (1.01) are the highest.
+// IQ3_S (1.4), IQ4_XS (1.04) and IQ1_M (1.01) are the highest. Gemma 4 runs GELU in more places
+// (dense FFN, experts, per-layer embeddings), each through the reference's f16 table where we
+// compute it exactly: its F32 files' means (2.2e-3 dense, 3.4e-3 MoE) get bounds of their own.
 class ReferenceLogits : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ReferenceLogits, TeacherForcedLogitsAndGreedyMatch) {
@@ -137,7 +139,17 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"tiny-phi3-F32", 5e-2f, 2.5e-3f}, ModelCase{"tiny-qwen35-F32", 5e-2f, 2.5e-3f},
         ModelCase{"tiny-qwen35-Q8_0", 1.0f, 0.07f}, ModelCase{"tiny-qwen35moe-F32", 5e-2f, 2.5e-3f},
         ModelCase{"tiny-qwen35moe-Q4_K_M", 1.0f, 0.15f},
-        ModelCase{"tiny-deepseek2-F32", 5e-2f, 2.5e-3f}),
+        ModelCase{"tiny-deepseek2-F32", 5e-2f, 2.5e-3f},
+        ModelCase{"tiny-qwen2moe-F32", 5e-2f, 2.5e-3f}, ModelCase{"tiny-glm4moe-F32", 5e-2f, 2.5e-3f},
+        ModelCase{"tiny-gemma4-F32", 5e-2f, 3.5e-3f}, ModelCase{"tiny-gemma4-Q4_0", 0.8f, 0.1f},
+        ModelCase{"tiny-gemma4moe-F32", 5e-2f, 5e-3f},
+        // gpt-oss: one step of each file amplifies a rounding flip well beyond the others (F32:
+        // 0.103 on AVX2/AVX-512, 0.040 scalar, means 1-2e-3; MXFP4: 1.52 on every table at
+        // " leading space" step 23, the next worst 0.93, mean 0.038). That MXFP4 step is no
+        // reroute (our router gaps there are >= 0.24) but gets the one allowance, so the Q8
+        // bound and its greedy checks stay.
+        ModelCase{"tiny-openai-moe-F32", 0.15f, 3e-3f},
+        ModelCase{"tiny-openai-moe-MXFP4_MOE", 1.0f, 0.06f, 1, 2.3f}),
     [](const auto& info) {
       std::string n = info.param.name;
       std::replace(n.begin(), n.end(), '-', '_');

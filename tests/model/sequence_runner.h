@@ -60,6 +60,8 @@ class SequenceRunner {
     for (int32_t b = max_context / 16 - 1; b >= 0; --b) table_.push_back(b);
   }
 
+  DecoderForward& forward() { return forward_; }
+
   // Appends tokens at positions n_past..; returns logits of every appended token [n, n_vocab].
   std::vector<float> append(std::span<const int32_t> tokens) {
     const int32_t n = static_cast<int32_t>(tokens.size());

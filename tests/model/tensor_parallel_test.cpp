@@ -143,6 +143,13 @@ INSTANTIATE_TEST_SUITE_P(
                       // 4 experts a rank routed by sigmoid scores in groups.
                       TpCase{"tiny-deepseek2-F32", 2},
                       TpCase{"tiny-deepseek2-F32", 4},  // one head, two experts a rank
+                      // Sinks of a rank's heads, the output bias added once after the sum,
+                      // expert biases with their experts.
+                      TpCase{"tiny-openai-moe-F32", 2},
+                      TpCase{"tiny-qwen2moe-F32", 2},   // shared expert gated by sigmoid
+                      // Partial RoPE, Q/K norms and biases, a dense layer, an ungated shared
+                      // expert; the next-token-prediction layer's tensors are never read.
+                      TpCase{"tiny-glm4moe-F32", 2}, TpCase{"tiny-glm4moe-F32", 1, 3},
                       // Pipelines, alone and with tensor parallelism in each stage.
                       TpCase{"tiny-llama-256-Q8_0", 1, 2}, TpCase{"tiny-llama-gqa", 1, 2},
                       TpCase{"tiny-gemma3-Q4_0", 1, 3},  // one layer a stage

@@ -86,6 +86,8 @@ def test_llm_arguments():
         LLM(model=path, no_such_option=True)
     with pytest.raises(ValueError, match="kv_cache_dtype"):
         LLM(model=path, kv_cache_dtype="fp8")
+    with pytest.raises(ValueError, match="moe_experts 'mmap' is not one of"):
+        LLM(model=path, moe_experts="mmap")
     with pytest.raises(ValueError, match="max_num_seqs"):
         LLM(model=path, max_num_seqs=0)
     with pytest.raises(FileNotFoundError):

@@ -1,8 +1,8 @@
 // Acceptance keeps the target distribution. For proposals drawn from a draft distribution q,
 // the emitted token's histogram over many fixed-seed trials must match the target p (after
 // temperature, top-p, min-p and penalties) by a chi-square test at significance 0.001; the
-// same test rejects the histogram of "accept every proposal" (q itself), so it has the power
-// to catch wrong acceptance. Deterministic proposals: P(accept) = p(x) and the run stops at
+// same test rejects the histogram of "accept every proposal" (q itself) and that of a rejection
+// drawn from p instead of the residual, so it has the power to catch wrong acceptance. Deterministic proposals: P(accept) = p(x) and the run stops at
 // the first rejection, a sink that ends the sequence ends the run, a row processor sees every
 // row before it is verified.
 #include "spec/acceptance.h"
@@ -122,6 +122,18 @@ TEST(Acceptance, DraftProposalsKeepTheTargetDistribution) {
     // Expected acceptance: sum min(p, q).
     double overlap = 0;
     for (int i = 0; i < kVocab; ++i) overlap += std::min(p[size_t(i)], q[size_t(i)]);
+    // A rejection that draws from p instead of the residual max(0, p - q) emits
+    // min(p, q) + (1 - overlap) p: as many draws from that must fail the test too.
+    std::vector<float> wrong_residual(kVocab);
+    for (size_t i = 0; i < size_t(kVocab); ++i)
+      wrong_residual[i] = std::min(p[i], q[i]) + float(1 - overlap) * p[i];
+    std::discrete_distribution<int32_t> mutated(wrong_residual.begin(), wrong_residual.end());
+    std::mt19937_64 mutated_rng(43);
+    std::vector<int> mutated_counts(kVocab);
+    for (int t = 0; t < kTrials; ++t) ++mutated_counts[size_t(mutated(mutated_rng))];
+    int df_m = 0;
+    const double stat_m = chi_square(mutated_counts, p, kTrials, df_m);
+    EXPECT_GT(stat_m, chi_square_critical(std::max(df_m, 1))) << s.name;
     EXPECT_NEAR(double(accepted) / kTrials, overlap, 0.02) << s.name;
   }
 }

@@ -517,6 +517,73 @@ TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
   std::filesystem::remove(vocab);
 }
 
+// tiny-gpt-oss writes the tensors of ../shared's tiny-openai-moe (names and shapes; the
+// converter puts post_attention_norm after the sinks, synth right after attn_norm), its keys,
+// and runs; gpt-oss-20b-mini has the published layer's parameter count.
+TEST(Synth, GptOssShapeMatchesTheConvertersTensorsAndRuns) {
+  // Per layer: attention 2880 x (4096 + 2 x 512) + 4096 x 2880 with biases 4096 + 2 x 512 + 2880
+  // and 64 sinks; 2 norms; router 2880 x 32 + 32; experts 32 x 3 x 2880 x 2880 with biases
+  // 32 x 3 x 2880. Plus 2 x 201088 x 2880 embeddings and the output norm.
+  const uint64_t layer = 2880ull * 5120 + 4096ull * 2880 + 5120 + 2880 + 64 + 2 * 2880 +
+                         2880ull * 32 + 32 + 32ull * 3 * 2880 * 2880 + 32ull * 3 * 2880;
+  EXPECT_EQ(count_params(*find_shape("gpt-oss-20b-mini")),
+            2ull * 201088 * 2880 + 2880 + 8 * layer);
+
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_oss_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  SynthOptions o;
+  o.output_path = vela::test::unique_temp_path("vela_synth_tiny_gpt_oss.gguf");
+  o.shape = *find_shape("tiny-gpt-oss");
+  o.target = *parse_quant_target("MXFP4_MOE");
+  o.vocab_path = vocab;
+  o.pad_vocab = true;
+  o.n_threads = 2;
+  ASSERT_TRUE(synthesize_model(o).ok());
+  auto g = GgufFile::open(o.output_path);
+  ASSERT_TRUE(g.ok()) << g.message();
+  for (const GgufTensorInfo& t : g->tensors()) {  // experts MXFP4, biases and sinks f32
+    const std::string name(t.name);
+    if (name.find("_exps.weight") != std::string::npos)
+      EXPECT_EQ(t.ggml_type(), GgmlType::MXFP4) << name;
+    if (name.find(".bias") != std::string::npos || name.find("sinks") != std::string::npos)
+      EXPECT_EQ(t.ggml_type(), GgmlType::F32) << name;
+  }
+  if (!vela::test::shared_dir().empty()) {
+    auto ref = GgufFile::open(vela::test::shared_path("models/tiny-openai-moe-F32.gguf").string());
+    ASSERT_TRUE(ref.ok()) << ref.message();
+    std::vector<std::string> ours, theirs;  // "name ne..." sorted
+    for (const auto* file : {&*g, &*ref})
+      for (const GgufTensorInfo& t : file->tensors()) {
+        std::string row(t.name);
+        for (uint32_t d = 0; d < t.n_dims; ++d) row += " " + std::to_string(t.ne[d]);
+        (file == &*g ? ours : theirs).push_back(row);
+      }
+    std::sort(ours.begin(), ours.end());
+    std::sort(theirs.begin(), theirs.end());
+    EXPECT_EQ(ours, theirs);
+    for (const char* key : {"attention.sliding_window", "rope.scaling.original_context_length",
+                            "expert_count", "expert_used_count", "expert_feed_forward_length",
+                            "attention.key_length"}) {
+      const std::string k = std::string("gpt-oss.") + key;
+      EXPECT_EQ(g->get_uint(k)->value_or(0), ref->get_uint(k)->value_or(1)) << k;
+    }
+  }
+  auto model = Model::load(o.output_path);
+  ASSERT_TRUE(model.ok()) << model.message();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.rope.scaling, RopeScaling::kYarn);
+  EXPECT_EQ(c.expert_gating, ExpertGating::kSoftmaxOfChosen);
+  EXPECT_EQ(c.layers[0].sliding_window, 8);
+  EXPECT_EQ(c.layers[1].sliding_window, 0);
+  EXPECT_EQ((*model)->weights().layers[2].attn_sinks.size(), 4u);
+  std::vector<int32_t> tokens(40);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
+  const std::vector<float> logits = sequence_logits(*model, tokens, 40);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  std::filesystem::remove(o.output_path);
+  std::filesystem::remove(vocab);
+}
+
 TEST(Synth, GeneratesWithTheLlmApi) {
   VELA_REQUIRE_SHARED();
   for (const std::string shape : {"tiny", "tiny-qwen2", "tiny-qwen35", "tiny-qwen35moe"}) {

@@ -10,6 +10,7 @@ ArchDescription gemma3() {
   d.qk_norm = QkNorm::kPerHead;
   d.default_window_pattern = 6;
   d.default_rope_base_swa = 10000.0f;
+  d.model_width_query_scale_layers = 62;  // 27B
   return d;
 }
 
