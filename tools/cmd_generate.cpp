@@ -96,10 +96,10 @@ int run_generate(int argc, char** argv) {
     return 2;
   }
   apply_speculative_flags(*spec, config);
-  for (const Error* e : {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
-                         batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(),
-                         pp ? nullptr : &pp.error(), st ? nullptr : &st.error(),
-                         moe_experts ? nullptr : &moe_experts.error()}) {
+  for (const Error* e :
+       {threads ? nullptr : &threads.error(), ctx ? nullptr : &ctx.error(),
+        batch ? nullptr : &batch.error(), tp ? nullptr : &tp.error(), pp ? nullptr : &pp.error(),
+        st ? nullptr : &st.error(), moe_experts ? nullptr : &moe_experts.error()}) {
     if (e) {
       std::fprintf(stderr, "%s\n", e->message.c_str());
       return 2;

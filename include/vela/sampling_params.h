@@ -24,9 +24,7 @@ struct StructuredOutputs {
   // JSON: at most one space after ':' and ','; false allows a few spaces, tabs and newlines.
   bool compact_whitespace = true;
 
-  bool active() const {
-    return json || json_object || regex || !choice.empty() || grammar;
-  }
+  bool active() const { return json || json_object || regex || !choice.empty() || grammar; }
 };
 
 // Reasoning models think between two markers before they answer. With `end` set the engine
@@ -48,14 +46,15 @@ struct ReasoningControl {
 struct SamplingParams {
   // Sampling. temperature == 0 means greedy (argmax); the other filters are then ignored.
   float temperature = 1.0f;
-  int32_t top_k = 0;        // 0 (or <0) = disabled; otherwise keep the k most likely tokens
-  float top_p = 1.0f;       // nucleus: keep the smallest set whose mass >= top_p; 1 = disabled
-  float min_p = 0.0f;       // drop tokens with p < min_p * p_max; 0 = disabled
+  int32_t top_k = 0;   // 0 (or <0) = disabled; otherwise keep the k most likely tokens
+  float top_p = 1.0f;  // nucleus: keep the smallest set whose mass >= top_p; 1 = disabled
+  float min_p = 0.0f;  // drop tokens with p < min_p * p_max; 0 = disabled
 
   // Penalties over the tokens generated so far (and, for repetition, the prompt too, as vLLM).
-  float repetition_penalty = 1.0f;  // >1 discourages repeats: logit/penalty if >0 else logit*penalty
-  float presence_penalty = 0.0f;    // subtracted once from the logit of every token that appeared
-  float frequency_penalty = 0.0f;   // subtracted count times
+  float repetition_penalty =
+      1.0f;                        // >1 discourages repeats: logit/penalty if >0 else logit*penalty
+  float presence_penalty = 0.0f;   // subtracted once from the logit of every token that appeared
+  float frequency_penalty = 0.0f;  // subtracted count times
 
   std::optional<uint64_t> seed;  // same seed -> same output; unset -> random
 
@@ -64,10 +63,10 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Stopping.
-  int32_t max_tokens = 16;                 // generated tokens at most
-  std::vector<std::string> stop;           // stop strings; the matched string is not emitted
-  std::vector<int32_t> stop_token_ids;     // extra token ids that end generation
-  bool ignore_eos = false;                 // keep going past the model's end-of-generation tokens
+  int32_t max_tokens = 16;              // generated tokens at most
+  std::vector<std::string> stop;        // stop strings; the matched string is not emitted
+  std::vector<int32_t> stop_token_ids;  // extra token ids that end generation
+  bool ignore_eos = false;              // keep going past the model's end-of-generation tokens
   // The tokens of stop_token_ids cannot be drawn before this many tokens were generated (the
   // LLM API adds the model's end-of-generation tokens to stop_token_ids for this). Stop strings
   // still apply from the first token.

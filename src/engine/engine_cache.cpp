@@ -77,10 +77,7 @@ int64_t Engine::request_capacity() const {
     }
     return held;
   };
-  // The longest n whose blocks fit the pool. A request of n tokens computes the K/V of its first
-  // n - 1 at most: it ends when its last token is sampled, and proposals leave room for the token
-  // after them; an embedding request's prompt is below the capacity.
-  int64_t lo = 0, hi = config_.max_context;
+  int64_t lo = 0, hi = config_.max_context;  // the longest n whose blocks fit the pool
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;
     if (blocks_held(mid) <= config_.n_blocks)

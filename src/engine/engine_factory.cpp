@@ -198,12 +198,13 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   const ExpertPlacement placed =
       choose_expert_placement(*placement, kv_bytes, file_bytes, expert_bytes, limits);
   if (*placement == ExpertPlacement::kAuto && expert_bytes > 0)
-    std::fprintf(stderr, "vela: %s\n",
-                 describe_expert_choice(placed, kv_bytes, file_bytes, expert_bytes, limits).c_str());
+    std::fprintf(
+        stderr, "vela: %s\n",
+        describe_expert_choice(placed, kv_bytes, file_bytes, expert_bytes, limits).c_str());
   const bool experts_mapped = placed == ExpertPlacement::kMapped;
-  if (auto fits = check_memory_budget(kv_bytes,
-                                      resident_weight_bytes(placed, file_bytes, expert_bytes),
-                                      limits, experts_mapped ? 0 : expert_bytes, experts_mapped);
+  if (auto fits =
+          check_memory_budget(kv_bytes, resident_weight_bytes(placed, file_bytes, expert_bytes),
+                              limits, experts_mapped ? 0 : expert_bytes, experts_mapped);
       !fits)
     return fits.error();
   load_options.repack_experts = !experts_mapped;

@@ -43,7 +43,8 @@ struct Engine::Live {
   void follow_reasoning(std::string_view piece);
   // Speculative proposals would skip forced tokens, the budget or the constraint's start.
   bool speculation_blocked() const {
-    return !forced.empty() || (thinking && (deferred_constraint || params.reasoning.max_tokens >= 0));
+    return !forced.empty() ||
+           (thinking && (deferred_constraint || params.reasoning.max_tokens >= 0));
   }
 
   Live(const SamplingParams& p, int32_t n_vocab, const Tokenizer& tok)

@@ -80,15 +80,14 @@ Status check_memory_budget(uint64_t kv_bytes, uint64_t weight_bytes, const Memor
     if (mappable_expert_bytes > 0)
       hint = "; --moe-experts mapped keeps the experts (" + gib(mappable_expert_bytes) +
              ") in the file mapping, leaving " + gib(need - mappable_expert_bytes) + " resident";
-    return make_error("not enough memory: the KV cache (" + gib(kv_bytes) + ", " +
-                      std::to_string(kv_bytes) + " bytes) plus the weights" +
-                      (experts_mapped ? " other than the mapped experts" : "") + " (" +
-                      gib(weight_bytes) + ", " + std::to_string(weight_bytes) + " bytes) need " +
-                      gib(need) + ", more than " + what + " (" + gib(have) + ", " +
-                      std::to_string(have) +
-                      " bytes) and would not fit; lower --kv-cache-bytes / --kv-cache-fraction, "
-                      "or --max-num-seqs / --ctx-size" +
-                      hint);
+    return make_error(
+        "not enough memory: the KV cache (" + gib(kv_bytes) + ", " + std::to_string(kv_bytes) +
+        " bytes) plus the weights" + (experts_mapped ? " other than the mapped experts" : "") +
+        " (" + gib(weight_bytes) + ", " + std::to_string(weight_bytes) + " bytes) need " +
+        gib(need) + ", more than " + what + " (" + gib(have) + ", " + std::to_string(have) +
+        " bytes) and would not fit; lower --kv-cache-bytes / --kv-cache-fraction, "
+        "or --max-num-seqs / --ctx-size" +
+        hint);
   };
   if (limits.cgroup_limit && need > *limits.cgroup_limit)
     return refuse("the cgroup's memory limit", *limits.cgroup_limit);

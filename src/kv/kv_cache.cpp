@@ -149,8 +149,7 @@ void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v)
   write(layer, slot, k, v, {config_.n_head_kv, config_.head_dim});
 }
 
-void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v,
-                    KvRowShape shape) {
+void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v, KvRowShape shape) {
   auto* kd = static_cast<uint8_t*>(k_row(layer, slot));
   auto* vd = static_cast<uint8_t*>(v_row(layer, slot));
   const int32_t hd = shape.head_dim;

@@ -28,6 +28,7 @@
 #include "model/latent_attention.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
+#include "model/pass_parallel.h"
 #include "model/per_layer_embedding.h"
 #include "model/projector.h"
 #include "model/rope.h"
@@ -177,8 +178,8 @@ class DecoderForward {
   std::unique_ptr<PerLayerEmbedding> ple_;         // models with per-layer embeddings only
 
   // Work buffers, sized once for max_batch_tokens (T).
-  std::vector<float> x_;          // [T, n_embd] residual stream
-  std::vector<float> xn_;         // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> x_;   // [T, n_embd] residual stream
+  std::vector<float> xn_;  // [T, n_embd] normalised input of a sub-layer
   // Attention buffers for the widest layer (layers' head geometries may differ: gemma4).
   std::vector<float> q_;          // [T, n_head * head_dim]
   std::vector<float> k_;          // [T, n_head_kv * head_dim]
@@ -235,5 +236,10 @@ class DecoderForward {
   std::vector<float> stage_hidden_;  // [T, n_embd] the last stage's rank 0
   std::vector<int32_t> micro_rows_;  // [max_logits + T] a micro-batch's logits, hidden rows
 };
+
+template <class Fn>
+void DecoderForward::for_ranges(int64_t n, int64_t item_cost, const Fn& fn) {
+  parallel_ranges(*pool_, n, item_cost, min_work_, fn);
+}
 
 }  // namespace vela

@@ -400,8 +400,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   VELA_TRY(read_int(g, a + "block_count", c.n_layer, true, 1, 1024));
   VELA_TRY(read_int(g, a + "nextn_predict_layers", c.n_nextn_layers, false, 0, c.n_layer - 1));
   c.n_layer -= c.n_nextn_layers;
-  VELA_TRY(read_int_or_layer_max(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20,
-                                 c.n_layer));
+  VELA_TRY(
+      read_int_or_layer_max(g, a + "feed_forward_length", c.n_ff, true, 1, 1 << 20, c.n_layer));
   VELA_TRY(read_int(g, a + "attention.head_count", c.n_head, true, 1, 1024));
   c.n_head_kv = c.n_head;
   VELA_TRY(read_int_or_layer_max(g, a + "attention.head_count_kv", c.n_head_kv, false, 1, 1024,

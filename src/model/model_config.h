@@ -131,7 +131,7 @@ struct ModelConfig {
   // Scale of the attention scores: attention.scale where the file states it, else the family's
   // rule (1/sqrt(n_embd / n_head) for Gemma 2/3 27B), else 1/sqrt(head_dim).
   float attn_scale = 0.0f;
-  int32_t n_ff = 0;      // dense FFN width
+  int32_t n_ff = 0;  // dense FFN width
   float rms_eps = 1e-5f;
 
   RopeStyle rope_style = RopeStyle::kNormal;

@@ -386,8 +386,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(l.pre_moe_norm, get_vector(g, p + "pre_ffw_norm_2.weight", c.n_embd, true));
       VELA_TRY_ASSIGN(l.post_dense_norm,
                       get_vector(g, p + "post_ffw_norm_1.weight", c.n_embd, true));
-      VELA_TRY_ASSIGN(l.post_moe_norm,
-                      get_vector(g, p + "post_ffw_norm_2.weight", c.n_embd, true));
+      VELA_TRY_ASSIGN(l.post_moe_norm, get_vector(g, p + "post_ffw_norm_2.weight", c.n_embd, true));
     }
     if (arch.layer_output_scale)
       VELA_TRY_ASSIGN(l.output_scale, get_vector(g, p + "layer_output_scale.weight", 1, false));
@@ -490,11 +489,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       if (stacks[i].gate.data && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
         for (WeightMatrix* m : {&stacks[i].gate, &stacks[i].up, &stacks[i].down})
           matrices.push_back(m);
-      if (stacks[i].gate_up.data && repack_experts && c.n_ff_expert % 16 == 0 &&
-          c.n_embd % 16 == 0)
+      if (stacks[i].gate_up.data && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
         for (WeightMatrix* m : {&stacks[i].gate_up, &stacks[i].down}) matrices.push_back(m);
-      if (!per_expert[i].empty() && repack_experts && c.n_ff_expert % 16 == 0 &&
-          c.n_embd % 16 == 0)
+      if (!per_expert[i].empty() && repack_experts && c.n_ff_expert % 16 == 0 && c.n_embd % 16 == 0)
         for (int64_t e = w.shard.expert_begin; e < w.shard.expert_begin + w.shard.n_expert; ++e)
           for (WeightMatrix* m : {&per_expert[i][size_t(e)].gate, &per_expert[i][size_t(e)].up,
                                   &per_expert[i][size_t(e)].down})

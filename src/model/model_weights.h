@@ -75,17 +75,17 @@ struct LayerWeights {
   std::vector<float> attn_norm;  // [n_embd]
   // Attention mixers. Separate or, for a fused attn_qkv, row views of it (rows Q, K, V). With an
   // output gate, wq has 2 * n_head * head_dim rows: each head's query rows, then its gate rows.
-  WeightMatrix wq;            // [n_head * head_dim, n_embd]
-  WeightMatrix wk;            // [n_head_kv * head_dim, n_embd]
-  WeightMatrix wv;            // [n_head_kv * head_dim, n_embd]
-  WeightMatrix wo;            // [n_embd, n_head * head_dim] (latent attention: n_head * v_head_dim)
-  std::vector<float> bq;      // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
-  std::vector<float> bk;      // [n_head_kv * head_dim] or empty
-  std::vector<float> bv;      // [n_head_kv * head_dim] or empty
-  std::vector<float> bo;      // attn_output.bias [n_embd] or empty
+  WeightMatrix wq;        // [n_head * head_dim, n_embd]
+  WeightMatrix wk;        // [n_head_kv * head_dim, n_embd]
+  WeightMatrix wv;        // [n_head_kv * head_dim, n_embd]
+  WeightMatrix wo;        // [n_embd, n_head * head_dim] (latent attention: n_head * v_head_dim)
+  std::vector<float> bq;  // [n_head * head_dim] or empty (qwen2 has Q/K/V biases)
+  std::vector<float> bk;  // [n_head_kv * head_dim] or empty
+  std::vector<float> bv;  // [n_head_kv * head_dim] or empty
+  std::vector<float> bo;  // attn_output.bias [n_embd] or empty
   std::vector<float> attn_sinks;  // [n_head] sink logit per head, or empty (a TP rank: its heads)
-  std::vector<float> q_norm;  // [head_dim] (per head) or [n_head * head_dim] (whole), or empty
-  std::vector<float> k_norm;  // [head_dim] or [n_head_kv * head_dim], or empty
+  std::vector<float> q_norm;      // [head_dim] (per head) or [n_head * head_dim] (whole), or empty
+  std::vector<float> k_norm;      // [head_dim] or [n_head_kv * head_dim], or empty
   std::vector<float> post_attn_norm;  // [n_embd] or empty
   std::vector<float> ffn_norm;        // [n_embd]
   std::vector<float> post_ffn_norm;   // [n_embd] or empty
@@ -109,7 +109,8 @@ struct LayerWeights {
   std::vector<float> shared_expert_gate;  // ffn_gate_inp_shexp [n_embd], or empty (ungated)
   DeltaNetWeights delta_net;              // Gated DeltaNet mixers only
   LatentAttentionWeights mla;             // latent-attention mixers only
-  std::vector<float> output_scale;  // layer_output_scale [1]: the stream's scale at the end, or empty
+  std::vector<float>
+      output_scale;  // layer_output_scale [1]: the stream's scale at the end, or empty
   // Per-layer embeddings (n_embd_per_layer > 0): x += post_norm(proj(gelu(inp_gate x) * the
   // layer's per-layer input)) after the FFN.
   WeightMatrix ple_gate;             // inp_gate [n_embd_per_layer, n_embd]
@@ -129,9 +130,9 @@ struct LayerWeights {
     DeltaNetWeights& d = delta_net;
     ExpertWeights& s = shared_expert;
     LatentAttentionWeights& m = mla;
-    return {&wq,      &wk,    &wv,     &wo,   &w_gate, &w_up,  &w_down, &d.qkv,    &d.gate,
-            &d.beta,  &d.alpha, &d.out, &s.gate, &s.up, &s.down, &m.q_a, &m.q_b, &m.q,
-            &m.kv_a,  &ple_gate, &ple_proj};
+    return {&wq,     &wk,     &wv,     &wo,      &w_gate, &w_up,     &w_down,
+            &d.qkv,  &d.gate, &d.beta, &d.alpha, &d.out,  &s.gate,   &s.up,
+            &s.down, &m.q_a,  &m.q_b,  &m.q,     &m.kv_a, &ple_gate, &ple_proj};
   }
   std::array<const WeightMatrix*, 21> matrices() const {
     std::array<const WeightMatrix*, 21> out;
@@ -154,7 +155,7 @@ struct ModelWeights {
   WeightMatrix per_layer_token_embd;       // [n_vocab, L * P]
   WeightMatrix per_layer_model_proj;       // [L * P, n_embd]
   std::vector<float> per_layer_proj_norm;  // [P]
-  std::vector<LayerWeights> layers;      // [n_layer] (a pipeline stage: its layers only)
+  std::vector<LayerWeights> layers;        // [n_layer] (a pipeline stage: its layers only)
 
   // Owns the repacked matrices (empty when none was repacked).
   std::shared_ptr<uint8_t[]> repacked;

@@ -52,11 +52,13 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
         "tensor and pipeline parallelism do not split a model with recurrent "
         "(Gated DeltaNet) layers (" +
         c.arch_name + ")");
-  const bool uniform_layers = std::all_of(c.layers.begin(), c.layers.end(), [&](const LayerConfig& l) {
-    // Zero: a config built by hand without per-layer values, the model's.
-    const auto same = [](int32_t v, int32_t model) { return v == 0 || v == model; };
-    return same(l.n_head_kv, c.n_head_kv) && same(l.head_dim, c.head_dim) && same(l.n_ff, c.n_ff);
-  });
+  const bool uniform_layers =
+      std::all_of(c.layers.begin(), c.layers.end(), [&](const LayerConfig& l) {
+        // Zero: a config built by hand without per-layer values, the model's.
+        const auto same = [](int32_t v, int32_t model) { return v == 0 || v == model; };
+        return same(l.n_head_kv, c.n_head_kv) && same(l.head_dim, c.head_dim) &&
+               same(l.n_ff, c.n_ff);
+      });
   if ((!uniform_layers || c.n_shared_kv_layers > 0 || c.n_embd_per_layer > 0 ||
        c.arch->moe_beside_dense) &&
       (s.sharded() || s.n_stages > 1))

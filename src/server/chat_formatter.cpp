@@ -20,8 +20,7 @@ Result<ChatFormatter> ChatFormatter::create(const std::string& source, std::stri
 }
 
 Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
-                                          bool add_generation_prompt,
-                                          const nlohmann::json& tools,
+                                          bool add_generation_prompt, const nlohmann::json& tools,
                                           const nlohmann::json& kwargs) const {
   if (!messages.is_array()) return make_error("messages must be an array");
   // Templates see each message's keys in the order clients write them: role, then content.

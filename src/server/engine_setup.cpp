@@ -28,8 +28,7 @@ Status resolve_output_parsers(const EngineSetupOptions& o, const std::string* so
   // Reasoning.
   if (o.reasoning_parser == "auto") {
     std::string why = "no chat template";
-    model.reasoning =
-        source ? detect_reasoning_format(*source, why) : ReasoningFormat::kNone;
+    model.reasoning = source ? detect_reasoning_format(*source, why) : ReasoningFormat::kNone;
     log += std::string("vela serve: reasoning parser ") + reasoning_format_name(model.reasoning) +
            " (auto: " + why + ")\n";
   } else if (auto f = reasoning_format_from_name(o.reasoning_parser)) {

@@ -17,8 +17,8 @@ namespace vela::server {
 struct EngineSetupOptions {
   EngineOptions engine;  // model, threads, context, batching, KV budget, type and block size
   double max_wait_ms = 0;
-  int32_t max_queued_requests = 0;  // 0 = no bound
-  std::string chat_template_path;   // overrides the model's template
+  int32_t max_queued_requests = 0;        // 0 = no bound
+  std::string chat_template_path;         // overrides the model's template
   std::string reasoning_parser = "auto";  // --reasoning-parser: auto, none or a format's name
   std::string tool_call_parser = "auto";  // --tool-call-parser: auto, none or a format's name
 };

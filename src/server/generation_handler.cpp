@@ -382,8 +382,9 @@ void GenerationHandler::stream_parsed(Choice& c, const Event& e, const char* fin
 bool GenerationHandler::write_delta(int32_t choice, json delta) {
   auto sink = live_sink();
   if (!sink) return false;
-  json chunk = stream_chunk(meta_, choice, "", false, take_pending_logprobs(choices_[size_t(choice)]),
-                            nullptr, request_.include_usage);
+  json chunk =
+      stream_chunk(meta_, choice, "", false, take_pending_logprobs(choices_[size_t(choice)]),
+                   nullptr, request_.include_usage);
   chunk["choices"][0]["delta"] = std::move(delta);
   if (!sink->stream_write(sse_event(chunk))) {
     client_gone();
@@ -488,10 +489,10 @@ bool GenerationHandler::parses_tool_calls() const {
 std::optional<ApiError> GenerationHandler::prepare_tools() {
   if (!parses_tool_calls() || !model_->chat) return std::nullopt;
   if (!model_->tool_format)
-    return invalid_request("this server does not parse tool calls: " + model_->tools_unavailable +
-                               " (start it with --tool-call-parser NAME: " +
-                               tool_call_format_list() + ")",
-                           "tools", "tool_calls_unsupported");
+    return invalid_request(
+        "this server does not parse tool calls: " + model_->tools_unavailable +
+            " (start it with --tool-call-parser NAME: " + tool_call_format_list() + ")",
+        "tools", "tool_calls_unsupported");
   tool_format_ = *model_->tool_format;
   if (!request_.tools.forced()) return std::nullopt;
   // required / a named function: a grammar over the tools' schemas forces the call.
@@ -549,8 +550,9 @@ std::optional<ApiError> GenerationHandler::prepare_output_control(const std::str
     rc.implicit_start = markers.implicit_start;
     rc.end_tokens = model_->reasoning_end_tokens;
     rc.begin = reasoning_begin_ == reasoning::Phase::kThinking ? ReasoningControl::Begin::kThinking
-               : reasoning_begin_ == reasoning::Phase::kAnswer ? ReasoningControl::Begin::kAnswer
-                                                                : ReasoningControl::Begin::kOutputDecides;
+               : reasoning_begin_ == reasoning::Phase::kAnswer
+                   ? ReasoningControl::Begin::kAnswer
+                   : ReasoningControl::Begin::kOutputDecides;
     rc.max_tokens = request_.max_reasoning_tokens;
   } else if (request_.max_reasoning_tokens >= 0) {
     return invalid_request(

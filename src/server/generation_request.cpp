@@ -263,8 +263,8 @@ void read_chat_extras(Fields& f, GenerationRequest& r) {
   if (const json* k = f.get("chat_template_kwargs")) {
     if (!k->is_object())
       return f.fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-    for (const char* reserved : {"messages", "tools", "add_generation_prompt", "bos_token",
-                                 "eos_token"})
+    for (const char* reserved :
+         {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"})
       if (k->contains(reserved))
         return f.fail(std::string("'chat_template_kwargs' cannot set '") + reserved + "'",
                       "chat_template_kwargs");
@@ -274,17 +274,18 @@ void read_chat_extras(Fields& f, GenerationRequest& r) {
   if (f.boolean("enable_thinking", thinking) && !r.chat_template_kwargs.contains("enable_thinking"))
     r.chat_template_kwargs["enable_thinking"] = thinking;
   std::string effort;
-  if (f.string("reasoning_effort", effort) && !r.chat_template_kwargs.contains("reasoning_effort")) {
+  if (f.string("reasoning_effort", effort) &&
+      !r.chat_template_kwargs.contains("reasoning_effort")) {
     if (effort != "low" && effort != "medium" && effort != "high" && effort != "minimal")
       return f.fail("'reasoning_effort' must be minimal, low, medium or high", "reasoning_effort");
     r.chat_template_kwargs["reasoning_effort"] = effort;
   }
   int64_t v = 0;
   for (const char* name : {"max_reasoning_tokens", "thinking_token_budget"})
-    if (f.integer(name, -1, std::numeric_limits<int32_t>::max(), v)) r.max_reasoning_tokens = int32_t(v);
+    if (f.integer(name, -1, std::numeric_limits<int32_t>::max(), v))
+      r.max_reasoning_tokens = int32_t(v);
   if (const json* script = f.get("vela_test_script")) {
-    const char* kShape =
-        "'vela_test_script' must be {\"pieces\": [string, ...], \"eos\": boolean}";
+    const char* kShape = "'vela_test_script' must be {\"pieces\": [string, ...], \"eos\": boolean}";
     if (!script->is_object() || !script->contains("pieces") || !(*script)["pieces"].is_array())
       return f.fail(kShape, "vela_test_script");
     std::vector<std::string> pieces;

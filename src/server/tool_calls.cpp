@@ -27,9 +27,12 @@ struct FormatName {
   const char* name;
 };
 constexpr FormatName kFormatNames[] = {
-    {ToolCallFormat::kHermes, "hermes"},           {ToolCallFormat::kLlama3Json, "llama3_json"},
-    {ToolCallFormat::kMistral, "mistral"},         {ToolCallFormat::kQwen3Coder, "qwen3_coder"},
-    {ToolCallFormat::kDeepSeekV31, "deepseek_v31"}, {ToolCallFormat::kGlm45, "glm45"},
+    {ToolCallFormat::kHermes, "hermes"},
+    {ToolCallFormat::kLlama3Json, "llama3_json"},
+    {ToolCallFormat::kMistral, "mistral"},
+    {ToolCallFormat::kQwen3Coder, "qwen3_coder"},
+    {ToolCallFormat::kDeepSeekV31, "deepseek_v31"},
+    {ToolCallFormat::kGlm45, "glm45"},
 };
 
 // Formats parsed by tool_formats/ alone.
@@ -289,8 +292,7 @@ Result<std::string> tool_call_grammar(const ToolRequest& request, ToolCallFormat
 namespace {
 
 // The calls and content a stream parser finds in the whole text.
-ParsedToolOutput parse_by_stream(std::string_view text, ToolCallFormat format,
-                                 const json& tools) {
+ParsedToolOutput parse_by_stream(std::string_view text, ToolCallFormat format, const json& tools) {
   ToolCallStreamParser parser(format, tools);
   std::vector<ToolCallDelta> deltas = parser.push(text);
   for (ToolCallDelta& d : parser.finish()) deltas.push_back(std::move(d));
@@ -314,8 +316,7 @@ ParsedToolOutput parse_by_stream(std::string_view text, ToolCallFormat format,
 
 }  // namespace
 
-ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format,
-                                  const json& tools) {
+ParsedToolOutput parse_tool_calls(std::string_view text, ToolCallFormat format, const json& tools) {
   if (separate_parser(format)) return parse_by_stream(text, format, tools);
   ParsedToolOutput out;
   const auto as_content = [&] {

@@ -111,12 +111,12 @@ class ToolCallStreamParser {
   ToolCallFormat format_;
   nlohmann::json tools_;                    // the request's, for the formats below
   std::unique_ptr<ToolFormatParser> impl_;  // tool_formats/ parsers (and Mistral's NAME[ARGS])
-  std::string buffer_;        // text not yet emitted
-  bool in_call_ = false;      // Hermes: inside <tool_call>...
-  bool json_mode_ = false;    // Llama 3 / Mistral: the output starts like calls
-  size_t json_pos_ = 0;       // json_mode_: buffer_ before this is sent
-  bool json_failed_ = false;  // json_mode_: what follows json_pos_ is not a call
-  bool decided_ = false;      // whether the output starts with a call is known
+  std::string buffer_;                      // text not yet emitted
+  bool in_call_ = false;                    // Hermes: inside <tool_call>...
+  bool json_mode_ = false;                  // Llama 3 / Mistral: the output starts like calls
+  size_t json_pos_ = 0;                     // json_mode_: buffer_ before this is sent
+  bool json_failed_ = false;                // json_mode_: what follows json_pos_ is not a call
+  bool decided_ = false;                    // whether the output starts with a call is known
   int n_calls_ = 0;
   bool name_sent_ = false;
   size_t args_sent_ = 0;  // bytes of the current call's arguments already emitted

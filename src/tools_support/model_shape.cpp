@@ -190,8 +190,7 @@ std::string shape_problem(const ModelShape& s) {
     return "expert fields without experts";
   if (s.sliding_window_pattern > 0 && s.sliding_window == 0)
     return "a sliding-window pattern without a window";
-  if (s.rope_dim < 0 || s.rope_dim % 2 != 0 ||
-      (!s.latent_attention() && s.rope_dim > s.head_dim()))
+  if (s.rope_dim < 0 || s.rope_dim % 2 != 0 || (!s.latent_attention() && s.rope_dim > s.head_dim()))
     return "rope_dim must be even and at most the head size";
   for (int32_t pairs : s.rope_sections)
     if (pairs < 0) return "a RoPE section is negative";
@@ -220,8 +219,8 @@ std::string shape_problem(const ModelShape& s) {
   if (!s.latent_attention() && (s.q_lora_rank > 0 || s.mla_nope_dim > 0 || s.mla_v_dim > 0))
     return "latent-attention sizes without kv_lora_rank";
   if (s.n_dense_lead > s.n_layer) return "more leading dense layers than layers";
-  if (s.n_expert_groups > 0 && (s.n_expert % s.n_expert_groups != 0 ||
-                                s.n_expert_groups_used > s.n_expert_groups))
+  if (s.n_expert_groups > 0 &&
+      (s.n_expert % s.n_expert_groups != 0 || s.n_expert_groups_used > s.n_expert_groups))
     return "expert groups must divide the experts, and the used groups be among them";
   if (s.shexp_gate && s.n_ff_shexp == 0) return "a shared-expert gate without a shared expert";
   if ((s.expert_biases && s.n_expert == 0) || s.yarn_factor < 0 || s.yarn_original_context < 0 ||

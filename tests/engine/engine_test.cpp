@@ -281,60 +281,6 @@ TEST(Engine, WindowedLayersHoldOnlyTheirWindow) {
   }
 }
 
-// A request of n tokens computes the K/V of its first n - 1 at most (its last token is sampled,
-// never fed back), so a KV budget holds a request one token longer than the positions its blocks
-// cover: 12 blocks of 16 (a window-8 group's 6 beside the global group's 6) hold a 97-token request
-// of gemma2, 2 blocks one of 33 tokens of a model with one group. The longest prompt is taken, one
-// more is refused, and a request that reaches the capacity gets its tokens, those of an ample
-// pool, speculating or not.
-TEST(Engine, KvBudgetHoldsOneTokenMoreThanItsPositions) {
-  VELA_REQUIRE_SHARED();
-  struct Case {
-    const char* model;
-    int32_t n_blocks;
-    int32_t capacity;
-  };
-  for (const Case& k : {Case{"tiny-gemma2-F32.gguf", 12, 97}, Case{"aidreams260K.gguf", 2, 33}}) {
-    Loaded l = load(k.model);
-    // A text that repeats itself, so that prompt lookup proposes.
-    std::vector<int32_t> text;
-    while (int32_t(text.size()) < k.capacity) {
-      const auto piece = l.tokenizer->encode("one two three four five six seven", false, false);
-      text.insert(text.end(), piece.begin(), piece.end());
-    }
-    const int32_t n_out = 8;
-    const std::vector<int32_t> prompt(text.begin(), text.begin() + (k.capacity - n_out));
-    Engine ample(l.model, *l.tokenizer, small_config(64, 1));
-    const auto want = run_all(ample, {prompt}, greedy(n_out));
-    ASSERT_EQ(want[0].size(), size_t(n_out));
-    for (const bool speculate : {false, true}) {
-      EngineConfig c = small_config(64, 1, k.n_blocks);
-      if (speculate) {
-        c.speculative.method = SpecMethod::kNgram;
-        c.speculative.num_speculative_tokens = 4;
-        c.speculative.prompt_lookup_min = 1;
-        c.speculative.prompt_lookup_max = 3;
-        c.speculative.adaptive = false;
-      }
-      Engine engine(l.model, *l.tokenizer, c);
-      const std::string what = std::string(k.model) + (speculate ? ", speculating" : "");
-      EXPECT_EQ(run_all(engine, {prompt}, greedy(n_out)), want) << what;
-      if (speculate) {
-        EXPECT_GT(engine.counters().spec_drafts, 0u) << what;
-      }
-      const std::vector<int32_t> longest(text.begin(), text.begin() + (k.capacity - 1));
-      EXPECT_EQ(run_all(engine, {longest}, greedy(n_out))[0].size(), 1u) << what;
-      const std::vector<int32_t> too_long(text.begin(), text.begin() + k.capacity);
-      auto refused = engine.add_request(too_long, greedy(n_out), 0, nullptr);
-      ASSERT_FALSE(refused.ok()) << what;
-      EXPECT_NE(refused.message().find("the limit is " + std::to_string(k.capacity - 1)),
-                std::string::npos)
-          << what << ": " << refused.message();
-      expect_no_leak(engine);
-    }
-  }
-}
-
 TEST(Engine, CancellationFreesBlocksAtTheNextStep) {
   VELA_REQUIRE_SHARED();
   Loaded l = load("aidreams260K.gguf");

@@ -342,7 +342,8 @@ TEST(RouteExperts, SoftmaxOfChosenMatchesReference) {
                        [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
       order.resize(size_t(k));
       double sum = 0;
-      for (int32_t id : order) sum += std::exp(double(logits[size_t(id)] - logits[size_t(order[0])]));
+      for (int32_t id : order)
+        sum += std::exp(double(logits[size_t(id)] - logits[size_t(order[0])]));
       const Routing got = route_general(logits, {}, k, r);
       ASSERT_EQ(got.ids, order) << "k " << k << " trial " << trial;
       for (int32_t i = 0; i < k; ++i) {

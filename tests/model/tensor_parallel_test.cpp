@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // Sinks of a rank's heads, the output bias added once after the sum,
                       // expert biases with their experts.
                       TpCase{"tiny-openai-moe-F32", 2},
-                      TpCase{"tiny-qwen2moe-F32", 2},   // shared expert gated by sigmoid
+                      TpCase{"tiny-qwen2moe-F32", 2},  // shared expert gated by sigmoid
                       // Partial RoPE, Q/K norms and biases, a dense layer, an ungated shared
                       // expert; the next-token-prediction layer's tensors are never read.
                       TpCase{"tiny-glm4moe-F32", 2}, TpCase{"tiny-glm4moe-F32", 1, 3},

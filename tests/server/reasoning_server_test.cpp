@@ -317,9 +317,10 @@ TEST(ReasoningServer, ParserFlagsAndErrors) {
   EXPECT_NE(bad->log().find("--tool-call-parser"), std::string::npos) << bad->log();
   EXPECT_NE(bad->log().find("qwen3_coder, deepseek_v31, glm45"), std::string::npos) << bad->log();
   // Named explicitly, it serves.
-  auto named = ServerProcess::start({"-m", shared_path("models/tiny-qwen2-bpe-F16.gguf").string(),
-                                     "--chat-template", odd.string(), "--tool-call-parser",
-                                     "hermes", "--test-scripted-output"});
+  auto named =
+      ServerProcess::start({"-m", shared_path("models/tiny-qwen2-bpe-F16.gguf").string(),
+                            "--chat-template", odd.string(), "--tool-call-parser", "hermes",
+                            "--test-scripted-output", "--served-model-name", "m"});
   json body =
       request({"<tool_call>{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}"
                "</tool_call>"});
@@ -327,7 +328,8 @@ TEST(ReasoningServer, ParserFlagsAndErrors) {
   expect_answer(*named, body, {nullptr, nullptr, {{"get_time", {{"zone", "UTC"}}}}, "tool_calls"});
   // --tool-call-parser none: requests with tools get a 400 that says why.
   auto off = ServerProcess::start({"-m", shared_path("models/tiny-qwen2-bpe-F16.gguf").string(),
-                                   "--chat-template", odd.string(), "--tool-call-parser", "none"});
+                                   "--chat-template", odd.string(), "--tool-call-parser", "none",
+                                   "--served-model-name", "m"});
   const HttpResult r = off->post("/v1/chat/completions", body.dump());
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("--tool-call-parser none"), std::string::npos) << r.body;

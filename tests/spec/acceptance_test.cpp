@@ -2,9 +2,9 @@
 // the emitted token's histogram over many fixed-seed trials must match the target p (after
 // temperature, top-p, min-p and penalties) by a chi-square test at significance 0.001; the
 // same test rejects the histogram of "accept every proposal" (q itself) and that of a rejection
-// drawn from p instead of the residual, so it has the power to catch wrong acceptance. Deterministic proposals: P(accept) = p(x) and the run stops at
-// the first rejection, a sink that ends the sequence ends the run, a row processor sees every
-// row before it is verified.
+// drawn from p instead of the residual, so it has the power to catch wrong acceptance.
+// Deterministic proposals: P(accept) = p(x) and the run stops at the first rejection, a sink that
+// ends the sequence ends the run, a row processor sees every row before it is verified.
 #include "spec/acceptance.h"
 
 #include <gtest/gtest.h>

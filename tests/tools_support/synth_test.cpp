@@ -526,8 +526,7 @@ TEST(Synth, GptOssShapeMatchesTheConvertersTensorsAndRuns) {
   // 32 x 3 x 2880. Plus 2 x 201088 x 2880 embeddings and the output norm.
   const uint64_t layer = 2880ull * 5120 + 4096ull * 2880 + 5120 + 2880 + 64 + 2 * 2880 +
                          2880ull * 32 + 32 + 32ull * 3 * 2880 * 2880 + 32ull * 3 * 2880;
-  EXPECT_EQ(count_params(*find_shape("gpt-oss-20b-mini")),
-            2ull * 201088 * 2880 + 2880 + 8 * layer);
+  EXPECT_EQ(count_params(*find_shape("gpt-oss-20b-mini")), 2ull * 201088 * 2880 + 2880 + 8 * layer);
 
   const std::string vocab = vela::test::unique_temp_path("vela_synth_oss_vocab.gguf");
   ASSERT_TRUE(write_builtin_vocab(vocab).ok());
@@ -561,9 +560,9 @@ TEST(Synth, GptOssShapeMatchesTheConvertersTensorsAndRuns) {
     std::sort(ours.begin(), ours.end());
     std::sort(theirs.begin(), theirs.end());
     EXPECT_EQ(ours, theirs);
-    for (const char* key : {"attention.sliding_window", "rope.scaling.original_context_length",
-                            "expert_count", "expert_used_count", "expert_feed_forward_length",
-                            "attention.key_length"}) {
+    for (const char* key :
+         {"attention.sliding_window", "rope.scaling.original_context_length", "expert_count",
+          "expert_used_count", "expert_feed_forward_length", "attention.key_length"}) {
       const std::string k = std::string("gpt-oss.") + key;
       EXPECT_EQ(g->get_uint(k)->value_or(0), ref->get_uint(k)->value_or(1)) << k;
     }
