@@ -115,7 +115,8 @@ Status Engine::validate_request(std::span<const int32_t> prompt,
       return make_error("prompt token id " + std::to_string(t) + " is out of range");
   for (const std::vector<int32_t>* list : {&params.forced_tokens, &params.reasoning.end_tokens})
     for (int32_t t : *list)
-      if (t >= n_vocab) return make_error("token id " + std::to_string(t) + " is out of range");
+      if (t < 0 || t >= n_vocab)
+        return make_error("token id " + std::to_string(t) + " is out of range");
   // A request can never hold more tokens than the context or the whole KV budget.
   const int64_t capacity = request_capacity();
   if (int64_t(prompt.size()) >= capacity)
@@ -273,52 +274,6 @@ void Engine::finish(Live& live, FinishReason reason) {
     live.callback(e);
   }
   requests_.erase(id);
-}
-
-void Engine::Live::begin_control() {
-  forced.assign(params.forced_tokens.begin(), params.forced_tokens.end());
-  const ReasoningControl& rc = params.reasoning;
-  if (!rc.active()) return;
-  reasoning::ThinkingMarkers markers{rc.start, rc.end, rc.implicit_start};
-  const reasoning::Phase phase =
-      rc.begin == ReasoningControl::Begin::kThinking ? reasoning::Phase::kThinking
-      : rc.begin == ReasoningControl::Begin::kAnswer ? reasoning::Phase::kAnswer
-      : rc.implicit_start                            ? reasoning::Phase::kThinking
-                                                     : reasoning::Phase::kBefore;
-  if (phase == reasoning::Phase::kAnswer) return;
-  thinking.emplace(std::move(markers), phase);
-  // Output that may open with thinking keeps the constraint from the first token (the grammar
-  // decides whether a block can open); output inside a block gets it once the block ends.
-  if (phase == reasoning::Phase::kThinking) {
-    deferred_constraint = std::move(constraint);
-    if (rc.max_tokens == 0) {
-      forced.insert(forced.begin(), rc.end_tokens.begin(), rc.end_tokens.end());
-      budget_spent = true;
-    }
-  }
-}
-
-void Engine::Live::follow_reasoning(std::string_view piece) {
-  std::string reasoning_text, content;  // unused: only the phase matters here
-  thinking->push(piece, reasoning_text, content);
-  switch (thinking->phase()) {
-    case reasoning::Phase::kBefore:
-      return;
-    case reasoning::Phase::kThinking: {
-      ++thinking_tokens;
-      const int32_t budget = params.reasoning.max_tokens;
-      if (budget >= 0 && thinking_tokens >= budget && !budget_spent) {
-        forced.insert(forced.begin(), params.reasoning.end_tokens.begin(),
-                      params.reasoning.end_tokens.end());
-        budget_spent = true;
-      }
-      return;
-    }
-    case reasoning::Phase::kAnswer:
-      if (deferred_constraint) constraint = std::move(deferred_constraint);
-      thinking.reset();
-      return;
-  }
 }
 
 bool Engine::on_token(Live& live, const SampledToken& s) {

@@ -85,7 +85,7 @@ Status check_memory_budget(uint64_t kv_bytes, uint64_t weight_bytes, const Memor
         " bytes) plus the weights" + (experts_mapped ? " other than the mapped experts" : "") +
         " (" + gib(weight_bytes) + ", " + std::to_string(weight_bytes) + " bytes) need " +
         gib(need) + ", more than " + what + " (" + gib(have) + ", " + std::to_string(have) +
-        " bytes) and would not fit; lower --kv-cache-bytes / --kv-cache-fraction, "
+        " bytes); lower --kv-cache-bytes / --kv-cache-fraction, "
         "or --max-num-seqs / --ctx-size" +
         hint);
   };

@@ -67,7 +67,7 @@ TEST(ExpertPlacement, TheGuardsRefusalNamesTheMappedChoice) {
   const Status repacked = check_memory_budget(kGiB, 6 * kGiB, limits, 5 * kGiB);
   ASSERT_FALSE(repacked.ok());
   const std::string m = repacked.message();
-  EXPECT_NE(m.find("would not fit"), std::string::npos) << m;
+  EXPECT_NE(m.find("more than the cgroup's memory limit (4.00 GiB"), std::string::npos) << m;
   EXPECT_NE(m.find("--moe-experts mapped keeps the experts (5.00 GiB) in the file mapping"),
             std::string::npos)
       << m;
