@@ -3,7 +3,10 @@
 // holding rows for those layers only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "io/gguf.h"
+#include "io/gguf_writer.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "model/model_config.h"
@@ -41,6 +44,62 @@ TEST(Gemma4, PerLayerGeometryAndSharedKv) {
   EXPECT_EQ(c->n_embd_per_layer, 64);
   EXPECT_EQ(c->attn_scale, 1.0f);
   EXPECT_EQ(c->n_rot_local, 32);
+  // The loaded model's config (the one its passes run with) keeps every layer's geometry.
+  auto model = Model::load(test::shared_path("models/tiny-gemma4-F32.gguf").string());
+  ASSERT_TRUE(model.ok()) << model.message();
+  for (int32_t i = 0; i < 4; ++i) {
+    const LayerConfig& l = (*model)->config().layers[size_t(i)];
+    EXPECT_EQ(l.n_head_kv, kv_heads[i]) << i;
+    EXPECT_EQ(l.n_ff, n_ff[i]) << i;
+  }
+}
+
+// A copy of the dense file with `key` replaced by an array of `values` (or dropped, when empty)
+// and the tensors named in drop left out.
+std::vector<uint8_t> rewritten(const GgufFile& src, const std::string& key,
+                               const std::vector<int32_t>& values,
+                               const std::vector<std::string>& drop = {}) {
+  GgufWriter w;
+  for (const auto& [k, v] : src.metadata())
+    if (k != key) w.add_value(k, v);
+  if (!values.empty()) w.add_i32s(key, values);
+  for (const GgufTensorInfo& t : src.tensors()) {
+    if (std::find(drop.begin(), drop.end(), std::string(t.name)) != drop.end()) continue;
+    std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+    EXPECT_TRUE(w.add_tensor(t.name, t.ggml_type(), ne, {t.data, t.data + t.n_bytes}).ok());
+  }
+  return w.to_bytes();
+}
+
+std::string load_error(const std::vector<uint8_t>& bytes) {
+  auto g = GgufFile::from_bytes(bytes);
+  if (!g) return g.message();
+  auto m = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*g)));
+  return m.ok() ? std::string() : m.message();
+}
+
+TEST(Gemma4, MalformedFilesAreClearErrors) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path("models/tiny-gemma4-F32.gguf").string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  const auto has = [](const std::string& e, const std::string& what) {
+    return e.find(what) != std::string::npos;
+  };
+  std::string e = load_error(rewritten(*src, "gemma4.attention.head_count_kv", {2, 1, 2}));
+  EXPECT_TRUE(has(e, "'gemma4.attention.head_count_kv' has 3 entries for 4 layers")) << e;
+  e = load_error(rewritten(*src, "gemma4.feed_forward_length", {192, 192, 384, -1}));
+  EXPECT_TRUE(has(e, "'gemma4.feed_forward_length' has entry -1 out of range")) << e;
+  e = load_error(rewritten(*src, "gemma4.attention.head_count_kv", {4, 3, 4, 1}));
+  EXPECT_TRUE(has(e, "not a multiple of layer 1's head_count_kv 3")) << e;
+  e = load_error(
+      rewritten(*src, "gemma4.attention.head_count_kv", {2, 1, 2, 1}, {"blk.1.attn_k.weight"}));
+  EXPECT_TRUE(has(e, "blk.1.attn_k.weight")) << e;
+  e = load_error(rewritten(*src, "gemma4.attention.head_count_kv", {2, 1, 2, 1},
+                           {"per_layer_proj_norm.weight"}));
+  EXPECT_TRUE(has(e, "per_layer_proj_norm.weight")) << e;
+  // Without shared_kv_layers every layer keeps its own K/V, which layers 2 and 3 do not have.
+  e = load_error(rewritten(*src, "gemma4.attention.shared_kv_layers", {}));
+  EXPECT_TRUE(has(e, "blk.2.attn_k.weight")) << e;
 }
 
 TEST(Gemma4, CacheHoldsNoRowsForSharedLayers) {

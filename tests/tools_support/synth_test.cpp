@@ -464,18 +464,26 @@ TEST(Synth, Qwen35ShapesRunWithFiniteLogits) {
   std::filesystem::remove(vocab);
 }
 
+// Options writing `shape` in `type` to a temporary file, with the vocabulary at vocab_path
+// padded to the shape's size.
+SynthOptions padded_tiny_options(const char* shape, const char* type,
+                                 const std::string& vocab_path) {
+  SynthOptions o;
+  o.output_path = vela::test::unique_temp_path(std::string("vela_synth_") + shape + ".gguf");
+  o.shape = *find_shape(shape);
+  o.target = *parse_quant_target(type);
+  o.vocab_path = vocab_path;
+  o.pad_vocab = true;
+  o.n_threads = 2;
+  return o;
+}
+
 // tiny-deepseek2 writes the tensors the reference converter wrote for ../shared's file of that
 // geometry (names, order, shapes), the keys the loader reads, and runs.
 TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
   const std::string vocab = vela::test::unique_temp_path("vela_synth_ds_vocab.gguf");
   ASSERT_TRUE(write_builtin_vocab(vocab).ok());
-  SynthOptions o;
-  o.output_path = vela::test::unique_temp_path("vela_synth_tiny_deepseek2.gguf");
-  o.shape = *find_shape("tiny-deepseek2");
-  o.target = *parse_quant_target("F32");
-  o.vocab_path = vocab;
-  o.pad_vocab = true;
-  o.n_threads = 2;
+  const SynthOptions o = padded_tiny_options("tiny-deepseek2", "F32", vocab);
   ASSERT_TRUE(synthesize_model(o).ok());
   auto g = GgufFile::open(o.output_path);
   ASSERT_TRUE(g.ok()) << g.message();
@@ -530,13 +538,7 @@ TEST(Synth, GptOssShapeMatchesTheConvertersTensorsAndRuns) {
 
   const std::string vocab = vela::test::unique_temp_path("vela_synth_oss_vocab.gguf");
   ASSERT_TRUE(write_builtin_vocab(vocab).ok());
-  SynthOptions o;
-  o.output_path = vela::test::unique_temp_path("vela_synth_tiny_gpt_oss.gguf");
-  o.shape = *find_shape("tiny-gpt-oss");
-  o.target = *parse_quant_target("MXFP4_MOE");
-  o.vocab_path = vocab;
-  o.pad_vocab = true;
-  o.n_threads = 2;
+  const SynthOptions o = padded_tiny_options("tiny-gpt-oss", "MXFP4_MOE", vocab);
   ASSERT_TRUE(synthesize_model(o).ok());
   auto g = GgufFile::open(o.output_path);
   ASSERT_TRUE(g.ok()) << g.message();
