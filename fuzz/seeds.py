@@ -30,8 +30,10 @@ def gguf_value(kind, value):
     return struct.pack("<IQ", elem_kind, len(items)) + b"".join(gguf_value(elem_kind, v) for v in items)
 
 
-def tiny_gguf(arch, n_vocab=8, dim=8, layers=1, ff=16):
-    """A complete F32 Llama-shaped GGUF: metadata, a SentencePiece vocabulary, all tensors."""
+def tiny_gguf(arch, n_vocab=8, dim=8, layers=1, ff=16, extra=()):
+    """A complete F32 Llama-shaped GGUF: metadata, a SentencePiece vocabulary, all tensors.
+    extra: (key suffix, kind, value) entries of <arch>.* metadata that replace or join the rest,
+    for the config readers of other families (their tensors stay Llama's)."""
     tokens = ["<unk>", "<s>", "</s>"] + ["\u2581" + chr(ord("a") + i) for i in range(n_vocab - 3)]
     metadata = [
         ("general.architecture", GGUF_STRING, arch),
@@ -50,6 +52,9 @@ def tiny_gguf(arch, n_vocab=8, dim=8, layers=1, ff=16):
         ("tokenizer.ggml.eos_token_id", GGUF_UINT32, 2),
         ("tokenizer.ggml.add_bos_token", GGUF_BOOL, True),
     ]
+    replaced = {f"{arch}.{suffix}" for suffix, _, _ in extra}
+    metadata = [m for m in metadata if m[0] not in replaced]
+    metadata += [(f"{arch}.{suffix}", kind, value) for suffix, kind, value in extra]
     kv_dim = dim // 2
     shapes = [("token_embd.weight", [dim, n_vocab]), ("output_norm.weight", [dim])]
     for layer in range(layers):
@@ -157,12 +162,39 @@ def block_types_gguf():
     return blob + data
 
 
+def family_config_ggufs():
+    """Files whose metadata drives the per-layer and per-family config readers: Gemma 4's
+    per-layer arrays, window pattern and shared K/V; gpt-oss's YaRN; GLM-4.5's routing keys."""
+    u32, i32, f32, boolean = GGUF_UINT32, GGUF_INT32, GGUF_FLOAT32, GGUF_BOOL
+    gemma4 = [("attention.head_count_kv", GGUF_ARRAY, (i32, [1, 2, 1, 2])),
+              ("feed_forward_length", GGUF_ARRAY, (i32, [16, 16, 32, 32])),
+              ("attention.key_length", u32, 8), ("attention.value_length", u32, 8),
+              ("attention.key_length_swa", u32, 4), ("attention.value_length_swa", u32, 4),
+              ("rope.dimension_count_swa", u32, 4), ("rope.freq_base_swa", f32, 1e4),
+              ("attention.sliding_window", u32, 4),
+              ("attention.sliding_window_pattern", GGUF_ARRAY, (boolean, [1, 0, 1, 0])),
+              ("attention.shared_kv_layers", u32, 2),
+              ("embedding_length_per_layer_input", u32, 4)]
+    gpt_oss = [("rope.scaling.type", GGUF_STRING, "yarn"), ("rope.scaling.factor", f32, 4.0),
+               ("rope.scaling.original_context_length", u32, 16),
+               ("attention.sliding_window", u32, 4), ("expert_count", u32, 4),
+               ("expert_used_count", u32, 2), ("expert_feed_forward_length", u32, 8)]
+    glm4moe = [("expert_count", u32, 4), ("expert_used_count", u32, 2),
+               ("expert_feed_forward_length", u32, 8), ("expert_shared_count", u32, 1),
+               ("leading_dense_block_count", u32, 1), ("expert_gating_func", u32, 2),
+               ("expert_weights_scale", f32, 2.5), ("expert_weights_norm", boolean, True),
+               ("nextn_predict_layers", u32, 1), ("rope.dimension_count", u32, 2)]
+    return [tiny_gguf("gemma4", layers=4, extra=gemma4),
+            tiny_gguf("gpt-oss", layers=2, extra=gpt_oss),
+            tiny_gguf("glm4moe", layers=3, extra=glm4moe)]
+
+
 def main():
     out = sys.argv[1]
     seeds = {name: [] for name in ("gguf_fuzzer", "request_fuzzer", "chat_template_fuzzer",
                                     "tokenizer_fuzzer", "grammar_fuzzer")}
     seeds["gguf_fuzzer"] += [tiny_gguf("llama"), tiny_gguf("qwen2", n_vocab=12, layers=2),
-                             block_types_gguf()]
+                             block_types_gguf()] + family_config_ggufs()
     seeds["request_fuzzer"] += [json.dumps(r).encode() for r in REQUESTS]
     seeds["chat_template_fuzzer"] += [t.encode() for t in TEMPLATES]
     seeds["tokenizer_fuzzer"] += [bytes([selector]) + t.encode("utf-8", "surrogateescape")
