@@ -33,12 +33,13 @@ constexpr FormatName kFormatNames[] = {
     {ToolCallFormat::kQwen3Coder, "qwen3_coder"},
     {ToolCallFormat::kDeepSeekV31, "deepseek_v31"},
     {ToolCallFormat::kGlm45, "glm45"},
+    {ToolCallFormat::kGptOss, "gpt_oss"},
 };
 
 // Formats parsed by tool_formats/ alone.
 bool separate_parser(ToolCallFormat f) {
   return f == ToolCallFormat::kQwen3Coder || f == ToolCallFormat::kDeepSeekV31 ||
-         f == ToolCallFormat::kGlm45;
+         f == ToolCallFormat::kGlm45 || f == ToolCallFormat::kGptOss;
 }
 
 }  // namespace
@@ -171,6 +172,7 @@ std::optional<ToolCallFormat> detect_tool_call_format(std::string_view source) {
   // Most specific first: Qwen3-Coder and GLM write <tool_call> too.
   if (has(kDeepSeekCallsBegin) || has(kDeepSeekCallBegin)) return ToolCallFormat::kDeepSeekV31;
   if (has(kMistralCalls)) return ToolCallFormat::kMistral;
+  if (has("<|channel|>")) return ToolCallFormat::kGptOss;
   if (has("<function=")) return ToolCallFormat::kQwen3Coder;
   if (has("<arg_key>")) return ToolCallFormat::kGlm45;
   if (has(kHermesOpen)) return ToolCallFormat::kHermes;

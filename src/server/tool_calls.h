@@ -6,7 +6,7 @@
 // ...}</tool_call>`, Llama 3.x JSON (`{"name": ..., "parameters": ...}`, optionally after
 // `<|python_tag|>`), Mistral `[TOOL_CALLS][{"name": ..., "arguments": ...}]` and its newer
 // `[TOOL_CALLS]NAME[ARGS]{...}`, and the formats of tool_formats/ (Qwen3-Coder XML,
-// DeepSeek-V3.1, GLM-4.5); `auto` reads the chat template's markers.
+// DeepSeek-V3.1, GLM-4.5, gpt-oss's harmony); `auto` reads the chat template's markers.
 // Free functions and a per-choice stream parser; the parser is not thread-safe (one per choice).
 #include <memory>
 #include <optional>
@@ -21,7 +21,15 @@
 
 namespace vela::server {
 
-enum class ToolCallFormat { kHermes, kLlama3Json, kMistral, kQwen3Coder, kDeepSeekV31, kGlm45 };
+enum class ToolCallFormat {
+  kHermes,
+  kLlama3Json,
+  kMistral,
+  kQwen3Coder,
+  kDeepSeekV31,
+  kGlm45,
+  kGptOss,
+};
 
 // The --tool-call-parser name of a format ("hermes", "qwen3_coder", ...), and back.
 const char* tool_call_format_name(ToolCallFormat format);

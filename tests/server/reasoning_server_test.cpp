@@ -287,6 +287,43 @@ TEST(ReasoningServer, Glm46) {
   expect_answer(*s, request({"Just this."}), {nullptr, "Just this.", {}, "stop"});
 }
 
+// gpt-oss's harmony channels: analysis is reasoning, final is content, a commentary message to
+// functions.NAME is a call; markers split across pieces.
+TEST(ReasoningServer, GptOssHarmony) {
+  VELA_REQUIRE_SHARED();
+  auto s = serve("openai-gpt-oss-120b.jinja");
+  EXPECT_NE(s->log().find("reasoning parser gpt_oss (auto"), std::string::npos) << s->log();
+  EXPECT_NE(s->log().find("tool-call parser gpt_oss (auto"), std::string::npos);
+  expect_answer(*s,
+                request({"<|chan", "nel|>analysis<|message|>Think", ".<|end|><|start|>assis",
+                         "tant<|channel|>final<|mess", "age|>Hello.<|ret", "urn|>"}),
+                {"Think.", "Hello.", {}, "stop"});
+  json body = request({"<|channel|>analysis<|message|>Need it.<|end|><|start|>assistant<|chan",
+                       "nel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+                       "{\"city\": ", "\"Oslo\"}<|call|>"});
+  body["tools"] = kTools;
+  // The gpt-oss template reads each tool's description.
+  for (json& t : body["tools"]) t["function"]["description"] = "A tool.";
+  expect_answer(*s, body,
+                {"Need it.", nullptr, {{"get_weather", {{"city", "Oslo"}}}}, "tool_calls"});
+  // Cut off by max_tokens inside analysis: all reasoning.
+  const std::string words =
+      "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+      "sixteen seventeen eighteen nineteen twenty";
+  json cut = request({"<|channel|>analysis<|message|>" + words});
+  cut["max_tokens"] = 24;  // the header is fewer tokens, the whole script more
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    const Answer a = stream ? streamed(*s, cut) : whole(*s, cut);
+    EXPECT_TRUE(a.content.is_null()) << a.content;
+    ASSERT_TRUE(a.reasoning.is_string());
+    const std::string r = a.reasoning.get<std::string>();
+    EXPECT_FALSE(r.empty());
+    EXPECT_EQ(words.rfind(r, 0), 0u) << r;
+    EXPECT_EQ(a.finish_reason, "length");
+  }
+}
+
 TEST(ReasoningServer, MistralSmall32) {
   VELA_REQUIRE_SHARED();
   auto s = serve("Mistral-Small-3.2-24B-Instruct-2506.jinja");

@@ -9,10 +9,9 @@ struct FormatName {
   const char* name;
 };
 constexpr FormatName kNames[] = {
-    {ReasoningFormat::kNone, "none"},
-    {ReasoningFormat::kDeepSeekR1, "deepseek_r1"},
-    {ReasoningFormat::kQwen3, "qwen3"},
-    {ReasoningFormat::kGlm45, "glm45"},
+    {ReasoningFormat::kNone, "none"},      {ReasoningFormat::kDeepSeekR1, "deepseek_r1"},
+    {ReasoningFormat::kQwen3, "qwen3"},    {ReasoningFormat::kGlm45, "glm45"},
+    {ReasoningFormat::kGptOss, "gpt_oss"},
 };
 
 }  // namespace
@@ -42,6 +41,10 @@ ReasoningFormat detect_reasoning_format(std::string_view source, std::string& wh
   const auto has = [source](std::string_view s) {
     return source.find(s) != std::string_view::npos;
   };
+  if (has("<|channel|>")) {
+    why = "the chat template writes harmony's <|channel|> messages (gpt-oss)";
+    return ReasoningFormat::kGptOss;
+  }
   if (!has("<think>") && !has("</think>")) {
     why = "the chat template writes no <think> block";
     return ReasoningFormat::kNone;
@@ -59,8 +62,63 @@ ReasoningFormat detect_reasoning_format(std::string_view source, std::string& wh
 }
 
 reasoning::ThinkingMarkers reasoning_markers(ReasoningFormat format) {
+  if (format == ReasoningFormat::kGptOss)
+    return reasoning::ThinkingMarkers{"<|channel|>analysis<|message|>", "<|end|>"};
   return reasoning::ThinkingMarkers{"<think>", "</think>",
                                     /*implicit_start=*/format == ReasoningFormat::kDeepSeekR1};
+}
+
+ReasoningStream::ReasoningStream(ReasoningFormat format, reasoning::Phase initial)
+    : splitter_(reasoning_markers(format), initial), harmony_(format == ReasoningFormat::kGptOss) {}
+
+ReasoningStream::Split ReasoningStream::push(std::string_view text) {
+  Split s;
+  if (!harmony_) {
+    splitter_.push(text, s.reasoning, s.content);
+    return s;
+  }
+  std::vector<HarmonyEvent> events;
+  harmony_splitter_.push(text, events);
+  take(events, s);
+  return s;
+}
+
+ReasoningStream::Split ReasoningStream::finish() {
+  Split s;
+  if (!harmony_) {
+    splitter_.finish(s.reasoning, s.content);
+    return s;
+  }
+  std::vector<HarmonyEvent> events;
+  harmony_splitter_.finish(events);
+  take(events, s);
+  return s;
+}
+
+void ReasoningStream::take(const std::vector<HarmonyEvent>& events, Split& s) {
+  for (const HarmonyEvent& e : events) {
+    switch (e.type) {
+      case HarmonyEvent::Type::kText:
+        s.content += e.text;
+        break;
+      case HarmonyEvent::Type::kHeader:
+        if (!e.recipient.empty()) {
+          target_ = Target::kRaw;
+          s.content +=
+              "<|start|>assistant<|channel|>" + e.channel + " to=" + e.recipient + "<|message|>";
+        } else {
+          target_ = e.channel == "analysis" ? Target::kReasoning : Target::kContent;
+        }
+        break;
+      case HarmonyEvent::Type::kBody:
+        (target_ == Target::kReasoning ? s.reasoning : s.content) += e.text;
+        break;
+      case HarmonyEvent::Type::kEnd:
+        if (target_ == Target::kRaw) s.content += e.text;
+        target_ = Target::kContent;
+        break;
+    }
+  }
 }
 
 }  // namespace vela::server

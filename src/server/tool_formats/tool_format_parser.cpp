@@ -60,6 +60,8 @@ std::unique_ptr<ToolFormatParser> make_tool_format_parser(ToolCallFormat format,
       return make_deepseek_v31_parser();
     case ToolCallFormat::kMistral:
       return make_mistral_named_parser();
+    case ToolCallFormat::kGptOss:
+      return make_gpt_oss_parser();
     default:
       return nullptr;
   }

@@ -2,10 +2,11 @@
 // Streaming parsers of the tool-call syntaxes whose calls are not one JSON object per call:
 // Qwen3-Coder / Qwen3.5 XML (`<function=NAME><parameter=K>V</parameter>`), GLM-4.5's
 // `<arg_key>`/`<arg_value>` pairs, DeepSeek-V3.1's `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}`
-// and Mistral's `[TOOL_CALLS]NAME[ARGS]{...}`. Each turns the model's text, in pieces of any
-// size, into content and tool-call deltas whose arguments assemble into one JSON object per
-// call; markers split across pieces are held back until known. XML values are typed by the
-// tool's JSON schema (string parameters stream as they come; others go out when complete).
+// Mistral's `[TOOL_CALLS]NAME[ARGS]{...}` and gpt-oss's harmony messages to `functions.NAME`.
+// Each turns the model's text, in pieces of any size, into content and tool-call deltas whose
+// arguments assemble into one JSON object per call; markers split across pieces are held back
+// until known. XML values are typed by the tool's JSON schema (string parameters stream as they
+// come; others go out when complete).
 // Thread-safety: none; one parser per generated sequence.
 #include <memory>
 #include <string>
@@ -46,6 +47,7 @@ std::unique_ptr<ToolFormatParser> make_mistral_named_parser();
 std::unique_ptr<ToolFormatParser> make_qwen3_coder_parser(const nlohmann::json& tools);
 std::unique_ptr<ToolFormatParser> make_glm45_parser(const nlohmann::json& tools);
 std::unique_ptr<ToolFormatParser> make_deepseek_v31_parser();
+std::unique_ptr<ToolFormatParser> make_gpt_oss_parser();
 
 // "call_" and 24 random letters and digits.
 std::string new_call_id();

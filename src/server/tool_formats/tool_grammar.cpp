@@ -128,11 +128,13 @@ Result<std::string> named_tool_call_grammar(const ToolRequest& request, ToolCall
     const std::string prefix = "t" + std::to_string(i++) + "-";
     const json params = parameters_of(f);
     std::string body;
-    if (format == ToolCallFormat::kDeepSeekV31) {
+    if (format == ToolCallFormat::kDeepSeekV31 || format == ToolCallFormat::kGptOss) {
       auto sub = sub_grammar(params, prefix);
       if (!sub) return sub.error();
       rules += *sub;
-      body = literal(name + "<｜tool▁sep｜>") + " " + prefix + "root";
+      body = literal(name + (format == ToolCallFormat::kGptOss ? " <|constrain|>json<|message|>"
+                                                               : "<｜tool▁sep｜>")) +
+             " " + prefix + "root";
     } else {
       auto seq = xml_parameters(params, prefix, format, rules);
       if (!seq) return seq.error();
@@ -155,6 +157,12 @@ Result<std::string> named_tool_call_grammar(const ToolRequest& request, ToolCall
       root = "root ::= one-call (\"\\n\" one-call)" + more +
              "\none-call ::= \"<tool_call>\\n<function=\" (" + alternatives +
              ") \"</function>\\n</tool_call>\"\n";
+      break;
+    case ToolCallFormat::kGptOss:
+      // One call: harmony ends the turn at <|call|>. The header's `<|start|>assistant` is there
+      // when the constraint begins after an analysis message.
+      root = "root ::= \"<|start|>assistant\"? \"<|channel|>commentary to=functions.\" (" +
+             alternatives + ") \"<|call|>\"\n";
       break;
     default:  // GLM-4.5
       root = "root ::= one-call (\"\\n\" one-call)" + more + "\none-call ::= \"<tool_call>\" (" +
