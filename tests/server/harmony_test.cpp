@@ -10,6 +10,7 @@
 
 #include "constraint/gbnf.h"
 #include "constraint/grammar_matcher.h"
+#include "grammar_accepts.h"
 #include "server/reasoning/reasoning_parser.h"
 #include "server/tool_calls.h"
 #include "support/shared_data.h"
@@ -125,10 +126,7 @@ TEST(Harmony, ForcedGrammar) {
   ASSERT_TRUE(text) << text.message();
   auto g = constraint::compile_gbnf(*text);
   ASSERT_TRUE(g) << g.message() << "\n" << *text;
-  const auto matches = [&](const std::string& s) {
-    auto st = constraint::initial_stacks(*g);
-    return constraint::advance_bytes(*g, st, s) && constraint::is_accepting(st);
-  };
+  const auto matches = [&](const std::string& s) { return test::grammar_accepts(*g, s); };
   const std::string good =
       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": "
       "\"Paris\"}<|call|>";

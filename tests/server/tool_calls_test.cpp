@@ -6,6 +6,7 @@
 
 #include "constraint/gbnf.h"
 #include "constraint/grammar_matcher.h"
+#include "grammar_accepts.h"
 #include "server/tool_calls.h"
 
 namespace vela::server {
@@ -184,10 +185,7 @@ TEST(ToolCalls, ForcedGrammarAcceptsOnlyCallsToTheTools) {
     ASSERT_TRUE(text) << text.message();
     auto g = constraint::compile_gbnf(*text);
     ASSERT_TRUE(g) << g.message() << "\n" << *text;
-    const auto matches = [&](const std::string& s) {
-      auto st = constraint::initial_stacks(*g);
-      return constraint::advance_bytes(*g, st, s) && constraint::is_accepting(st);
-    };
+    const auto matches = [&](const std::string& s) { return test::grammar_accepts(*g, s); };
     const std::string key = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
     const std::string call = "{\"name\": \"f\", \"" + key + "\": {\"x\": 5}}";
     const std::string other = "{\"name\": \"g\", \"" + key + "\": {}}";

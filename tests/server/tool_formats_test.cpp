@@ -12,6 +12,7 @@
 
 #include "constraint/gbnf.h"
 #include "constraint/grammar_matcher.h"
+#include "grammar_accepts.h"
 #include "server/chat_formatter.h"
 #include "server/tool_calls.h"
 #include "support/shared_data.h"
@@ -269,10 +270,7 @@ TEST(ToolFormats, ForcedGrammars) {
     ASSERT_TRUE(text) << text.message();
     auto g = constraint::compile_gbnf(*text);
     ASSERT_TRUE(g) << g.message() << "\n" << *text;
-    const auto matches = [&](const std::string& s) {
-      auto st = constraint::initial_stacks(*g);
-      return constraint::advance_bytes(*g, st, s) && constraint::is_accepting(st);
-    };
+    const auto matches = [&](const std::string& s) { return test::grammar_accepts(*g, s); };
     EXPECT_TRUE(matches(good)) << *text;
     EXPECT_FALSE(matches(bad)) << *text;
     EXPECT_FALSE(matches("plain text"));
