@@ -464,6 +464,19 @@ TEST(Synth, Qwen35ShapesRunWithFiniteLogits) {
   std::filesystem::remove(vocab);
 }
 
+// "name ne0 ne1 ..." of each tensor of a file, in file order, but those named in `skip`.
+std::vector<std::string> tensor_rows(const GgufFile& file,
+                                     const std::vector<std::string_view>& skip = {}) {
+  std::vector<std::string> rows;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (std::find(skip.begin(), skip.end(), t.name) != skip.end()) continue;
+    std::string row(t.name);
+    for (uint32_t d = 0; d < t.n_dims; ++d) row += " " + std::to_string(t.ne[d]);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 // Options writing `shape` in `type` to a temporary file, with the vocabulary at vocab_path
 // padded to the shape's size.
 SynthOptions padded_tiny_options(const char* shape, const char* type,
@@ -490,15 +503,8 @@ TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
   if (!vela::test::shared_dir().empty()) {
     auto ref = GgufFile::open(vela::test::shared_path("models/tiny-deepseek2-F32.gguf").string());
     ASSERT_TRUE(ref.ok()) << ref.message();
-    std::vector<std::string> ours, theirs;  // "name [ne...]" in file order, no output.weight
-    for (const auto* file : {&*g, &*ref})
-      for (const GgufTensorInfo& t : file->tensors()) {
-        if (t.name == "output.weight" || t.name == "output_norm.weight") continue;
-        std::string row(t.name);
-        for (uint32_t d = 0; d < t.n_dims; ++d) row += " " + std::to_string(t.ne[d]);
-        (file == &*g ? ours : theirs).push_back(row);
-      }
-    EXPECT_EQ(ours, theirs);
+    EXPECT_EQ(tensor_rows(*g, {"output.weight", "output_norm.weight"}),
+              tensor_rows(*ref, {"output.weight", "output_norm.weight"}));
     for (const char* key :
          {"attention.q_lora_rank", "attention.kv_lora_rank", "attention.key_length",
           "attention.value_length", "attention.key_length_mla", "attention.value_length_mla",
@@ -552,13 +558,7 @@ TEST(Synth, GptOssShapeMatchesTheConvertersTensorsAndRuns) {
   if (!vela::test::shared_dir().empty()) {
     auto ref = GgufFile::open(vela::test::shared_path("models/tiny-openai-moe-F32.gguf").string());
     ASSERT_TRUE(ref.ok()) << ref.message();
-    std::vector<std::string> ours, theirs;  // "name ne..." sorted
-    for (const auto* file : {&*g, &*ref})
-      for (const GgufTensorInfo& t : file->tensors()) {
-        std::string row(t.name);
-        for (uint32_t d = 0; d < t.n_dims; ++d) row += " " + std::to_string(t.ne[d]);
-        (file == &*g ? ours : theirs).push_back(row);
-      }
+    std::vector<std::string> ours = tensor_rows(*g), theirs = tensor_rows(*ref);
     std::sort(ours.begin(), ours.end());
     std::sort(theirs.begin(), theirs.end());
     EXPECT_EQ(ours, theirs);
