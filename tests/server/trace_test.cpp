@@ -2,7 +2,7 @@
 // JSON (a schema check of every event), its spans nest on each thread, it holds engine steps
 // with their batch composition, forward passes split into layers and operations, sampling,
 // detokenizing, request preparation and HTTP requests; the parts of the passes add up to the
-// passes within 5%, and so do the profile table's.
+// passes within 10% (the median pass and layer), and so do the profile table's.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -124,7 +124,6 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
     EXPECT_TRUE(thread_set.count(t)) << "no thread named " << t;
 
   std::map<std::string, int> count;
-  double forward_total = 0, forward_parts = 0, layer_total = 0, layer_ops = 0;
   bool composition = false;
   for (const Span& sp : spans) {
     ++count[sp.name];
@@ -134,21 +133,16 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
                      sp.args["prefill_tokens"].get<int>() + sp.args["decode_tokens"].get<int>() > 0;
     if (sp.name == "forward") {
       EXPECT_EQ(parent, "engine_step");
-      forward_total += sp.dur;
     }
     if (sp.cat == "forward" && sp.name != "forward") {
       EXPECT_EQ(parent, "forward") << sp.name;
-      forward_parts += sp.dur;
     }
     if (sp.name == "layer") {
       EXPECT_EQ(parent, "forward");
       EXPECT_TRUE(sp.args.contains("layer"));
-      forward_parts += sp.dur;
-      layer_total += sp.dur;
     }
     if (sp.cat == "op") {
       EXPECT_EQ(parent, "layer") << sp.name;
-      layer_ops += sp.dur;
     }
     if (sp.name == "sample" || sp.name == "detokenize") {
       EXPECT_EQ(parent, "engine_step");
@@ -164,28 +158,42 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
     EXPECT_GT(count[name], 0) << "no " << name << " span";
   EXPECT_EQ(count["http_completion"], 2);  // the two completions, named by method and path
   // Every pass has its parts: one prepare, one output head and a layer span per layer, nested in
-  // it. trace::Phases cuts a pass (and a layer) into back-to-back parts from one clock, so their
-  // sum cannot exceed the whole and falls short only by the bookkeeping between them: about
-  // 0.3 us a layer boundary, 3-6% of a 60 us pass of this tiny model (measured 94-96%). A part
-  // left untraced would take its own share: the bound is 10%.
+  // it; every layer has its operations. trace::Phases cuts a pass (and a layer) into back-to-back
+  // parts from one clock, so their sum never exceeds the whole (checked for every span) and falls
+  // short only by the bookkeeping between them: about 0.3 us a layer boundary, 3-6% of a 60 us
+  // pass of this tiny model (94-96% measured). A part left untraced takes its own share of every
+  // pass. The coverage bound is on the median over the spans: a pass lasts tens of microseconds,
+  // so one descheduling of the engine thread inside a gap (CI runs tests beside each other on two
+  // cores) can cost a span most of its coverage, but only that span.
   std::map<const Span*, std::map<std::string, int>> children;
-  for (const Span& sp : spans)
-    if (sp.parent != nullptr && sp.parent->name == "forward") ++children[sp.parent][sp.name];
-  int32_t n_passes = 0;
+  std::map<const Span*, double> covered;  // the summed durations of a span's parts
   for (const Span& sp : spans) {
+    if (sp.parent == nullptr) continue;
+    if (sp.parent->name == "forward") ++children[sp.parent][sp.name];
+    if ((sp.parent->name == "forward" && (sp.cat == "forward" || sp.name == "layer")) ||
+        (sp.parent->name == "layer" && sp.cat == "op"))
+      covered[sp.parent] += sp.dur;
+  }
+  std::vector<double> pass_coverage, layer_coverage;
+  for (const Span& sp : spans) {
+    if (sp.name != "forward" && sp.name != "layer") continue;
+    ASSERT_GT(sp.dur, 0) << sp.name;
+    EXPECT_LE(covered[&sp], sp.dur * 1.0001 + 0.0015) << sp.name << " at " << sp.ts;
+    (sp.name == "forward" ? pass_coverage : layer_coverage).push_back(covered[&sp] / sp.dur);
     if (sp.name != "forward") continue;
-    ++n_passes;
     std::map<std::string, int>& c = children[&sp];
     EXPECT_EQ(c["prepare"], 1);
     EXPECT_EQ(c["output"], 1);
     EXPECT_EQ(c["layer"], kAidreamsLayers);
   }
-  EXPECT_GT(n_passes, 0);
-  ASSERT_GT(forward_total, 0);
-  EXPECT_LE(forward_parts, forward_total * 1.0001);
-  EXPECT_GT(forward_parts / forward_total, 0.9);
-  EXPECT_LE(layer_ops, layer_total * 1.0001);
-  EXPECT_GT(layer_ops / layer_total, 0.9);
+  ASSERT_FALSE(pass_coverage.empty());
+  ASSERT_EQ(layer_coverage.size(), pass_coverage.size() * kAidreamsLayers);
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + ptrdiff_t(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_GT(median(pass_coverage), 0.9) << pass_coverage.size() << " passes";
+  EXPECT_GT(median(layer_coverage), 0.9) << layer_coverage.size() << " layers";
   std::filesystem::remove(trace_path);
 }
 
