@@ -49,7 +49,9 @@ void GenerationHandler::fail(const ApiError& error, int retry_after_seconds) {
     sink->send_json(error.status, error_body(error), retry_after_seconds);
 }
 
-void GenerationHandler::start(Endpoint endpoint, std::string body) {
+void GenerationHandler::start(Endpoint endpoint, std::string body,
+                              std::shared_ptr<ApiDialect> dialect) {
+  dialect_ = std::move(dialect);
   model_ = ctx_.model;
   if (!model_) {
     ApiError e{503, "the model is still loading; retry shortly", "service_unavailable", "", ""};
@@ -89,6 +91,13 @@ std::optional<ApiError> GenerationHandler::prepare(std::string_view body,
   span.arg("body_bytes", int64_t(body.size()));
   RequestLimits limits = ctx_.options.limits;
   limits.default_chat_max_tokens = model_->max_model_len;
+  std::string translated;
+  if (dialect_) {
+    json chat;
+    if (auto error = dialect_->to_chat_request(body, chat)) return error;
+    translated = dump_json(chat);
+    body = translated;
+  }
   if (auto error = parse_generation_request(body, meta_.endpoint, limits, request_)) return error;
   // Another model's name: on_prepared() says so; no need to tokenize.
   if (!request_.model.empty() && request_.model != ctx_.options.served_model_name)
@@ -256,15 +265,15 @@ void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
   sink->begin_stream();
   // echo: each choice's stream starts with its prompt's text.
   for (size_t i = 0; i < choices_.size() && !echo_text_.empty(); ++i)
-    if (!sink->stream_write(
-            sse_event(stream_chunk(meta_, int32_t(i), echo_text_[size_t(choices_[i].prompt_index)],
-                                   false, nullptr, nullptr, request_.include_usage))))
+    if (!sink->stream_json(stream_chunk(meta_, int32_t(i),
+                                        echo_text_[size_t(choices_[i].prompt_index)], false,
+                                        nullptr, nullptr, request_.include_usage)))
       return client_gone();
   // Chat streams open each choice with the assistant role (as OpenAI and vLLM do).
   if (request_.endpoint == Endpoint::kChatCompletions)
     for (int32_t i = 0; i < int32_t(choices_.size()); ++i)
-      if (!sink->stream_write(sse_event(stream_chunk(meta_, i, "", /*role_delta=*/true, nullptr,
-                                                     nullptr, request_.include_usage))))
+      if (!sink->stream_json(stream_chunk(meta_, i, "", /*role_delta=*/true, nullptr, nullptr,
+                                          request_.include_usage)))
         return client_gone();
 }
 
@@ -342,8 +351,8 @@ void GenerationHandler::handle_stream_event(const Event& e) {
   auto sink = live_sink();
   if (!sink) return;
   if (parsed) return stream_parsed(c, e, finish);
-  if (!sink->stream_write(sse_event(stream_chunk(
-          meta_, e.choice, e.text, false, std::move(logprobs), finish, request_.include_usage))))
+  if (!sink->stream_json(stream_chunk(meta_, e.choice, e.text, false, std::move(logprobs), finish,
+                                      request_.include_usage)))
     client_gone();
 }
 
@@ -374,8 +383,8 @@ void GenerationHandler::stream_parsed(Choice& c, const Event& e, const char* fin
   if (!e.finished) return;
   auto sink = live_sink();
   if (!sink) return;
-  if (!sink->stream_write(sse_event(stream_chunk(
-          meta_, e.choice, "", false, take_pending_logprobs(c), finish, request_.include_usage))))
+  if (!sink->stream_json(stream_chunk(meta_, e.choice, "", false, take_pending_logprobs(c), finish,
+                                      request_.include_usage)))
     client_gone();
 }
 
@@ -386,7 +395,7 @@ bool GenerationHandler::write_delta(int32_t choice, json delta) {
       stream_chunk(meta_, choice, "", false, take_pending_logprobs(choices_[size_t(choice)]),
                    nullptr, request_.include_usage);
   chunk["choices"][0]["delta"] = std::move(delta);
-  if (!sink->stream_write(sse_event(chunk))) {
+  if (!sink->stream_json(chunk)) {
     client_gone();
     return false;
   }
@@ -414,9 +423,9 @@ void GenerationHandler::finish_response() {
   if (!sink) return;
   const json usage = usage_json(prompt_tokens, completion_tokens, cached);
   if (request_.stream) {
-    if (request_.include_usage && !sink->stream_write(sse_event(usage_chunk(meta_, usage))))
+    if (request_.include_usage && !sink->stream_json(usage_chunk(meta_, usage)))
       return client_gone();
-    if (!sink->stream_write(kSseDone)) return client_gone();
+    if (!sink->stream_done()) return client_gone();
     sink->end_stream();
     return;
   }
@@ -526,7 +535,7 @@ bool GenerationHandler::stream_tool_deltas(int32_t choice,
       call["function"]["arguments"] = d.arguments;
       chunk["choices"][0]["delta"] = json{{"tool_calls", json::array({std::move(call)})}};
     }
-    if (!sink->stream_write(sse_event(chunk))) {
+    if (!sink->stream_json(chunk)) {
       client_gone();
       return false;
     }

@@ -26,26 +26,14 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
+#include "server/api_dialects/api_dialect.h"
 #include "server/openai_response.h"
 #include "server/reasoning/reasoning_parser.h"
+#include "server/response_sink.h"
 #include "server/server_context.h"
 #include "server/tool_calls.h"
 
 namespace vela::server {
-
-// Implemented by the HTTP session; called on the io_context thread.
-class ResponseSink {
- public:
-  virtual ~ResponseSink() = default;
-  // A whole response. retry_after_seconds > 0 adds a Retry-After header (429).
-  virtual void send_json(int status, std::string body, int retry_after_seconds = 0) = 0;
-  // 200 with Content-Type text/event-stream, chunked; then any number of writes, then the end.
-  virtual void begin_stream() = 0;
-  // Queues bytes; false when the client is gone or too far behind (the session then closes
-  // the connection and calls client_gone()).
-  virtual bool stream_write(std::string_view data) = 0;
-  virtual void end_stream() = 0;
-};
 
 // For the access log, once the exchange is over.
 struct HandlerSummary {
@@ -65,7 +53,9 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
   ~GenerationHandler();
 
   // Parses, tokenizes (on a request worker) and submits; answers errors through the sink.
-  void start(Endpoint endpoint, std::string body);
+  // With a dialect (chat only), the body is that API's request, translated to a chat request
+  // on the worker first; the sink translates what the handler writes back.
+  void start(Endpoint endpoint, std::string body, std::shared_ptr<ApiDialect> dialect = nullptr);
   // The client disconnected or fell too far behind: cancel the engine requests (their KV
   // blocks are freed at the next engine step) and write nothing more.
   void client_gone();
@@ -138,6 +128,7 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
 
   ServerContext& ctx_;
   std::weak_ptr<ResponseSink> sink_;
+  std::shared_ptr<ApiDialect> dialect_;  // null: the body is an OpenAI completions/chat request
   std::shared_ptr<const LoadedModel> model_;  // pinned for the request's lifetime
   Clock::time_point received_;
   GenerationRequest request_;

@@ -10,6 +10,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "dist/tensor_group.h"
+#include "server/api_dialects/dialect_sink.h"
 #include "server/openai_response.h"
 #include "server/request_workers.h"
 #include "server/tokenize_handler.h"
@@ -94,6 +95,7 @@ void HttpSession::shed() {
 void HttpSession::force_close() {
   if (handler_) handler_->client_gone();
   handler_.reset();
+  dialect_sink_.reset();
   if (embeddings_) embeddings_->client_gone();
   embeddings_.reset();
   close_gracefully();
@@ -282,17 +284,20 @@ void HttpSession::handle_request() {
     };
     return reply_from_workers(bytes, std::move(work));
   }
-  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+  std::shared_ptr<ApiDialect> dialect = dialect_for_path(path);
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || dialect) {
     if (!only(http::verb::post)) return;
     counted_in_flight_ = true;
     ++ctx_.in_flight;
     self_ = shared_from_this();
-    handler_ = std::make_shared<GenerationHandler>(
-        ctx_,
-        std::weak_ptr<ResponseSink>(std::static_pointer_cast<ResponseSink>(shared_from_this())),
-        received_);
+    std::weak_ptr<ResponseSink> sink = std::static_pointer_cast<ResponseSink>(shared_from_this());
+    if (dialect) {  // the handler writes chat completions; dialect_sink_ translates them
+      dialect_sink_ = std::make_shared<DialectSink>(std::move(sink), dialect);
+      sink = dialect_sink_;
+    }
+    handler_ = std::make_shared<GenerationHandler>(ctx_, std::move(sink), received_);
     handler_->start(path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions,
-                    std::move(req.body()));
+                    std::move(req.body()), std::move(dialect));
     // Until the answer is complete, watch the socket for a disconnect.
     if (in_exchange_ && handler_ && !sending_whole_) start_watch();
     return;
@@ -318,7 +323,7 @@ void HttpSession::reply_from_workers(size_t input_bytes, std::function<JsonReply
 }
 
 void HttpSession::send_error(const ApiError& error, bool close_after) {
-  send(error.status, "application/json", error_body(error), 0, close_after);
+  send(error.status, "application/json", error_body_for_path(log_.path, error), 0, close_after);
 }
 
 void HttpSession::send_json(int status, std::string body, int retry_after_seconds) {
@@ -512,6 +517,7 @@ void HttpSession::finish_exchange() {
   else
     write_access_log(log_);
   handler_.reset();
+  dialect_sink_.reset();
   embeddings_.reset();
   streaming_ = header_sent_ = stream_ending_ = false;
   outbox_.clear();

@@ -85,6 +85,7 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
   Clock::time_point received_{};
   AccessRecord log_;
   std::shared_ptr<GenerationHandler> handler_;
+  std::shared_ptr<ResponseSink> dialect_sink_;  // between handler_ and this, for another API
   std::shared_ptr<EmbeddingsHandler> embeddings_;
   // Keeps this session alive while a generation runs and no I/O is pending (e.g. between the
   // stream header and the first token); released when the exchange ends.
