@@ -20,6 +20,7 @@ packages=(
   openmpi-bin libopenmpi-dev                     # tensor parallelism over MPI (src/dist/)
   iproute2                                       # network namespaces as hosts in its tests
   nginx                                          # replicas behind a load balancer (deploy/nginx/)
+  chromium                                       # the chat page's browser test (tests/server/webui)
 )
 # The openai npm client drives the server in integration tests: Node.js and npm from Debian,
 # unless the machine already has them (e.g. a NodeSource build that bundles npm).
@@ -41,15 +42,19 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The official openai npm client, for the server's client test (tests/server/node), at the
-# versions its package-lock.json pins. Runs only when node_modules is missing or older than the
-# lock file; without network the step is skipped and so is that one test.
-node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/server/node"
-if [ -f "$node_dir/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+# The npm packages of the server's tests, at the versions their package-lock.json pins: the
+# official openai client (tests/server/node) and playwright-core, which drives Debian's Chromium
+# on the chat page (tests/server/webui; it downloads no browser). Each runs only when its
+# node_modules is missing or older than its lock file; without network the step is skipped and
+# so are the tests that need it.
+repo_dir="$(cd "$(dirname "$0")/.." && pwd)"
+for node_test in tests/server/node tests/server/webui; do
+  node_dir="$repo_dir/$node_test"
+  [ -f "$node_dir/package-lock.json" ] && command -v npm >/dev/null 2>&1 || continue
   if [ ! -f "$node_dir/node_modules/.package-lock.json" ] ||
      [ "$node_dir/package-lock.json" -nt "$node_dir/node_modules/.package-lock.json" ]; then
-    echo "install-deps: npm ci --prefix tests/server/node"
+    echo "install-deps: npm ci --prefix $node_test"
     npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error ||
-      echo "install-deps: npm ci failed; the openai client test will be skipped"
+      echo "install-deps: npm ci failed; the tests that need $node_test will be skipped"
   fi
-fi
+done

@@ -1,5 +1,6 @@
 #include "cli_args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,13 @@ Args::Args(std::string command, std::string usage, std::vector<Flag> flags)
 
 void Args::add_flags(const std::vector<Flag>& flags) {
   flags_.insert(flags_.end() - 1, flags.begin(), flags.end());  // --help stays last
+}
+
+void Args::add_group(const std::string& heading, const std::vector<Flag>& flags) {
+  add_flags(flags);
+  if (std::find(headings_.begin(), headings_.end(), heading) == headings_.end())
+    headings_.push_back(heading);
+  for (const Flag& f : flags) heading_of_[f.long_name] = heading;
 }
 
 const Flag* Args::find_long(const std::string& name) const {
@@ -107,17 +115,26 @@ Result<double> Args::get_float(const std::string& name, double fallback, double 
 }
 
 std::string Args::help() const {
-  std::string out = "usage: vela " + command_ + " " + usage_ + "\n\noptions:\n";
-  for (const Flag& f : flags_) {
+  auto line = [](const Flag& f) {
     std::string left = "  ";
     left += f.short_name ? std::string("-") + f.short_name + ", " : "    ";
     left += "--" + f.long_name;
     if (!f.value_name.empty()) left += " " + f.value_name;
-    if (left.size() < 30)
+    if (left.size() <= 28)  // help texts start in column 31, two spaces after the flag at least
       left.resize(30, ' ');
     else
       left += "  ";
-    out += left + f.help + "\n";
+    return left + f.help + "\n";
+  };
+  std::string out = "usage: vela " + command_ + " " + usage_ + "\n\noptions:\n";
+  for (const Flag& f : flags_)
+    if (!heading_of_.count(f.long_name)) out += line(f);
+  for (const std::string& heading : headings_) {
+    out += "\n" + heading + ":\n";
+    for (const Flag& f : flags_) {
+      auto it = heading_of_.find(f.long_name);
+      if (it != heading_of_.end() && it->second == heading) out += line(f);
+    }
   }
   return out;
 }

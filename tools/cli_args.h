@@ -24,6 +24,9 @@ class Args {
   Args(std::string command, std::string usage, std::vector<Flag> flags);
   // Declares more flags (before parse()), listed after the constructor's.
   void add_flags(const std::vector<Flag>& flags);
+  // Declares flags that help() lists under a heading of their own ("Scheduling"), after the
+  // ungrouped ones; a heading given again adds to its group.
+  void add_group(const std::string& heading, const std::vector<Flag>& flags);
 
   // Parses argv after the subcommand name. Positional arguments are collected in order.
   Status parse(int argc, char** argv);
@@ -43,6 +46,8 @@ class Args {
   Result<std::vector<int32_t>> get_int_list(const std::string& name, int32_t fallback, int64_t lo,
                                             int64_t hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // Every flag parse() accepts, --help included, in declaration order.
+  const std::vector<Flag>& flags() const { return flags_; }
 
  private:
   const Flag* find_long(const std::string& name) const;
@@ -51,6 +56,8 @@ class Args {
   std::string command_;
   std::string usage_;
   std::vector<Flag> flags_;
+  std::map<std::string, std::string> heading_of_;  // long name -> group heading; absent: ungrouped
+  std::vector<std::string> headings_;              // in the order groups were declared
   std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positional_;
 };

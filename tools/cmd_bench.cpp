@@ -293,7 +293,12 @@ int run_bench(int argc, char** argv) {
   if (profile) {
     trace::Recorder::uninstall();
     const trace::Recorder* source = trace_file.on() ? trace_file.recorder() : profiler.get();
-    const std::string table = trace::format_profile(trace::profile_forward(source->events()));
+    // The timed runs' own clock, which the spans are held against.
+    double run_seconds = 0;
+    for (const bench::TestResult& r : report.results)
+      for (const double s : r.seconds) run_seconds += s;
+    const std::string table =
+        trace::format_profile(trace::profile_forward(source->events(), run_seconds));
     std::fwrite(table.data(), 1, table.size(), stdout);
   }
   return trace_file.finish() ? 0 : 1;

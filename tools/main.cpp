@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "tensor_parallel_role.h"
+#include "util/build_info.h"
 
 namespace {
 
@@ -21,7 +22,7 @@ constexpr const char* kUsage =
     "  bench      measure prompt and generation speed against the machine's roofline\n"
     "  serve      serve a model over an OpenAI-compatible HTTP API\n"
     "\n"
-    "Run 'vela <command> --help' for a command's options.\n";
+    "Run 'vela <command> --help' for a command's options, 'vela --version' for the build.\n";
 
 }  // namespace
 
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::printf("vela %s\n", vela::vela_build_id());
+    return 0;
+  }
   if (command == "tensor-parallel-worker") return vela::cli::run_spawned_worker();
   // Held until the command returns: rank 0 of a tensor-parallel run closes the group then.
   std::shared_ptr<vela::TensorParallel> tensor_parallel;

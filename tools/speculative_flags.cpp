@@ -17,7 +17,7 @@ void add_speculative_flags(Args& args) {
   flags.push_back(
       {"no-spec-adaptive", 0, "",
        "always verify every proposal (default: only where measured costs predict a gain)"});
-  args.add_flags(flags);
+  args.add_group("Speculative decoding", flags);
 }
 
 Result<SpeculativeFlags> read_speculative_flags(const Args& args) {

@@ -20,7 +20,7 @@ struct SpeculativeFlags {
   bool adaptive = true;
 };
 
-// Declares the flags on `args`.
+// Declares the flags on `args`, under the heading "Speculative decoding".
 void add_speculative_flags(Args& args);
 // Reads them; a malformed value is an error naming the flag (ranges are checked by the engine).
 Result<SpeculativeFlags> read_speculative_flags(const Args& args);

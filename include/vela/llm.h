@@ -33,7 +33,7 @@ struct LLMConfig {
   int32_t max_num_seqs = 64;          // sequences decoded together at most
   std::string kv_cache_type = "f16";  // "f16" (default), "bf16", "q8_0" or "f32"
   int64_t kv_cache_bytes = 0;         // KV budget; 0 = enough for max_num_seqs full contexts,
-                                      // at most half the available memory
+                                      // at most a quarter of MemAvailable
   bool enable_prefix_caching = true;  // reuse the KV of shared prompt prefixes
   // Requests without SamplingParams::seed take seeds drawn from this one, in submission order,
   // so a script reruns the same (vLLM's `seed`); unset: random.

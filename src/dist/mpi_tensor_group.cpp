@@ -494,11 +494,15 @@ int32_t threads_per_rank(int32_t n_threads) {
   return std::max(1, cpu_features().physical_cores / local);
 }
 
-Status start_workers(TensorParallel& g, const ShardSetup& setup) {
+Status start_workers(TensorParallel& g, const ShardSetup& shard_setup) {
   auto& group = static_cast<MpiTensorGroup&>(g);
+  ShardSetup setup = shard_setup;
+  auto identity = identify_rank(setup.model_path);
+  if (!identity) return identity.error();
+  setup.expected = *identity;
   const std::string text = encode_setup(setup);
   group.send(kSetup, text.data(), int64_t(text.size()));
-  // Each rank answers with a fixed-size status text: empty when its slice is loaded.
+  // Each rank answers with a fixed-size reply (worker_setup.h).
   std::vector<char> replies(kStatusBytes * size_t(group.world_size()));
   std::vector<char> mine(kStatusBytes, '\0');
   MPI_Request request;
@@ -507,9 +511,12 @@ Status start_workers(TensorParallel& g, const ShardSetup& setup) {
   group.finish(request, "loading the model", false);  // a large model loads for minutes
   for (int32_t r = 1; r < group.world_size(); ++r) {
     const char* reply = replies.data() + kStatusBytes * size_t(r);
-    if (reply[0] != '\0')
-      return make_error("tensor-parallel rank " + std::to_string(r) + ": " +
-                        std::string(reply, strnlen(reply, kStatusBytes)));
+    std::string note;
+    if (auto st = check_worker_reply(r, std::string(reply, strnlen(reply, kStatusBytes)),
+                                     setup.expected, note);
+        !st)
+      return make_error("parallel " + st.message());
+    if (!note.empty()) std::fprintf(stderr, "vela: %s\n", note.c_str());
   }
   return {};
 }
@@ -520,11 +527,11 @@ int serve_as_worker(const std::shared_ptr<TensorParallel>& g) {
   // Each setup builds this rank's part of one engine, which serves passes until rank 0 closes
   // the group or sets up the next engine.
   while (c == kSetup) {
-    std::string status;
+    std::string answer;
     auto worker =
-        load_worker(std::string(group.payload().begin(), group.payload().end()), g, status);
+        load_worker(std::string(group.payload().begin(), group.payload().end()), g, answer);
     std::vector<char> reply(kStatusBytes, '\0');
-    std::copy_n(status.data(), std::min(status.size(), kStatusBytes - 1), reply.data());
+    std::copy_n(answer.data(), std::min(answer.size(), kStatusBytes - 1), reply.data());
     MPI_Request request;
     MPI_Igather(reply.data(), int(kStatusBytes), MPI_CHAR, nullptr, 0, MPI_CHAR, 0, group.comm(),
                 &request);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "dist/rank_identity.h"
 #include "kv/kv_cache.h"
 #include "model/tensor_parallel.h"
 #include "util/result.h"
@@ -26,6 +27,7 @@ struct ShardSetup {
   int32_t n_threads = 0;            // 0 = this host's physical cores over its ranks
   int32_t micro_batch_tokens = 64;  // ForwardOptions::micro_batch_tokens
   KvCacheConfig kv;
+  RankIdentity expected;  // rank 0's (filled in by start_workers)
 };
 
 struct ParallelSizes {
@@ -40,10 +42,10 @@ bool available();
 // the server's /health answers 503 for the seconds until it does. Safe from any thread.
 bool group_failed();
 // This process's group of sizes.ranks() ranks, initialising MPI on the first call (each further
-// call returns the same group, or an error for other sizes). Under mpirun the group is mpirun's ranks
-// (exactly that many); without a launcher, given worker_program (the vela binary), this process
-// spawns the other ranks on this host (`worker_program tensor-parallel-worker`) and is world
-// rank 0. An error when neither applies or the build has no MPI.
+// call returns the same group, or an error for other sizes). Under mpirun the group is mpirun's
+// ranks (exactly that many); without a launcher, given worker_program (the vela binary), this
+// process spawns the other ranks on this host (`worker_program tensor-parallel-worker`) and is
+// world rank 0. An error when neither applies or the build has no MPI.
 Result<std::shared_ptr<TensorParallel>> join(ParallelSizes sizes,
                                              const std::string& worker_program = {});
 // A tensor-parallel group of `size` ranks, one stage.
@@ -58,7 +60,8 @@ Result<std::shared_ptr<TensorParallel>> join_spawned();
 int32_t threads_per_rank(int32_t n_threads);
 
 // Rank 0: sends the setup and waits for every rank to load its slice; an error names the first
-// rank that could not.
+// rank that could not, or that runs another build or has another model file at the path (the
+// rank, its host and what differs). A rank on another kernel level is said on stderr.
 Status start_workers(TensorParallel& group, const ShardSetup& setup);
 // Any other rank: waits for rank 0's setup, loads its slice and serves passes until rank 0
 // closes the group. Returns the process exit code (0 when rank 0 closed the group).

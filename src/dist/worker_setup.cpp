@@ -14,7 +14,8 @@ std::string encode_setup(const ShardSetup& s) {
                             {"micro_batch_tokens", s.micro_batch_tokens},
                             {"kv",
                              {s.kv.n_layer, s.kv.n_head_kv, s.kv.head_dim, s.kv.block_size,
-                              s.kv.n_blocks, int(s.kv.type)}}};
+                              s.kv.n_blocks, int(s.kv.type)}},
+                            {"identity", identity_to_json(s.expected)}};
   return j.dump();
 }
 
@@ -36,18 +37,34 @@ Result<ShardSetup> decode_setup(const std::string& text) {
                          .block_size = kv.at(3).get<int32_t>(),
                          .n_blocks = kv.at(4).get<int32_t>(),
                          .type = KvType(kv.at(5).get<int>())};
+    auto expected = identity_from_json(j.at("identity"));
+    if (!expected) return expected.error();
+    s.expected = *expected;
     return s;
   } catch (const std::exception& e) {
     return make_error(std::string("malformed setup message: ") + e.what());
   }
 }
 
-std::unique_ptr<Worker> load_worker(const std::string& setup_text,
-                                    const std::shared_ptr<TensorParallel>& group,
-                                    std::string& status) {
+namespace {
+
+std::unique_ptr<Worker> load_checked_worker(const std::string& setup_text,
+                                            const std::shared_ptr<TensorParallel>& group,
+                                            nlohmann::json& answer, std::string& status) {
   auto setup = decode_setup(setup_text);
   if (!setup) {
     status = setup.message();
+    return nullptr;
+  }
+  // Checked before loading: a wrong file can be large, or fail to load with a less clear error.
+  auto mine = identify_rank(setup->model_path);
+  if (!mine) {
+    status = mine.message();
+    return nullptr;
+  }
+  answer["identity"] = identity_to_json(*mine);
+  if (std::string why = identity_mismatch(setup->expected, *mine); !why.empty()) {
+    status = why;
     return nullptr;
   }
   ModelLoadOptions lo;
@@ -76,6 +93,45 @@ std::unique_ptr<Worker> load_worker(const std::string& setup_text,
   fo.tensor_parallel = group;
   fo.micro_batch_tokens = setup->micro_batch_tokens;
   return std::unique_ptr<Worker>(new Worker{*model, DecoderForward(*model, fo), KvCache(kv)});
+}
+
+}  // namespace
+
+std::unique_ptr<Worker> load_worker(const std::string& setup_text,
+                                    const std::shared_ptr<TensorParallel>& group,
+                                    std::string& reply) {
+  nlohmann::json answer = nlohmann::json::object();
+  std::string status;
+  auto worker = load_checked_worker(setup_text, group, answer, status);
+  // The reply must fit kStatusBytes whole to stay JSON.
+  if (!worker) answer["error"] = status.substr(0, kStatusBytes / 2);
+  reply = answer.dump();
+  return worker;
+}
+
+Status check_worker_reply(int32_t rank, const std::string& reply, const RankIdentity& expected,
+                          std::string& note) {
+  const std::string who = "rank " + std::to_string(rank);
+  const nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
+  const bool has_error = j.is_object() && j.contains("error") && j["error"].is_string();
+  if (!j.is_object() || (!j.contains("identity") && !has_error))
+    return make_error(who +
+                      " answered the setup without its identity: it runs another vela "
+                      "build than rank 0's " +
+                      expected.build);
+  Result<RankIdentity> mine = make_error("no identity");
+  if (j.contains("identity")) mine = identity_from_json(j["identity"]);
+  const std::string where = mine ? who + " (host " + mine->host + ")" : who;
+  if (has_error) return make_error(where + ": " + j["error"].get<std::string>());
+  if (!mine) return make_error(who + ": " + mine.message());
+  if (std::string why = identity_mismatch(expected, *mine); !why.empty())
+    return make_error(where + ": " + why);
+  note.clear();
+  if (mine->kernels != expected.kernels)
+    note = where + " runs the " + mine->kernels + " kernels, rank 0 the " + expected.kernels +
+           " ones (its CPU's best, or VELA_ISA): outputs agree within the kernels' tested bounds, "
+           "not bit for bit with a run on one level";
+  return {};
 }
 
 }  // namespace vela::dist

@@ -11,8 +11,9 @@
 
 namespace vela::dist {
 
-// Bytes of the status text each rank answers a setup with (empty: loaded).
-inline constexpr size_t kStatusBytes = 512;
+// Bytes of the reply each rank answers a setup with: a JSON object {"identity": {...},
+// "error": "..."} (no error: its slice is loaded), NUL-padded.
+inline constexpr size_t kStatusBytes = 2048;
 
 std::string encode_setup(const ShardSetup& setup);
 Result<ShardSetup> decode_setup(const std::string& text);
@@ -23,9 +24,14 @@ struct Worker {
   KvCache cache;
 };
 
-// Loads this rank's slice as the setup text says; nullopt with `status` naming the problem.
+// Loads this rank's slice as the setup text says, after checking that this rank's build and
+// model file are rank 0's; `reply` is what the rank answers (null when it has an error).
 std::unique_ptr<Worker> load_worker(const std::string& setup_text,
                                     const std::shared_ptr<TensorParallel>& group,
-                                    std::string& status);
+                                    std::string& reply);
+// Rank 0's reading of rank `rank`'s reply: an error naming the rank, its host and the problem;
+// `note` gets a line for stderr when the rank runs another kernel level.
+Status check_worker_reply(int32_t rank, const std::string& reply, const RankIdentity& expected,
+                          std::string& note);
 
 }  // namespace vela::dist

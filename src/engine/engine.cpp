@@ -540,6 +540,9 @@ Status Engine::step() {
   // building the batch, the forward pass, pooling, and per request sampling and detokenizing.
   trace::Span step_span("engine_step", "engine");
   trace::Phases phases("engine");
+  // The step's forward-pass time as the engine's own clock measures it (the metric's), beside
+  // the trace's spans of the same passes: two readings a test can hold against each other.
+  const double forward_seconds_before = counters_.forward_seconds;
   const StepPlan* newest = nullptr;
   if (auto st = launch(phases, newest); !st) return st;
   if (n_plans_ == 0) {
@@ -574,6 +577,8 @@ Status Engine::step() {
       counters_.tp_ranks = std::move(ranks);
     }
   }
+  step_span.arg("forward_ns",
+                int64_t((counters_.forward_seconds - forward_seconds_before) * 1e9 + 0.5));
   return {};
 }
 

@@ -4,6 +4,7 @@
 // file is checked against the file's size before it is used, so a hostile file yields an error,
 // never a crash or a huge allocation.
 // Thread-safety: a GgufFile is immutable after open(); concurrent reads are safe.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -82,6 +83,10 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return bytes_.size(); }
+  // The header, metadata and tensor index: every byte before the tensor data.
+  std::span<const uint8_t> header_bytes() const {
+    return bytes_.first(std::min<size_t>(data_offset_, bytes_.size()));
+  }
   // True when the bytes are a read-only file mapping (open()), whose pages may be dropped and
   // read again from the file; false for from_bytes() images.
   bool memory_mapped() const { return owned_.empty(); }

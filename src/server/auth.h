@@ -1,7 +1,7 @@
 #pragma once
-// API-key checks for `Authorization: Bearer <key>`. Keys are compared in constant time (per
-// candidate key, independent of where the first difference is) so response timing does not
-// reveal a key's prefix.
+// API-key checks for `Authorization: Bearer <key>` (and Anthropic's `x-api-key: <key>`). Keys
+// are compared in constant time (per candidate key, independent of where the first difference
+// is) so response timing does not reveal a key's prefix.
 // Thread-safety: immutable after construction; check() is const and safe from any thread.
 #include <string>
 #include <string_view>
@@ -27,6 +27,9 @@ class ApiKeys {
   // `authorization` is the header value ("" when absent). True when auth is disabled or the
   // header carries one of the keys as a Bearer token.
   bool check(std::string_view authorization) const;
+  // `key` is a bare key (an `x-api-key` header's value): true when auth is disabled or it is
+  // one of the keys.
+  bool check_key(std::string_view key) const;
 
  private:
   std::vector<std::string> keys_;

@@ -21,6 +21,11 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// A choice's "stop_reason" (vLLM's field): the stop string that ended it, or null.
+json stop_reason_json(const std::string& matched) {
+  return matched.empty() ? json(nullptr) : json(matched);
+}
+
 Rejection rejection_for(int status) {
   if (status == 429) return Rejection::kQueueFull;
   if (status == 401) return Rejection::kUnauthorized;
@@ -219,6 +224,7 @@ std::optional<ApiError> GenerationHandler::prepare_prompts(
 }
 
 void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
+  const int64_t prompt_tokens = prompts.empty() ? 0 : int64_t(prompts[0].size());
   const int32_t n = request_.best_of;  // candidates per prompt (n unless best_of asks more)
   choices_.resize(prompts.size() * size_t(n));
   if (request_.stream)
@@ -262,6 +268,7 @@ void GenerationHandler::submit_all(std::vector<std::vector<int32_t>>& prompts) {
   if (!request_.stream) return;
   auto sink = live_sink();
   if (!sink) return client_gone();
+  if (dialect_) dialect_->set_prompt_tokens(prompt_tokens);
   sink->begin_stream();
   // echo: each choice's stream starts with its prompt's text.
   for (size_t i = 0; i < choices_.size() && !echo_text_.empty(); ++i)
@@ -293,6 +300,7 @@ void GenerationHandler::on_engine_event(int32_t choice, const RequestEvent& e) {
   if (e.finished) {
     const Request& r = *e.request;
     ev.reason = e.output->finish_reason;
+    ev.stop_reason = e.output->stop_reason;
     ev.n_prompt = r.n_prompt;
     ev.n_output = r.n_output();
     ev.cached = r.cached_prompt_tokens;
@@ -351,9 +359,10 @@ void GenerationHandler::handle_stream_event(const Event& e) {
   auto sink = live_sink();
   if (!sink) return;
   if (parsed) return stream_parsed(c, e, finish);
-  if (!sink->stream_json(stream_chunk(meta_, e.choice, e.text, false, std::move(logprobs), finish,
-                                      request_.include_usage)))
-    client_gone();
+  json chunk = stream_chunk(meta_, e.choice, e.text, false, std::move(logprobs), finish,
+                            request_.include_usage);
+  if (e.finished) chunk["choices"][0]["stop_reason"] = stop_reason_json(e.stop_reason);
+  if (!sink->stream_json(chunk)) client_gone();
 }
 
 void GenerationHandler::stream_parsed(Choice& c, const Event& e, const char* finish) {
@@ -383,9 +392,10 @@ void GenerationHandler::stream_parsed(Choice& c, const Event& e, const char* fin
   if (!e.finished) return;
   auto sink = live_sink();
   if (!sink) return;
-  if (!sink->stream_json(stream_chunk(meta_, e.choice, "", false, take_pending_logprobs(c), finish,
-                                      request_.include_usage)))
-    client_gone();
+  json chunk = stream_chunk(meta_, e.choice, "", false, take_pending_logprobs(c), finish,
+                            request_.include_usage);
+  chunk["choices"][0]["stop_reason"] = stop_reason_json(e.stop_reason);
+  if (!sink->stream_json(chunk)) client_gone();
 }
 
 bool GenerationHandler::write_delta(int32_t choice, json delta) {
@@ -452,6 +462,7 @@ void GenerationHandler::finish_response() {
     }
     json choice = response_choice(request_.endpoint, int32_t(choices.size()), content,
                                   std::move(logprobs), finish_reason_name(c.reason));
+    choice["stop_reason"] = stop_reason_json(c.output.stop_reason);
     if (thinking) {
       choice["message"]["reasoning_content"] = thinking->empty() ? json(nullptr) : json(*thinking);
       if (content.empty()) choice["message"]["content"] = nullptr;  // only thinking came

@@ -70,6 +70,7 @@ class GenerationHandler : public std::enable_shared_from_this<GenerationHandler>
     std::optional<TokenLogprobs> logprobs;
     bool finished = false;
     FinishReason reason = FinishReason::kLength;
+    std::string stop_reason;  // the stop string that matched, if any
     int32_t n_prompt = 0;
     int32_t n_output = 0;
     int32_t cached = 0;

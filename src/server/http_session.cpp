@@ -10,6 +10,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "dist/tensor_group.h"
+#include "server/api_dialects/anthropic_count_tokens.h"
 #include "server/api_dialects/dialect_sink.h"
 #include "server/openai_response.h"
 #include "server/request_workers.h"
@@ -58,6 +59,12 @@ std::string percent_decoded(std::string_view s) {
   }
   return out;
 }
+
+// The chat page may load and reach only its own origin, whatever text a model writes into it.
+constexpr const char* kWebUiSecurityPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'";
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -213,11 +220,17 @@ void HttpSession::handle_request() {
   const bool is_ops = path == "/health" || path == "/metrics";
   if (ctx_.keys.enabled() && (is_api || (is_ops && ctx_.options.protect_metrics))) {
     const std::string_view auth = req[http::field::authorization];
-    if (!ctx_.keys.check(auth)) {
+    // Anthropic's clients send the key as x-api-key.
+    const bool anthropic = path == "/v1/messages" || path.rfind("/v1/messages/", 0) == 0;
+    const std::string_view x_api_key = anthropic ? req["x-api-key"] : std::string_view();
+    if (!ctx_.keys.check(auth) && !(!x_api_key.empty() && ctx_.keys.check_key(x_api_key))) {
       ctx_.metrics.count_rejection(Rejection::kUnauthorized);
       ApiError e{401,
-                 auth.empty() ? "You didn't provide an API key: send 'Authorization: Bearer KEY'"
-                              : "Incorrect API key provided",
+                 auth.empty() && x_api_key.empty()
+                     ? std::string("You didn't provide an API key: send 'Authorization: Bearer "
+                                   "KEY'") +
+                           (anthropic ? " or 'x-api-key: KEY'" : "")
+                     : "Incorrect API key provided",
                  "invalid_request_error", "", "invalid_api_key"};
       return send_error(e);
     }
@@ -230,6 +243,10 @@ void HttpSession::handle_request() {
     return false;
   };
   const std::shared_ptr<const LoadedModel>& model = ctx_.model;
+  if (const auto asset = ctx_.options.web_ui ? find_web_asset(path) : std::nullopt) {
+    if (method != http::verb::head && !only(http::verb::get)) return;
+    return send_web_asset(*asset, method == http::verb::head);
+  }
   if (path == "/health") {
     if (!only(http::verb::get)) return;
     if (ctx_.draining) return send(503, "application/json", R"({"status":"shutting_down"})");
@@ -284,6 +301,16 @@ void HttpSession::handle_request() {
     };
     return reply_from_workers(bytes, std::move(work));
   }
+  if (path == "/v1/messages/count_tokens") {
+    if (!only(http::verb::post)) return;
+    if (!model)
+      return send_error(ApiError{503, "the model is still loading", "service_unavailable", "", ""});
+    const size_t bytes = req.body().size();
+    auto work = [model, body = std::move(req.body()), name = ctx_.options.served_model_name] {
+      return anthropic_count_tokens_reply(body, *model, name);
+    };
+    return reply_from_workers(bytes, std::move(work));
+  }
   std::shared_ptr<ApiDialect> dialect = dialect_for_path(path);
   if (path == "/v1/completions" || path == "/v1/chat/completions" || dialect) {
     if (!only(http::verb::post)) return;
@@ -332,19 +359,39 @@ void HttpSession::send_json(int status, std::string body, int retry_after_second
 
 void HttpSession::send(int status, std::string content_type, std::string body,
                        int retry_after_seconds, bool close_after) {
-  if (closed_ || !in_exchange_) return;
   auto res = std::make_shared<http::response<http::string_body>>(
       http::int_to_status(unsigned(status)), version_);
-  res->set(http::field::server, "vela");
   res->set(http::field::content_type, content_type);
   if (retry_after_seconds > 0)
     res->set(http::field::retry_after, std::to_string(retry_after_seconds));
   if (status == 401) res->set(http::field::www_authenticate, "Bearer");
-  const bool close = close_after || !keep_alive_ || ctx_.draining;
-  res->keep_alive(!close);
   res->body() = std::move(body);
   res->prepare_payload();
-  log_.status = status;
+  send_response(std::move(res), close_after);
+}
+
+void HttpSession::send_web_asset(const WebAsset& asset, bool head_only) {
+  auto res = std::make_shared<StringResponse>(http::status::ok, version_);
+  res->set(http::field::content_type, asset.content_type);
+  res->set(http::field::cache_control, "no-cache");
+  res->set("Content-Security-Policy", kWebUiSecurityPolicy);
+  res->set("X-Content-Type-Options", "nosniff");
+  res->set("Referrer-Policy", "no-referrer");
+  if (head_only) {
+    res->content_length(asset.body.size());  // the length a GET would have, and no body
+  } else {
+    res->body() = std::string(asset.body);
+    res->prepare_payload();
+  }
+  send_response(std::move(res), false);
+}
+
+void HttpSession::send_response(std::shared_ptr<StringResponse> res, bool close_after) {
+  if (closed_ || !in_exchange_) return;
+  res->set(http::field::server, "vela");
+  const bool close = close_after || !keep_alive_ || ctx_.draining;
+  res->keep_alive(!close);
+  log_.status = int(res->result_int());
   response_ = res;
   sending_whole_ = true;
   stream_.expires_after(seconds(ctx_.options.write_timeout_seconds));

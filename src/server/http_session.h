@@ -25,6 +25,7 @@
 #include "server/generation_handler.h"
 #include "server/server_context.h"
 #include "server/tokenize_handler.h"
+#include "server/webui/webui_assets.h"
 
 namespace vela::server {
 
@@ -47,6 +48,7 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
 
  private:
   using error_code = boost::system::error_code;
+  using StringResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
   void read_header();        // waits (idle timeout) for a request, then reads its header
   void read_header_bytes();  // the header, within the header timeout
@@ -56,6 +58,10 @@ class HttpSession : public ResponseSink, public std::enable_shared_from_this<Htt
   void send(int status, std::string content_type, std::string body, int retry_after_seconds = 0,
             bool close_after = false);
   void send_error(const ApiError& error, bool close_after = false);
+  // A file of the chat page, with headers that keep it on this origin.
+  void send_web_asset(const WebAsset& asset, bool head_only);
+  // Writes a whole response (its Server and Connection headers set here).
+  void send_response(std::shared_ptr<StringResponse> res, bool close_after);
   // Runs `work` on the request workers and sends its reply from the io_context thread.
   void reply_from_workers(size_t input_bytes, std::function<JsonReply()> work);
   void on_response_written(error_code ec, bool close);

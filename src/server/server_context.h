@@ -47,6 +47,7 @@ struct ServerOptions {
   double request_timeout_seconds = 0;  // received -> answered, at most (0 = no limit)
   int32_t request_threads = 2;         // parse/template/tokenize off the I/O thread
   Pooling embedding_pooling = Pooling::kMean;  // /v1/embeddings
+  bool web_ui = true;  // GET / serves the chat page (--no-webui: a 404 like any unknown path)
   // Test hook (--test-scripted-output): a request's "vela_test_script" scripts the model's
   // output; without the flag that field is refused.
   bool test_scripted_output = false;

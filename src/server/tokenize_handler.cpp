@@ -70,15 +70,8 @@ JsonReply tokenize_reply(std::string_view body, const LoadedModel& model,
     if (auto e =
             parse_generation_request(body, Endpoint::kChatCompletions, RequestLimits{}, request))
       return error_reply(*e);
-    if (!model.chat)
-      return error_reply(
-          invalid_request("this model has no usable chat template (" + model.chat_unavailable + ")",
-                          "messages", "chat_template_missing"));
-    auto rendered = model.chat->render(request.messages, add_generation_prompt);
-    if (!rendered)
-      return error_reply(
-          invalid_request("the chat template failed: " + rendered.message(), "messages"));
-    text = std::move(*rendered);
+    if (auto e = render_chat_prompt(request, model, add_generation_prompt, text))
+      return error_reply(*e);
   } else {
     auto it = doc.find("prompt");
     if (it == doc.end() || !it->is_string())
@@ -99,6 +92,22 @@ JsonReply tokenize_reply(std::string_view body, const LoadedModel& model,
     out["token_strs"] = nullptr;
   }
   return JsonReply{200, dump_json(out)};
+}
+
+std::optional<ApiError> render_chat_prompt(const GenerationRequest& request,
+                                           const LoadedModel& model, bool add_generation_prompt,
+                                           std::string& text) {
+  if (!model.chat)
+    return invalid_request(
+        "this model has no usable chat template (" + model.chat_unavailable + ")", "messages",
+        "chat_template_missing");
+  auto rendered = model.chat->render(request.messages, add_generation_prompt,
+                                     request.tools.active() ? request.tools.tools : nullptr,
+                                     request.chat_template_kwargs);
+  if (!rendered)
+    return invalid_request("the chat template failed: " + rendered.message(), "messages");
+  text = std::move(*rendered);
+  return std::nullopt;
 }
 
 JsonReply detokenize_reply(std::string_view body, const LoadedModel& model,

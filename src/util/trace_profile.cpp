@@ -20,7 +20,7 @@ int64_t arg(const Event& e, const char* key) {
 
 }  // namespace
 
-Profile profile_forward(const std::vector<Event>& events) {
+Profile profile_forward(const std::vector<Event>& events, double clock_seconds) {
   Profile p;
   double prepare = 0, output = 0, layers_total = 0;
   std::map<int64_t, double> layers;
@@ -58,6 +58,8 @@ Profile profile_forward(const std::vector<Event>& events) {
     op_sum += ops[name];
   }
   p.operations_share = layers_total > 0 ? op_sum / layers_total : 0;
+  p.clock_seconds = clock_seconds;
+  p.clock_share = clock_seconds > 0 ? p.forward_seconds / clock_seconds : 0;
   return p;
 }
 
@@ -78,6 +80,11 @@ std::string format_profile(const Profile& p) {
   }
   std::snprintf(line, sizeof(line), "| **sum of parts** | | **%.1f** |\n", p.parts_share * 100);
   out += line;
+  if (p.clock_seconds > 0) {
+    std::snprintf(line, sizeof(line), "| **passes / the runs' own clock** | | **%.1f** |\n",
+                  p.clock_share * 100);
+    out += line;
+  }
   out += "\n| operation (all layers) | ms / pass | % of pass |\n|---|---:|---:|\n";
   for (const ProfileRow& r : p.operations) {
     std::snprintf(line, sizeof(line), "| %s | %.4f | %.1f |\n", r.name.c_str(), r.seconds * per,

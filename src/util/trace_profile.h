@@ -24,9 +24,14 @@ struct Profile {
   std::vector<ProfileRow> operations;  // attn_norm, qkv_matmul, ... over every layer
   double parts_share = 0;              // sum of the parts / forward time (1 = fully accounted for)
   double operations_share = 0;         // sum of the operations / sum of the layers
+  // The same passes timed by the caller's own clock around them (0: not given), and the share
+  // of that time the passes' spans account for: a reading the spans are not derived from.
+  double clock_seconds = 0;
+  double clock_share = 0;
 };
 
-Profile profile_forward(const std::vector<Event>& events);
+// `clock_seconds`: the passes' time as the caller measured it (0 when it did not).
+Profile profile_forward(const std::vector<Event>& events, double clock_seconds = 0);
 std::string format_profile(const Profile& profile);  // a markdown table
 
 }  // namespace vela::trace

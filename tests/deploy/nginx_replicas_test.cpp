@@ -1,9 +1,10 @@
 // deploy/nginx/vela-replicas.conf as shipped, in front of two real `vela serve` replicas on
 // loopback: requests pass through (completions, streams, /health, the Authorization header),
 // requests without X-Session-Id are spread over both replicas, requests with one X-Session-Id
-// all reach one replica, and with a replica stopped every request still succeeds (passive
-// failover). Where each request went is read from each replica's /metrics
-// (vela:request_success_total). Skips with a message when nginx or the shared models are absent.
+// all reach one replica, with a replica stopped every request still succeeds (passive
+// failover), and with one killed under load every request ends, counted by how. Where each request
+// went is read from each replica's /metrics (vela:request_success_total). Skips with a message when
+// nginx or the shared models are absent.
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -151,6 +153,7 @@ class Nginx {
     std::filesystem::remove(headers);
     return h;
   }
+  uint16_t port() const { return port_; }
   HttpResult get(const std::string& path, const std::string& extra = "") const {
     return request(path, extra);
   }
@@ -373,6 +376,106 @@ TEST_F(NginxReplicas, RequestsSucceedWithAReplicaStopped) {
   }
   const auto [a2, b2] = counts_when_total(survivor_before + 2 * kRequests);
   EXPECT_GE(a2, 0) << "the surviving replica did not answer all " << 2 * kRequests << " requests";
+}
+
+// 64 requests from 16 clients, half of them streamed, and one replica killed with SIGKILL while
+// they run. Every request ends, each one of three ways, all counted: 200 with the whole answer
+// (those the survivor ran, and those nginx sent on after the dead replica refused the
+// connection), a 502 (a request the killed replica had received: nginx does not send a POST it
+// has sent to another replica, so a generation never runs twice), or a stream cut short (its
+// 200 and first tokens were already on their way: the client sees the body end early, curl's
+// exit 18). Nothing hangs (each curl has 30 s), and the requests sent after the kill succeed.
+TEST_F(NginxReplicas, RequestsEndClearlyWhenAReplicaIsKilledUnderLoad) {
+  constexpr int kClients = 16, kPerClient = 4, kTotal = kClients * kPerClient;
+  struct Outcome {
+    bool stream = false;
+    int status = 0;
+    int curl_exit = -1;
+    bool whole = false;         // a complete JSON answer, or a stream ending in [DONE]
+    double begin = 0, end = 0;  // seconds from the start
+  };
+  std::vector<Outcome> outcomes(kTotal);
+  std::atomic<int> finished{0};
+  const auto start = Clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  const std::string url = "http://127.0.0.1:" + std::to_string(nginx_->port()) + "/v1/completions";
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c)
+    clients.emplace_back([&, c] {
+      for (int r = 0; r < kPerClient; ++r) {
+        Outcome& o = outcomes[size_t(c * kPerClient + r)];
+        o.stream = (c + r) % 2 == 1;
+        const std::string tag = "_c" + std::to_string(c) + "_r" + std::to_string(r);
+        const std::string request = unique_temp_path("kill_request" + tag);
+        const std::string answer = unique_temp_path("kill_answer" + tag);
+        write_file(request, json{{"prompt", "Once upon a time"},
+                                 {"max_tokens", 100},
+                                 {"ignore_eos", true},
+                                 {"stream", o.stream}}
+                                .dump());
+        o.begin = seconds();
+        const CommandResult res =
+            run_command("curl -sS -N -m 30 -o " + shell_quote(answer) + " -w '%{http_code}' " +
+                        kAuth + " -H 'Content-Type: application/json' --data-binary @" +
+                        shell_quote(request) + " " + shell_quote(url));
+        o.end = seconds();
+        o.curl_exit = res.exit_code;
+        o.status = std::atoi(res.out.c_str());
+        const std::string body = read_file(answer);
+        if (o.stream) {
+          bool framing_ok = false;
+          const std::vector<std::string> events = sse_events(body, &framing_ok);
+          o.whole = framing_ok && !events.empty() && events.back() == "[DONE]";
+        } else {
+          const json j = json::parse(body, nullptr, false);
+          o.whole = j.is_object() && j.contains("choices");
+        }
+        std::filesystem::remove(request);
+        std::filesystem::remove(answer);
+        ++finished;
+      }
+    });
+  // Kill replica A once a quarter of the requests are done, while it is generating.
+  const auto running_on_a = [&] {
+    const HttpResult r = a_->get("/metrics");
+    std::string error;
+    for (const auto& [key, value] : parse_metrics(r.body, &error))
+      if (key.rfind("vela:num_requests_running", 0) == 0 && value > 0) return true;
+    return false;
+  };
+  while ((finished < kTotal / 4 || !running_on_a()) && finished < kTotal && seconds() < 60)
+    sleep_ms(5);
+  ASSERT_LT(finished, kTotal) << "replica A never had a request running to be killed under";
+  const double killed_at = seconds();
+  a_->signal(SIGKILL);
+  a_->wait_exit(10);
+  for (std::thread& t : clients) t.join();
+  a_.reset();
+
+  int whole = 0, bad_gateway = 0, cut_streams = 0;
+  std::string unexplained;
+  for (const Outcome& o : outcomes) {
+    if (o.status == 200 && o.curl_exit == 0 && o.whole)
+      ++whole;
+    else if ((o.status == 502 || o.status == 503) && o.curl_exit == 0)
+      ++bad_gateway;
+    else if (o.stream && o.status == 200 && o.curl_exit == 18 && !o.whole)
+      ++cut_streams;
+    else
+      unexplained += " [stream " + std::to_string(o.stream) + " status " +
+                     std::to_string(o.status) + " curl exit " + std::to_string(o.curl_exit) +
+                     " whole " + std::to_string(o.whole) + "]";
+    // Sent after the kill (and after nginx could see the replica's sockets close): succeeds.
+    if (o.begin > killed_at + 0.2)
+      EXPECT_TRUE(o.status == 200 && o.whole)
+          << "a request sent " << o.begin - killed_at << " s after the kill got " << o.status;
+  }
+  std::cout << "killed at " << killed_at << " s: " << whole << " whole, " << bad_gateway
+            << " 502/503, " << cut_streams << " streams cut, of " << kTotal << "\n";
+  EXPECT_EQ(whole + bad_gateway + cut_streams, kTotal) << "unexplained:" << unexplained;
+  EXPECT_GE(whole, kTotal / 2);
+  // Only requests in flight on the killed replica can fail: at most one per client.
+  EXPECT_LE(bad_gateway + cut_streams, kClients);
 }
 
 }  // namespace

@@ -183,6 +183,42 @@ TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
   EXPECT_NE(r.err.find("does not split a Q/K norm over all heads"), std::string::npos) << r.err;
 }
 
+// Ranks check each other before serving: each host opens the path rank 0 was given, so two
+// working directories with another file under the same relative path stand for two hosts whose
+// copies differ. The job stops with a line naming the rank, its host and what differs; a rank on
+// another kernel level runs and says so.
+TEST(MpiTensorParallel, RanksWithAnotherFileOrKernelLevelAreNamed) {
+  VELA_REQUIRE_SHARED();
+  const auto base =
+      std::filesystem::temp_directory_path() / ("vela-ranks-" + std::to_string(getpid()));
+  const auto host0 = base / "host0", host1 = base / "host1";
+  std::filesystem::create_directories(host0);
+  std::filesystem::create_directories(host1);
+  std::filesystem::create_symlink(model_path("tiny-llama-256-Q8_0"), host0 / "model.gguf");
+  std::filesystem::create_symlink(model_path("tiny-llama-256-Q4_K_M"), host1 / "model.gguf");
+  mpirun(2);  // the environment for running as root
+  const std::string gen =
+      std::string(VELA_BINARY) + " generate -m model.gguf -p hi -n 2 --tensor-parallel-size 2";
+  const auto run_on = [&](const std::filesystem::path& rank1_dir, const std::string& rank1_env) {
+    return test::run_command(std::string("timeout 120 ") + VELA_MPIRUN +
+                             " --oversubscribe -np 1 -wdir " + host0.string() + " " + gen +
+                             " : -np 1 -wdir " + rank1_dir.string() + rank1_env + " " + gen);
+  };
+  test::CommandResult r = run_on(host1, "");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "timed out";
+  EXPECT_NE(r.err.find("rank 1 (host "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("its model file has "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("every host needs the same file at the path"), std::string::npos) << r.err;
+
+  // The same file, rank 1 on the scalar kernels.
+  r = run_on(host0, " -x VELA_ISA=scalar");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rank 1 (host "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("runs the scalar kernels"), std::string::npos) << r.err;
+  std::filesystem::remove_all(base);
+}
+
 // `vela bench` on a split model: spawned workers (Markdown, with the roofline) and mpirun's
 // ranks (JSON) measure pp and tg, with rank 0's communication share and each rank's bytes sent
 // per token.
@@ -502,6 +538,17 @@ class NamespaceHosts {
   }
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
+  const std::vector<std::string>& names() const { return hosts_; }
+  std::string subnet() const { return subnet_ + "0/24"; }
+  // What the namespace hosts need beyond a documented command, as Open MPI's environment
+  // parameters: the rsh agent that enters a namespace, and no hwloc topology in shared memory.
+  std::string environment() const {
+    return "OMPI_MCA_plm_rsh_agent=" + agent_.string() + " OMPI_MCA_rtc=^hwloc ";
+  }
+  // Runs `command` from the first host.
+  std::string from_first_host(const std::string& command) const {
+    return "timeout 120 env " + environment() + "ip netns exec " + hosts_[0] + " " + command;
+  }
   // mpirun, one rank per host, ranks over TCP on the hosts' link only.
   // (rtc ^hwloc: the two daemons share this machine, and each writing its hwloc topology to
   // shared memory makes one of them crash now and then.)
@@ -550,6 +597,53 @@ TEST(MpiTensorParallel, RanksInTwoNetworkNamespacesOverTcp) {
     ASSERT_EQ(staged.exit_code, 0) << staged.err << "\n---\n" << staged.out;
     EXPECT_EQ(staged.out, one.out) << name;
   }
+}
+
+// The multi-host command of docs/parallelism.md, run as written: only the hostfile, subnet,
+// model path and binary are this test's own.
+TEST(MpiTensorParallel, TheDocumentedMultiHostCommandRuns) {
+  VELA_REQUIRE_SHARED();
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  if (test::run_command("command -v ip").exit_code != 0) GTEST_SKIP() << "iproute2 (ip) missing";
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string doc = test::read_file(std::string(VELA_DOCS_DIR) + "/parallelism.md");
+  size_t at = doc.find("\nmpirun --hostfile hosts.txt");
+  ASSERT_NE(at, std::string::npos) << "no multi-host command in docs/parallelism.md";
+  std::string command;
+  for (++at;;) {  // the command's lines, joined where they end in a backslash
+    const size_t end = doc.find('\n', at);
+    std::string line = doc.substr(at, end - at);
+    const bool continued = !line.empty() && line.back() == '\\';
+    if (continued) line.pop_back();
+    command += line;
+    at = end + 1;
+    if (!continued || end == std::string::npos) break;
+  }
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t i = command.find(from);
+    ASSERT_NE(i, std::string::npos) << "'" << from << "' not in: " << command;
+    command.replace(i, from.size(), to);
+  };
+  NamespaceHosts hosts;
+  if (!hosts.ok()) GTEST_SKIP() << "cannot make network namespaces here: " << hosts.error();
+  const auto hostfile = test::temp_file("hosts");
+  test::write_file(hostfile, hosts.names()[0] + " slots=1\n" + hosts.names()[1] + " slots=1\n");
+  const std::string model = std::filesystem::absolute(model_path("tiny-llama-256-Q8_0")).string();
+  replace("mpirun ", std::string(VELA_MPIRUN) + " ");
+  replace("hosts.txt", hostfile.string());
+  for (int i = 0; i < 2; ++i) replace("10.0.0.0/24", hosts.subnet());
+  replace("vela generate", std::string(VELA_BINARY) + " generate");
+  replace("/models/model.gguf", model);
+  const size_t program = command.find(VELA_BINARY);
+  std::string alone = command.substr(program);
+  alone.erase(alone.find(" --tensor-parallel-size 2"));
+  const test::CommandResult one = test::run_command(alone);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const test::CommandResult split = test::run_command(hosts.from_first_host(command));
+  ASSERT_EQ(split.exit_code, 0) << command << "\n" << split.err;
+  EXPECT_EQ(split.out, one.out);
+  std::filesystem::remove(hostfile);
 }
 
 }  // namespace

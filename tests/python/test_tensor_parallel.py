@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not _vela.tensor_parallel_available(),
 # Models tests/dist compares under two ranks, with prompts their greedy outputs agree on: a
 # trained model (MHA), every prompt batched together; random weights with packed int8 slices,
 # the prompt tests/dist uses (flat distributions: on other prompts a near-tie within float
-# rounding of the reordered sums can flip a token after a few dozen, as the README says).
+# rounding of the reordered sums can flip a token after a few dozen, as docs/parallelism.md says).
 CASES = [("aidreams260K.gguf", ["Once upon a time", "The little robot",
                                 "In the forest there was", "She said"]),
          ("tiny-llama-256-Q8_0.gguf", ["Once upon a time"])]

@@ -186,6 +186,29 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
     EXPECT_EQ(c["output"], 1);
     EXPECT_EQ(c["layer"], kAidreamsLayers);
   }
+  // Against the engine's own clock: each step's forward_ns is the time the engine measured
+  // around its passes (the vela:forward_pass_seconds_total metric's reading), which holds the
+  // passes' spans and so their parts. A step lost from the trace, a span timed on another clock
+  // or in other units, or parts that miss work would move the ratio.
+  std::vector<double> step_coverage, step_parts_coverage;
+  std::map<const Span*, std::pair<double, double>> step_spans;  // step -> (passes, their parts)
+  for (const Span& sp : spans)
+    if (sp.parent != nullptr && sp.parent->name == "engine_step" &&
+        (sp.name == "forward" || sp.name == "forward_outputs")) {
+      step_spans[sp.parent].first += sp.dur;
+      step_spans[sp.parent].second += covered[&sp];
+    }
+  for (const Span& sp : spans) {
+    if (sp.name != "engine_step") continue;
+    ASSERT_TRUE(sp.args.contains("forward_ns")) << "an engine step without its measured time";
+    const double measured_us = sp.args["forward_ns"].get<double>() / 1e3;
+    const auto [passes, parts] = step_spans[&sp];
+    EXPECT_LE(passes, measured_us + 0.002) << "the passes' spans outlast the engine's reading";
+    if (measured_us <= 0) continue;
+    step_coverage.push_back(passes / measured_us);
+    step_parts_coverage.push_back(parts / measured_us);
+  }
+  ASSERT_FALSE(step_coverage.empty());
   ASSERT_FALSE(pass_coverage.empty());
   ASSERT_EQ(layer_coverage.size(), pass_coverage.size() * kAidreamsLayers);
   const auto median = [](std::vector<double> v) {
@@ -194,6 +217,8 @@ TEST(Trace, ServeTraceIsValidNestedAndAddsUp) {
   };
   EXPECT_GT(median(pass_coverage), 0.9) << pass_coverage.size() << " passes";
   EXPECT_GT(median(layer_coverage), 0.9) << layer_coverage.size() << " layers";
+  EXPECT_GT(median(step_coverage), 0.9) << step_coverage.size() << " steps";
+  EXPECT_GT(median(step_parts_coverage), 0.85) << step_coverage.size() << " steps";
   std::filesystem::remove(trace_path);
 }
 
@@ -210,7 +235,7 @@ TEST(Trace, BenchProfileTableAddsUp) {
                           shell_quote(shared_path("models/aidreams260K.gguf").string()) +
                           " -p 64 -n 8 -r 10 -t 1 --no-roofline --profile 2>/dev/null";
   std::string out;
-  double parts = 0, operations = 0;
+  double parts = 0, operations = 0, clock = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
     out.clear();
     if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -230,10 +255,17 @@ TEST(Trace, BenchProfileTableAddsUp) {
     };
     parts = share_after("**sum of parts** | |");
     operations = share_after("**sum of operations / layers** | |");
-    if (std::abs(parts - 100.0) <= 5.0 && std::abs(operations - 100.0) <= 5.0) break;
+    clock = share_after("**passes / the runs' own clock** | |");
+    if (std::abs(parts - 100.0) <= 5.0 && std::abs(operations - 100.0) <= 5.0 && clock <= 100.05 &&
+        clock >= 90.0)
+      break;
   }
   EXPECT_NEAR(parts, 100.0, 5.0) << out;
   EXPECT_NEAR(operations, 100.0, 5.0) << out;
+  // The passes' spans against the bench's own clock around each run (which also holds a run's
+  // batch set-up): inside it, and most of it.
+  EXPECT_LE(clock, 100.05) << out;
+  EXPECT_GE(clock, 90.0) << out;
 }
 
 }  // namespace

@@ -1,11 +1,17 @@
 #include "server/api_dialects/api_dialect.h"
 
+#include "server/api_dialects/anthropic_dialect.h"
+#include "server/api_dialects/responses_dialect.h"
 #include "server/openai_response.h"
 
 namespace vela::server {
 
 std::shared_ptr<ApiDialect> dialect_for_path(std::string_view path) {
-  (void)path;
+  if (path == "/v1/responses") return std::make_shared<ResponsesDialect>();
+  // count_tokens is answered by the session itself (not a generation); its errors take
+  // Anthropic's shape too.
+  if (path == "/v1/messages" || path == "/v1/messages/count_tokens")
+    return std::make_shared<AnthropicDialect>();
   return nullptr;
 }
 

@@ -8,6 +8,7 @@
 // Thread-safety: one instance serves one request. to_chat_request() runs on a request worker
 // before any other call; the other calls follow on the io_context thread (the hand-over is a
 // post), never concurrently.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,13 +31,17 @@ class ApiDialect {
   virtual nlohmann::json from_chat_response(const nlohmann::json& chat_response) = 0;
   // An error in the API's shape; `openai_error` is the OpenAI body {"error": {...}}.
   virtual nlohmann::json error_json(int status, const nlohmann::json& openai_error) = 0;
+  // Streaming: the prompt's token count, given before the first chunk (the chat layer's usage
+  // chunk comes last), for APIs whose stream opens with the input usage.
+  virtual void set_prompt_tokens(int64_t prompt_tokens) { (void)prompt_tokens; }
   // Streaming: the server-sent events (whole "event:/data:" records) that one chat chunk
   // becomes (possibly none), and those that end the stream.
   virtual std::string stream_chunk(const nlohmann::json& chat_chunk) = 0;
   virtual std::string stream_end() = 0;
 };
 
-// The dialect serving `path` (POST /v1/responses, /v1/messages), or null.
+// The dialect serving `path` (POST /v1/responses, /v1/messages), or null. Also Anthropic's for
+// /v1/messages/count_tokens, which the session answers itself, so its errors take that shape.
 std::shared_ptr<ApiDialect> dialect_for_path(std::string_view path);
 
 // An error body for `path` in its API's shape (OpenAI's unless a dialect serves the path).

@@ -1,15 +1,15 @@
-"""The README's Python example runs as written (on a small model with a chat template)."""
+"""The Python example of docs/python.md runs as written (on a small model with a chat template)."""
 
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 
 
-def test_readme_example_runs(synth_model, tmp_path):
-    section = README.read_text().split("## Python API", 1)[1]
+def test_docs_example_runs(synth_model, tmp_path):
+    section = PAGE.read_text().split("## Example", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert 'LLM(model="model.gguf")' in code
     script = tmp_path / "example.py"
