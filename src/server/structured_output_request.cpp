@@ -1,5 +1,8 @@
 #include "server/structured_output_request.h"
 
+#include "constraint/constraint.h"
+#include "constraint/gbnf_rules.h"
+
 #include <string>
 
 namespace vela::server {
@@ -143,6 +146,19 @@ std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutp
         "give one structured-output constraint: response_format, structured_outputs (one of json, "
         "json_object, regex, choice, grammar) or one guided_* field");
   return std::nullopt;
+}
+
+Result<StructuredOutputs> harmony_final_answer(const StructuredOutputs& answer) {
+  auto gbnf = constraint::structured_outputs_to_gbnf(answer);
+  if (!gbnf) return gbnf.error();
+  StructuredOutputs whole;
+  whole.grammar =
+      "root ::= harmony-analysis? \"<|start|>assistant\"? \"<|channel|>final<|message|>\" "
+      "answer-root\n"
+      "harmony-analysis ::= \"<|channel|>analysis<|message|>\" harmony-text \"<|end|>\"\n"
+      "harmony-text ::= ([^<] | \"<\" [^|])*\n" +
+      constraint::prefix_gbnf_rules(*gbnf, "answer-");
+  return whole;
 }
 
 }  // namespace vela::server

@@ -12,10 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "util/result.h"
 #include "vela/sampling_params.h"
 
 namespace vela::server {
 
 std::optional<ApiError> read_structured_outputs(const nlohmann::json& body, StructuredOutputs& out);
+
+// gpt-oss's harmony format writes its answer as the final channel's message, after an optional
+// analysis message: `answer`'s constraint as a grammar over that whole output (the analysis text
+// free but for "<|", then `<|start|>assistant<|channel|>final<|message|>`, then `answer`'s
+// language). An invalid `answer` is the same error its own compilation gives.
+Result<StructuredOutputs> harmony_final_answer(const StructuredOutputs& answer);
 
 }  // namespace vela::server

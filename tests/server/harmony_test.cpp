@@ -12,6 +12,7 @@
 #include "constraint/grammar_matcher.h"
 #include "grammar_accepts.h"
 #include "server/reasoning/reasoning_parser.h"
+#include "server/structured_output_request.h"
 #include "server/tool_calls.h"
 #include "support/shared_data.h"
 
@@ -136,6 +137,34 @@ TEST(Harmony, ForcedGrammar) {
       matches("<|channel|>commentary to=functions.get_weather <|constrain|>json"
               "<|message|>{}<|call|>"));  // city is required
   EXPECT_EQ(parse_tool_calls(good, ToolCallFormat::kGptOss, kTools).calls.size(), 1u);
+}
+
+// response_format under harmony: the JSON is the final channel's message, after an optional
+// analysis message; the analysis stays free text.
+TEST(Harmony, StructuredOutputIsTheFinalMessage) {
+  StructuredOutputs answer;
+  answer.json = R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                   "additionalProperties": false})";
+  auto whole = harmony_final_answer(answer);
+  ASSERT_TRUE(whole) << whole.message();
+  ASSERT_TRUE(whole->grammar);
+  auto g = constraint::compile_gbnf(*whole->grammar);
+  ASSERT_TRUE(g) << g.message() << "\n" << *whole->grammar;
+  const auto matches = [&](const std::string& s) { return test::grammar_accepts(*g, s); };
+  const std::string final_json = "<|channel|>final<|message|>{\"a\": 1}";
+  EXPECT_TRUE(matches(final_json));
+  EXPECT_TRUE(matches("<|start|>assistant" + final_json));
+  EXPECT_TRUE(
+      matches("<|channel|>analysis<|message|>Let me think: 1 < 2, {not json}.<|end|>"
+              "<|start|>assistant" +
+              final_json));
+  EXPECT_FALSE(matches("{\"a\": 1}"));  // no header
+  EXPECT_FALSE(matches("<|channel|>final<|message|>{\"b\": 1}"));
+  EXPECT_FALSE(matches("<|channel|>commentary<|message|>{\"a\": 1}"));
+  // The answer's own errors are reported as such.
+  StructuredOutputs bad;
+  bad.json = "{not a schema";
+  EXPECT_FALSE(harmony_final_answer(bad));
 }
 
 TEST(Harmony, NamesAndAutoOnTheRealTemplate) {

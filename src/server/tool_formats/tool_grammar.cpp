@@ -1,7 +1,6 @@
 #include "server/tool_formats/tool_grammar.h"
 
-#include <cctype>
-
+#include "constraint/gbnf_rules.h"
 #include "constraint/json_schema_to_gbnf.h"
 #include "server/tool_formats/tool_format_parser.h"
 
@@ -30,47 +29,13 @@ std::string literal(std::string_view s) {
   return out + "\"";
 }
 
-bool name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-}
-
-// Every rule name in `gbnf` with `prefix` in front, so that several grammars can be joined.
-std::string prefix_rules(std::string_view gbnf, const std::string& prefix) {
-  std::string out;
-  out.reserve(gbnf.size() * 2);
-  size_t i = 0;
-  while (i < gbnf.size()) {
-    const char c = gbnf[i];
-    if (c == '"' || c == '[') {  // a literal or a class: copied as is
-      const char close = c == '"' ? '"' : ']';
-      out += c;
-      ++i;
-      while (i < gbnf.size() && gbnf[i] != close) {
-        if (gbnf[i] == '\\' && i + 1 < gbnf.size()) out += gbnf[i++];
-        out += gbnf[i++];
-      }
-      if (i < gbnf.size()) out += gbnf[i++];
-    } else if (c == '{') {  // a repetition count
-      while (i < gbnf.size() && gbnf[i] != '}') out += gbnf[i++];
-    } else if (c == '#') {  // a comment
-      while (i < gbnf.size() && gbnf[i] != '\n') out += gbnf[i++];
-    } else if (name_char(c)) {
-      out += prefix;
-      while (i < gbnf.size() && name_char(gbnf[i])) out += gbnf[i++];
-    } else {
-      out += gbnf[i++];
-    }
-  }
-  return out;
-}
-
 // The grammar of `schema` with its rules renamed under `prefix`; its root is `prefix`"root".
 Result<std::string> sub_grammar(const json& schema, const std::string& prefix) {
   constraint::JsonGrammarOptions options;
   options.compact_whitespace = true;
   auto g = constraint::json_schema_to_gbnf(ojson::parse(schema.dump()), options);
   if (!g) return make_error("invalid tool parameters: " + g.message());
-  return prefix_rules(*g, prefix);
+  return constraint::prefix_gbnf_rules(*g, prefix);
 }
 
 json parameters_of(const json& function) {
