@@ -21,6 +21,7 @@ namespace vela::dist {
 struct ShardSetup {
   std::string model_path;
   bool repack_weights = true;
+  bool repack_experts = true;  // false: experts stay in the file mapping (--moe-experts mapped)
   int32_t max_batch_tokens = 0;
   int32_t max_logits = 0;
   int32_t max_context = 0;

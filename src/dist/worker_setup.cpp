@@ -7,6 +7,7 @@ namespace vela::dist {
 std::string encode_setup(const ShardSetup& s) {
   const nlohmann::json j = {{"model_path", s.model_path},
                             {"repack_weights", s.repack_weights},
+                            {"repack_experts", s.repack_experts},
                             {"max_batch_tokens", s.max_batch_tokens},
                             {"max_logits", s.max_logits},
                             {"max_context", s.max_context},
@@ -25,6 +26,7 @@ Result<ShardSetup> decode_setup(const std::string& text) {
     ShardSetup s;
     s.model_path = j.at("model_path").get<std::string>();
     s.repack_weights = j.at("repack_weights").get<bool>();
+    s.repack_experts = j.at("repack_experts").get<bool>();
     s.max_batch_tokens = j.at("max_batch_tokens").get<int32_t>();
     s.max_logits = j.at("max_logits").get<int32_t>();
     s.max_context = j.at("max_context").get<int32_t>();
@@ -69,6 +71,7 @@ std::unique_ptr<Worker> load_checked_worker(const std::string& setup_text,
   }
   ModelLoadOptions lo;
   lo.repack_weights = setup->repack_weights;
+  lo.repack_experts = setup->repack_experts;
   lo.shard = {group->rank(), group->size(), group->stage(), group->n_stages()};
   auto model = Model::load(setup->model_path, lo);
   if (!model) {

@@ -213,6 +213,7 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   if (group) {
     dist::ShardSetup setup;
     setup.model_path = o.model_path;
+    setup.repack_experts = load_options.repack_experts;  // every rank places its experts alike
     setup.max_batch_tokens = c.scheduler.max_num_batched_tokens;
     setup.max_logits = c.scheduler.max_num_batched_tokens;  // at least the engine's rows
     setup.max_context = c.max_context;

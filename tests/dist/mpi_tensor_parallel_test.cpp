@@ -183,6 +183,20 @@ TEST(MpiTensorParallel, BadSetupsAreOneLineErrors) {
   EXPECT_NE(r.err.find("does not split a Q/K norm over all heads"), std::string::npos) << r.err;
 }
 
+// Experts left in the file mapping (--moe-experts mapped) on every rank: each rank's own experts,
+// read row-major from its mapping, give the one process's greedy text.
+TEST(MpiTensorParallel, MappedExpertsOnEveryRank) {
+  VELA_REQUIRE_SHARED();
+  const std::string model = model_path("tiny-qwen3moe-Q8_0");
+  const test::CommandResult one =
+      test::run_command(generate_command(model, 1, 8) + " --moe-experts mapped");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const test::CommandResult split =
+      test::run_command(generate_command(model, 2, 8) + " --moe-experts mapped");
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  EXPECT_EQ(split.out, one.out);
+}
+
 // Ranks check each other before serving: each host opens the path rank 0 was given, so two
 // working directories with another file under the same relative path stand for two hosts whose
 // copies differ. The job stops with a line naming the rank, its host and what differs; a rank on
