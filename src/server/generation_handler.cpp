@@ -9,6 +9,7 @@
 
 #include "model/model.h"
 #include "server/request_workers.h"
+#include "server/structured_output_request.h"
 #include "util/trace.h"
 
 namespace vela::server {
@@ -107,6 +108,13 @@ std::optional<ApiError> GenerationHandler::prepare(std::string_view body,
   // Another model's name: on_prepared() says so; no need to tokenize.
   if (!request_.model.empty() && request_.model != ctx_.options.served_model_name)
     return std::nullopt;
+  // Harmony answers in the final channel's message: the constraint is written around it.
+  if (parses_reasoning() && model_->reasoning == ReasoningFormat::kGptOss &&
+      request_.params.structured_outputs.active()) {
+    auto whole = harmony_final_answer(request_.params.structured_outputs);
+    if (!whole) return invalid_request(whole.message(), "response_format");
+    request_.params.structured_outputs = std::move(*whole);
+  }
   if (auto error = prepare_tools()) return error;
   return prepare_prompts(prompts);
 }

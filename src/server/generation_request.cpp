@@ -326,7 +326,7 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
   else
     read_messages(f, r);
   refuse_unsupported(f, endpoint);
-  if (auto error = read_structured_outputs(doc, p.structured_outputs)) return error;
+  if (auto error = read_structured_outputs(doc, p.structured_outputs, body)) return error;
   if (endpoint == Endpoint::kChatCompletions) {
     if (auto error = read_tool_request(doc, r.tools)) return error;
     read_chat_extras(f, r);

@@ -67,9 +67,45 @@ std::optional<ApiError> read_response_format(const json& rf, StructuredOutputs& 
   return std::nullopt;
 }
 
+std::optional<ApiError> read_structured_outputs_sorted(const json& body, StructuredOutputs& out);
+
 }  // namespace
 
-std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutputs& out) {
+std::optional<std::string> ordered_schema_text(std::string_view raw_body,
+                                               std::initializer_list<const char*> path) {
+  const nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::ordered_json* at = &doc;
+  for (const char* key : path) {
+    if (!at->is_object()) return std::nullopt;
+    auto it = at->find(key);
+    if (it == at->end()) return std::nullopt;
+    at = &*it;
+  }
+  if (!at->is_object()) return std::nullopt;
+  return at->dump();
+}
+
+std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutputs& out,
+                                                std::string_view raw_body) {
+  auto e = read_structured_outputs_sorted(body, out);
+  if (e || !out.json || raw_body.empty()) return e;
+  // The schema as written: its properties' order is the order the output writes them in.
+  for (const auto& path :
+       {std::initializer_list<const char*>{"response_format", "json_schema", "schema"},
+        std::initializer_list<const char*>{"structured_outputs", "json"},
+        std::initializer_list<const char*>{"guided_json"}})
+    if (auto text = ordered_schema_text(raw_body, path)) {
+      out.json = std::move(*text);
+      break;
+    }
+  return std::nullopt;
+}
+
+namespace {
+
+// The fields read from the body parsed into sorted objects (a schema's key order is lost).
+std::optional<ApiError> read_structured_outputs_sorted(const json& body, StructuredOutputs& out) {
   int given = 0;
   if (const json* rf = field(body, "response_format")) {
     if (auto e = read_response_format(*rf, out)) return e;
@@ -147,6 +183,8 @@ std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutp
         "json_object, regex, choice, grammar) or one guided_* field");
   return std::nullopt;
 }
+
+}  // namespace
 
 Result<StructuredOutputs> harmony_final_answer(const StructuredOutputs& answer) {
   auto gbnf = constraint::structured_outputs_to_gbnf(answer);

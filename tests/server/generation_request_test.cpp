@@ -166,3 +166,28 @@ TEST(GenerationRequest, NestingDepthIgnoresStrings) {
 
 }  // namespace
 }  // namespace vela::server
+
+namespace vela::server {
+namespace {
+
+// A JSON schema keeps the order its properties were written in (the output writes them so),
+// wherever it is given; a schema given as text is kept as it is.
+TEST(GenerationRequest, JsonSchemaKeepsItsPropertyOrder) {
+  const std::string schema = R"({"type":"object","properties":{"zeta":{"type":"integer"},)"
+                             R"("alpha":{"type":"string"}},"required":["zeta","alpha"]})";
+  for (const std::string& body :
+       {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":)" +
+            schema + "}}}",
+        R"({"prompt":"x","structured_outputs":{"json":)" + schema + "}}",
+        R"({"prompt":"x","guided_json":)" + schema + "}"}) {
+    GenerationRequest r;
+    ASSERT_FALSE(parse_generation_request(body, Endpoint::kCompletions, RequestLimits{}, r))
+        << body;
+    ASSERT_TRUE(r.params.structured_outputs.json) << body;
+    const std::string& kept = *r.params.structured_outputs.json;
+    EXPECT_LT(kept.find("zeta"), kept.find("alpha")) << kept;
+  }
+}
+
+}  // namespace
+}  // namespace vela::server

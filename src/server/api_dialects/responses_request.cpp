@@ -1,5 +1,7 @@
 #include "server/api_dialects/responses_request.h"
 
+#include "server/structured_output_request.h"
+
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -486,6 +488,10 @@ std::optional<ApiError> responses_to_chat_request(std::string_view body, json& c
   if (auto e = read_tools(doc, chat, echo)) return e;
   if (auto e = read_tool_choice(doc, chat, echo)) return e;
   if (auto e = read_text(doc, chat, echo)) return e;
+  // The schema as written (the parsed object's keys are sorted): the output follows its order.
+  if (chat.contains("response_format") && chat["response_format"].contains("json_schema"))
+    if (auto ordered = ordered_schema_text(body, {"text", "format", "schema"}))
+      chat["response_format"]["json_schema"]["schema"] = std::move(*ordered);
   if (auto e = read_reasoning(doc, chat, echo)) return e;
   if (auto e = read_state_fields(doc, echo)) return e;
 

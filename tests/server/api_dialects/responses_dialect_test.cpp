@@ -134,9 +134,18 @@ TEST(ResponsesRequest, TextFormatBecomesResponseFormat) {
        {"text",
         {{"format",
           {{"type", "json_schema"}, {"name", "r"}, {"schema", schema}, {"strict", true}}}}}});
+  // The schema goes on as text in its written key order (a parsed object's keys are sorted).
   EXPECT_EQ(chat["response_format"],
             (json{{"type", "json_schema"},
-                  {"json_schema", {{"name", "r"}, {"schema", schema}, {"strict", true}}}}));
+                  {"json_schema", {{"name", "r"}, {"schema", schema.dump()}, {"strict", true}}}}));
+  ResponsesDialect d;
+  json ordered;
+  ASSERT_FALSE(d.to_chat_request(
+      R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "r", "schema":
+         {"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {}}}}}})",
+      ordered));
+  const std::string text = ordered["response_format"]["json_schema"]["schema"];
+  EXPECT_LT(text.find("zeta"), text.find("alpha")) << text;
   EXPECT_EQ(translate_ok({{"input", "x"},
                           {"text", {{"format", {{"type", "json_object"}}}}}})["response_format"],
             (json{{"type", "json_object"}}));

@@ -5,7 +5,8 @@
 // stream helper's final response), a function tool round trip (the call, then its output sent
 // back as a function_call_output item), text.format json_schema (with zod's zodTextFormat and
 // the parse helper when zod is installed), max_output_tokens cutting the answer short, and
-// previous_response_id refused with a 400 the client raises as BadRequestError.
+// previous_response_id refused with a 400 the client raises as BadRequestError; and the same
+// client's chat completions reading reasoning_content, whole and streamed.
 // Usage: node responses_client_test.mjs BASE_URL MODEL
 import OpenAI from 'openai';
 
@@ -199,7 +200,31 @@ async function previousResponseRefused() {
   throw new Error('previous_response_id was accepted');
 }
 
+// The same client's chat completions read the thinking apart, as reasoning_content.
+async function chatReasoningContent() {
+  const c = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'What is 2+2?' }], temperature: 0,
+    vela_test_script: thinkThenAnswer,
+  });
+  const m = c.choices[0].message;
+  check(m.reasoning_content === 'Let me think.\n', `reasoning_content ${show(m)}`);
+  check(m.content === 'The answer is 4.', `content ${show(m)}`);
+  const stream = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'What is 2+2?' }], temperature: 0, stream: true,
+    vela_test_script: thinkThenAnswer,
+  });
+  let reasoning = '', content = '';
+  for await (const chunk of stream) {
+    const delta = chunk.choices[0]?.delta ?? {};
+    reasoning += delta.reasoning_content ?? '';
+    content += delta.content ?? '';
+  }
+  check(reasoning === 'Let me think.\n', `streamed reasoning_content ${show(reasoning)}`);
+  check(content === 'The answer is 4.', `streamed content ${show(content)}`);
+}
+
 for (const [name, test] of Object.entries({
+  chatReasoningContent,
   plain, streamed, toolRoundTrip, jsonSchema, cutShort, previousResponseRefused,
 })) {
   try {
