@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "named_events.h"
 #include "server_harness.h"
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
@@ -45,16 +47,9 @@ TEST(AnthropicApi, NodeClient) {
   const std::string cmd = "timeout 300 node " +
                           shell_quote((dir / "anthropic_client_test.mjs").string()) + " " +
                           shell_quote(s->url("")) + " m " + kKey + " 2>&1";
-  std::string out;
-  int status = -1;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    status = pclose(p);
-  }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << "\nserver log:\n"
-                                                             << s->log();
+  const test::CommandResult run = test::run_command(cmd);  // its stderr is in cmd's 2>&1
+  const std::string& out = run.out;
+  EXPECT_EQ(run.exit_code, 0) << out << "\nserver log:\n" << s->log();
   EXPECT_NE(out.find("all checks passed"), std::string::npos) << out;
 }
 
@@ -124,33 +119,7 @@ TEST(AnthropicApi, KeysAndErrorShapes) {
                          "invalid_request_error");
 }
 
-// One server-sent event of Anthropic's stream.
-struct Event {
-  std::string name;
-  json data;
-};
-
-std::vector<Event> events_of(const std::string& body) {
-  std::vector<Event> out;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    const size_t end = body.find("\n\n", pos);
-    if (end == std::string::npos) {
-      ADD_FAILURE() << "unterminated record: " << body.substr(pos);
-      break;
-    }
-    const std::string record = body.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = record.find('\n');
-    if (record.rfind("event: ", 0) != 0 || nl == std::string::npos ||
-        record.compare(nl + 1, 6, "data: ") != 0) {
-      ADD_FAILURE() << "not an event/data record: " << record;
-      continue;
-    }
-    out.push_back({record.substr(7, nl - 7), json::parse(record.substr(nl + 7))});
-  }
-  return out;
-}
+using Event = NamedEvent;
 
 TEST(AnthropicApi, RawStreamOpensWithTheInputTokens) {
   VELA_REQUIRE_SHARED();
@@ -161,7 +130,7 @@ TEST(AnthropicApi, RawStreamOpensWithTheInputTokens) {
   const HttpResult r = s->post("/v1/messages", body.dump(), kXApiKey);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(r.has_header("content-type: text/event-stream")) << r.headers;
-  const std::vector<Event> events = events_of(r.body);
+  const std::vector<Event> events = parse_named_events(r.body);
   std::vector<std::string> names;
   for (const Event& e : events) {
     names.push_back(e.name);

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "named_events.h"
 #include "server_harness.h"
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
@@ -35,29 +37,6 @@ json body_with(const std::vector<std::string>& pieces) {
               {"vela_test_script", {{"pieces", pieces}, {"eos", true}}}};
 }
 
-// "event: NAME\ndata: JSON\n\n" records as (NAME, JSON); framing problems fail the test.
-std::vector<std::pair<std::string, json>> named_events(const std::string& body) {
-  std::vector<std::pair<std::string, json>> out;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    const size_t end = body.find("\n\n", pos);
-    if (end == std::string::npos) {
-      ADD_FAILURE() << "unterminated record: " << body.substr(pos);
-      break;
-    }
-    const std::string record = body.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = record.find('\n');
-    if (record.rfind("event: ", 0) != 0 || nl == std::string::npos ||
-        record.compare(nl + 1, 6, "data: ") != 0) {
-      ADD_FAILURE() << "not an event record: " << record;
-      break;
-    }
-    out.emplace_back(record.substr(7, nl - 7), json::parse(record.substr(nl + 7)));
-  }
-  return out;
-}
-
 TEST(ResponsesApi, WholeStreamedAndErrorsOverHttp) {
   VELA_REQUIRE_SHARED();
   auto s = serve();
@@ -78,19 +57,19 @@ TEST(ResponsesApi, WholeStreamedAndErrorsOverHttp) {
   const HttpResult streamed = s->post("/v1/responses", stream_body.dump());
   ASSERT_EQ(streamed.status, 200) << streamed.body;
   EXPECT_TRUE(streamed.has_header("text/event-stream")) << streamed.headers;
-  const auto events = named_events(streamed.body);
+  const std::vector<NamedEvent> events = parse_named_events(streamed.body);
   ASSERT_GE(events.size(), 4u) << streamed.body;
   std::string text;
   for (size_t i = 0; i < events.size(); ++i) {
-    EXPECT_EQ(events[i].second["type"], events[i].first);
-    EXPECT_EQ(events[i].second["sequence_number"], i);
-    if (events[i].first == "response.output_text.delta") text += events[i].second["delta"];
+    EXPECT_EQ(events[i].data["type"], events[i].name);
+    EXPECT_EQ(events[i].data["sequence_number"], i);
+    if (events[i].name == "response.output_text.delta") text += events[i].data["delta"];
   }
-  EXPECT_EQ(events.front().first, "response.created");
-  EXPECT_EQ(events.back().first, "response.completed");
+  EXPECT_EQ(events.front().name, "response.created");
+  EXPECT_EQ(events.back().name, "response.completed");
   EXPECT_EQ(text, "The answer is 4.");
   // The final event carries the response the whole request gave (but for its ids and time).
-  json final_response = events.back().second["response"];
+  json final_response = events.back().data["response"];
   ASSERT_EQ(final_response["output"].size(), 2u);
   EXPECT_EQ(final_response["output"][0]["content"], r["output"][0]["content"]);
   EXPECT_EQ(final_response["output"][1]["content"], r["output"][1]["content"]);
@@ -135,16 +114,9 @@ TEST(ResponsesApi, OpenAiNodeClient) {
   const std::string cmd = "timeout 300 node " +
                           shell_quote((dir / "responses_client_test.mjs").string()) + " " +
                           shell_quote(s->url("/v1")) + " m 2>&1";
-  std::string out;
-  int status = -1;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    status = pclose(p);
-  }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out << "\nserver log:\n"
-                                                             << s->log();
+  const test::CommandResult run = test::run_command(cmd);  // its stderr is in cmd's 2>&1
+  const std::string& out = run.out;
+  EXPECT_EQ(run.exit_code, 0) << out << "\nserver log:\n" << s->log();
   EXPECT_NE(out.find("all checks passed"), std::string::npos) << out;
 }
 

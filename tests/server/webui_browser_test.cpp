@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "server_harness.h"
+#include "support/run_command.h"
 #include "support/shared_data.h"
 
 namespace vela::test {
@@ -39,15 +40,9 @@ TEST(WebUiServer, ChromiumChatsStreamsAndStops) {
   const std::string cmd = "timeout 240 node " + shell_quote((dir / "chat_page_test.mjs").string()) +
                           " " + shell_quote(s->url("/")) + " tiny-chat " +
                           shell_quote(shots.string()) + " 2>&1";
-  std::string out;
-  int status = -1;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-    status = pclose(p);
-  }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  const test::CommandResult run = test::run_command(cmd);  // its stderr is in cmd's 2>&1
+  const std::string& out = run.out;
+  EXPECT_EQ(run.exit_code, 0) << out;
   EXPECT_NE(out.find("all checks passed"), std::string::npos) << out;
   for (const char* shot : {"answer.png", "stopped.png", "phone.png"}) {
     SCOPED_TRACE(shot);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../named_events.h"
 #include "server/api_dialects/anthropic_dialect.h"
 #include "server/generation_request.h"
 
@@ -306,30 +307,8 @@ TEST(AnthropicResponse, ErrorShapes) {
   }
 }
 
-// One server-sent event: its name and data.
-struct Event {
-  std::string name;
-  json data;
-};
-
-std::vector<Event> parse_events(const std::string& text) {
-  std::vector<Event> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find("\n\n", pos);
-    EXPECT_NE(end, std::string::npos) << "unterminated record: " << text.substr(pos);
-    if (end == std::string::npos) break;
-    const std::string record = text.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = record.find('\n');
-    EXPECT_EQ(record.rfind("event: ", 0), 0u) << record;
-    EXPECT_EQ(record.compare(nl + 1, 6, "data: "), 0) << record;
-    Event e{record.substr(7, nl - 7), json::parse(record.substr(nl + 7))};
-    EXPECT_EQ(e.data["type"], e.name);  // Anthropic repeats the name as the data's type
-    out.push_back(std::move(e));
-  }
-  return out;
-}
+using Event = test::NamedEvent;
+using test::parse_named_events;
 
 json chunk(json delta, json finish = nullptr, json stop_reason = nullptr) {
   json choice = {{"index", 0},
@@ -361,7 +340,7 @@ std::vector<Event> run_stream(const std::vector<json>& chunks, int64_t prompt_to
   for (const json& c : chunks) text += d.stream_chunk(c);
   text += d.stream_end();
   EXPECT_EQ(d.stream_end(), "");  // once only
-  return parse_events(text);
+  return parse_named_events(text);
 }
 
 std::vector<std::string> names(const std::vector<Event>& events) {

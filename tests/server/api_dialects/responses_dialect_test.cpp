@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../named_events.h"
 #include "server/api_dialects/api_dialect.h"
 #include "server/api_dialects/responses_dialect.h"
 #include "server/generation_request.h"
@@ -346,30 +347,8 @@ TEST(ResponsesResponse, WholeAnswerBecomesOutputItems) {
   EXPECT_EQ(c["output"][0]["status"], "incomplete");
 }
 
-struct Event {
-  std::string name;
-  json data;
-};
-
-// "event: NAME\ndata: JSON\n\n" records; each NAME must equal its data's type.
-std::vector<Event> parse_events(const std::string& text) {
-  std::vector<Event> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find("\n\n", pos);
-    EXPECT_NE(end, std::string::npos) << "unterminated record: " << text.substr(pos);
-    if (end == std::string::npos) break;
-    const std::string record = text.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = record.find('\n');
-    EXPECT_EQ(record.rfind("event: ", 0), 0u) << record;
-    EXPECT_EQ(record.compare(nl + 1, 6, "data: "), 0) << record;
-    Event e{record.substr(7, nl - 7), json::parse(record.substr(nl + 7))};
-    EXPECT_EQ(e.data["type"], e.name);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
+using Event = test::NamedEvent;
+using test::parse_named_events;
 
 // Runs the chunks through a streaming dialect; checks numbering, and that the final response
 // equals the whole answer's translation (`whole` the chat message the stream adds up to).
@@ -380,7 +359,7 @@ std::vector<Event> run_stream(const std::vector<json>& chunks, const json& whole
   for (const json& c : chunks) text += d.stream_chunk(c);
   text += d.stream_chunk(usage_chunk(kMeta, usage_json(11, 7, 3)));
   text += d.stream_end();
-  std::vector<Event> events = parse_events(text);
+  std::vector<Event> events = parse_named_events(text);
   for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].data["sequence_number"], i);
   ResponsesDialect w = dialect_for({{"input", "x"}, {"stream", true}});
   const json want = w.from_chat_response(whole_chat(whole_message, finish));
