@@ -38,7 +38,8 @@ json function_call_item(const std::string& id, const std::string& call_id, const
               {"arguments", arguments},  {"status", status}};
 }
 
-const std::string& string_or(const json& obj, const char* key, const std::string& fallback) {
+// A copy: `fallback` is often a temporary, which a reference would outlive.
+std::string string_or(const json& obj, const char* key, const std::string& fallback) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get_ref<const std::string&>() : fallback;
 }
@@ -86,7 +87,7 @@ json ResponsesDialect::error_json(int status, const json& openai_error) {
 }
 
 void ResponsesDialect::set_ids(const json& chat) {
-  const std::string& id = string_or(chat, "id", "");
+  const std::string id = string_or(chat, "id", "");
   const size_t dash = id.find('-');  // "chatcmpl-<hex>"
   id_suffix_ = dash == std::string::npos ? id : id.substr(dash + 1);
   created_at_ = int_at(chat, "created");
@@ -133,10 +134,10 @@ json ResponsesDialect::from_chat_response(const json& chat) {
   const json message = choice.value("message", json::object());
   const std::string finish = string_or(choice, "finish_reason", "stop");
   json output = json::array();
-  const std::string& reasoning = string_or(message, "reasoning_content", "");
+  const std::string reasoning = string_or(message, "reasoning_content", "");
   if (!reasoning.empty())
     output.push_back(reasoning_item(item_id("rs", output.size()), reasoning, "completed"));
-  const std::string& content = string_or(message, "content", "");
+  const std::string content = string_or(message, "content", "");
   if (!content.empty())
     output.push_back(message_item(item_id("msg", output.size()), content, "completed"));
   for (const json& call : message.value("tool_calls", json::array())) {
@@ -289,7 +290,7 @@ std::string ResponsesDialect::add_tool_call(const json& call) {
                                                    {"arguments", ""},
                                                    {"status", "in_progress"}});
   }
-  const std::string& arguments = string_or(function, "arguments", "");
+  const std::string arguments = string_or(function, "arguments", "");
   if (open_kind_ != ItemKind::kFunctionCall || arguments.empty()) return out;
   open_text_ += arguments;
   out += event(
@@ -311,9 +312,9 @@ std::string ResponsesDialect::stream_chunk(const json& chunk) {
   if (choices == chunk.end() || !choices->is_array() || choices->empty()) return out;
   const json& choice = (*choices)[0];
   const json delta = choice.value("delta", json::object());
-  if (const std::string& r = string_or(delta, "reasoning_content", ""); !r.empty())
+  if (const std::string r = string_or(delta, "reasoning_content", ""); !r.empty())
     out += add_reasoning(r);
-  if (const std::string& c = string_or(delta, "content", ""); !c.empty()) out += add_content(c);
+  if (const std::string c = string_or(delta, "content", ""); !c.empty()) out += add_content(c);
   if (auto calls = delta.find("tool_calls"); calls != delta.end() && calls->is_array())
     for (const json& call : *calls) out += add_tool_call(call);
   if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string())

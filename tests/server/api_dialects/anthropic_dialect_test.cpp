@@ -36,8 +36,10 @@ void expect_refused(const json& body, const std::string& needle,
   EXPECT_NE(error->message.find(needle), std::string::npos) << error->message;
 }
 
-json base(json messages) {
-  return json{{"model", "m"}, {"max_tokens", 64}, {"messages", std::move(messages)}};
+// The messages as a vector: `base({user(...)})` is then one array on every compiler (a braced
+// single json converts to a json itself under clang, an array under GCC).
+json base(std::vector<json> messages) {
+  return json{{"model", "m"}, {"max_tokens", 64}, {"messages", json(std::move(messages))}};
 }
 
 json user(json content) {
@@ -79,7 +81,8 @@ TEST(AnthropicRequest, ToolUseAndToolResultRoundTrip) {
       {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"},
       {"type": "tool_result", "tool_use_id": "toolu_2", "is_error": true,
        "content": [{"type": "text", "text": "no clock"}]}]}
-  ])"));
+  ])")
+                       .get<std::vector<json>>());
   body["tools"] = json::parse(R"([
     {"name": "get_weather", "description": "Weather", "input_schema": {"type": "object",
       "properties": {"city": {"type": "string"}}}},
@@ -176,7 +179,7 @@ TEST(AnthropicRequest, SamplingStreamAndMetadata) {
   body["top_k"] = 40;
   body["stream"] = true;
   body["metadata"] = {{"user_id", "u-1"}};
-  body["vela_test_script"] = {{"pieces", {"a"}}};
+  body["vela_test_script"] = {{"pieces", json::array({"a"})}};
   const json chat = translate(body);
   EXPECT_EQ(chat["stop"], json({"END", "\n\n"}));
   EXPECT_EQ(chat["temperature"], 0.5);
@@ -207,20 +210,20 @@ TEST(AnthropicRequest, RefusesWhatItCannotServe) {
   expect_refused(body, "unknown field 'frequency_penalty'");
   body.erase("frequency_penalty");
 
-  body["messages"] = {json{{"role", "system"}, {"content", "x"}}};
+  body["messages"] = json::array({json{{"role", "system"}, {"content", "x"}}});
   expect_refused(body, "role 'system'");
-  body["messages"] = {user(json::array({json{{"type", "video"}, {"url", "x"}}}))};
+  body["messages"] = json::array({user(json::array({json{{"type", "video"}, {"url", "x"}}}))});
   expect_refused(body, "'video'");
-  body["messages"] = {user(
-      json::array({json{{"type", "image"}, {"source", {{"type", "base64"}, {"data", "AAAA"}}}}}))};
+  body["messages"] = json::array({user(
+      json::array({json{{"type", "image"}, {"source", {{"type", "base64"}, {"data", "AAAA"}}}}}))});
   expect_refused(body, "this model takes text only");
-  body["messages"] = {user(json::array(
-      {json{{"type", "tool_use"}, {"id", "a"}, {"name", "f"}, {"input", json::object()}}}))};
+  body["messages"] = json::array({user(json::array(
+      {json{{"type", "tool_use"}, {"id", "a"}, {"name", "f"}, {"input", json::object()}}}))});
   expect_refused(body, "'tool_use'");
-  body["messages"] = {json{{"role", "assistant"},
-                           {"content", json::array({json{{"type", "tool_use"}, {"id", "a"}}})}}};
+  body["messages"] = json::array({json{
+      {"role", "assistant"}, {"content", json::array({json{{"type", "tool_use"}, {"id", "a"}}})}}});
   expect_refused(body, "tool_use block needs");
-  body["messages"] = {user("Hi"), json{{"role", "assistant"}, {"content", "Well,"}}};
+  body["messages"] = json::array({user("Hi"), json{{"role", "assistant"}, {"content", "Well,"}}});
   expect_refused(body, "prefill");
   body["messages"] = json::array();
   expect_refused(body, "messages");

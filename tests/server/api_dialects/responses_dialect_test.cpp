@@ -50,7 +50,7 @@ TEST(ResponsesRequest, StringInputAndScalars) {
                                   {"include", json::array()},
                                   {"parallel_tool_calls", false},
                                   {"reasoning", {{"effort", "low"}, {"summary", "auto"}}},
-                                  {"vela_test_script", {{"pieces", {"a"}}}}});
+                                  {"vela_test_script", {{"pieces", json::array({"a"})}}}});
   EXPECT_EQ(chat["model"], "m");
   EXPECT_EQ(chat["messages"], json::parse(R"([{"role":"user","content":"Hello"}])"));
   EXPECT_EQ(chat["max_tokens"], 12);
