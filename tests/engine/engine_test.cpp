@@ -172,7 +172,10 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, EngineAgreement,
                                            // and layers that read another layer's K/V
                                            "tiny-gemma4-F32", "tiny-gemma4moe-F32",
                                            // latent attention: a K-only cache of latents
-                                           "tiny-deepseek2-F32"),
+                                           "tiny-deepseek2-F32",
+                                           // codebook nibbles on the packed int8 kernels
+                                           // (dense IQ4_NL; gpt-oss's MXFP4 experts)
+                                           "tiny-llama-256-IQ4_NL", "tiny-openai-moe-MXFP4_MOE"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

@@ -19,6 +19,8 @@
 #include "kernels/packed/packed_layout.h"
 #include "kernels/type_traits.h"
 #include "quant/blocks.h"
+#include "quant/blocks_nonlinear4.h"
+#include "util/half.h"
 
 namespace vela {
 namespace {
@@ -267,6 +269,102 @@ TEST_P(PackedGemm, MatmulRowsBatchInvariant) {
   }
 }
 
+// A matrix whose row count is not a multiple of 16 has no whole last group: it stays row-major
+// (the row kernels serve it), while the same rows cut to whole groups are packed.
+TEST_P(PackedGemm, RowCountsOffSixteenStayRowMajor) {
+  const GgmlType type = GetParam();
+  const int64_t n = unit(type) * 4;
+  const bool packs = active_packed_kernels(type).small != nullptr;
+  EXPECT_EQ(prefers_interleaved16(type, 48, n), packs);
+  for (int64_t rows : {1, 8, 24, 40, 47, 49})
+    EXPECT_FALSE(prefers_interleaved16(type, rows, n)) << rows << " rows";
+}
+
+// The codebook formats (IQ4_NL, MXFP4) over raw blocks rather than quantized values: every code
+// in every position, the extreme levels (IQ4_NL's -127 and 113) against activation quants of
+// +-127, and for MXFP4 every e8m0 scale byte from 0 (the subnormal 2^-128) to 200 (larger ones
+// overflow these sums to infinity). Packing round-trips bit for bit, the reference is the row
+// kernels' dot product within the float bound where the scales are normal, and every SIMD kernel
+// equals the reference bit for bit, subnormal scales included.
+class PackedCodebook : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(PackedCodebook, EveryCodeAndScaleExactAgainstReference) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 48, nb = 9, n = nb * kPackedBlockK;
+  const size_t block = type == GgmlType::MXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL);
+  std::vector<uint8_t> w(size_t(rows * nb) * block);
+  uint32_t state = 12345;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    uint8_t* b = &w[size_t(i) * block];
+    if (type == GgmlType::MXFP4) {
+      b[0] = uint8_t(i % 201);  // e8m0 scale byte
+    } else {
+      const uint16_t d = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
+      std::memcpy(b, &d, 2);
+    }
+    uint8_t* qs = b + (block - 16);
+    for (int j = 0; j < 16; ++j) {
+      // Blocks of one repeated extreme code (IQ4_NL: 0 is -127, 15 is 113; MXFP4: 7 and 15 are
+      // +-12), else every pair of codes by position and row, else random.
+      const int64_t kind = i % 4;
+      qs[j] = kind == 0   ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF)
+              : kind == 1 ? uint8_t(i % 8 < 4 ? 0x77 : 0xF7)
+              : kind == 2 ? uint8_t((j + i) % 16 | ((j + 3 * i) % 16) << 4)
+                          : uint8_t(next() >> 24);
+    }
+  }
+  const auto pw = packed(type, w, rows, n);
+  std::vector<uint8_t> row(size_t(nb) * block);
+  for (int64_t r = 0; r < rows; ++r) {
+    unpack_interleaved16_row(type, pw.data(), n, r, row.data());
+    ASSERT_EQ(std::memcmp(row.data(), &w[size_t(r) * row.size()], row.size()), 0) << "row " << r;
+  }
+  const size_t stride = bytes_of(GgmlType::Q8_0, n);
+  // Rows with a block whose scale times the activations' (at least 0.01) is subnormal in f32.
+  const auto subnormal_row = [&](int64_t r) {
+    for (int64_t b = 0; b < nb; ++b)
+      if (type == GgmlType::MXFP4 && (r * nb + b) % 201 < 9) return true;
+    return false;
+  };
+  for (int64_t n_act : {1, 2, 5, 17}) {
+    std::vector<uint8_t> act(stride * size_t(n_act));
+    for (int64_t t = 0; t < n_act; ++t) {
+      auto* a = reinterpret_cast<BlockQ8_0*>(&act[size_t(t) * stride]);
+      for (int64_t b = 0; b < nb; ++b) {
+        a[b].d = fp32_to_fp16(float(1 + (t * nb + b) % 17) * 0.01f);
+        for (int k = 0; k < kQK8_0; ++k)
+          a[b].qs[k] = t % 3 == 0   ? int8_t(k % 2 ? 127 : -127)
+                       : t % 3 == 1 ? int8_t(127)
+                                    : int8_t((int(next() >> 24) - 128) | 1);  // never -128
+      }
+    }
+    const auto want = run(packed_gemm_kernel(PackedKernelKind::kReference, type), pw, rows, n, act,
+                          stride, n_act, rows);
+    for (int64_t t = 0; t < n_act; ++t)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float got = want[size_t(t * rows + r)];
+        ASSERT_TRUE(std::isfinite(got)) << "row " << r << " token " << t;
+        if (subnormal_row(r)) continue;
+        const auto ref =
+            test::dot_reference(type, &w[size_t(r) * row.size()], &act[size_t(t) * stride], n);
+        EXPECT_NEAR(got, ref.value, ref.tolerance) << "row " << r << " token " << t;
+      }
+    for (PackedKernelKind kind : {PackedKernelKind::kAvx2, PackedKernelKind::kAvx512}) {
+      const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
+      if (kernel == nullptr) continue;
+      const auto got = run(kernel, pw, rows, n, act, stride, n_act, rows);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
+          << "kernel kind " << int(kind) << ", " << n_act << " tokens";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedCodebook, testing::Values(GgmlType::IQ4_NL, GgmlType::MXFP4),
+                         [](const auto& info) {
+                           return std::string(ggml_type_name(uint32_t(info.param)));
+                         });
+
 // The SIMD BF16 kernels this CPU can run: AVX2 and AVX-512 widened FMA, and vdpbf16ps (with
 // AVX512-BF16).
 std::vector<std::pair<const char*, PackedGemmFn>> simd_bf16_kernels() {
@@ -329,14 +427,12 @@ TEST(PackedGemmBf16, SubnormalsFlushAsVdpbf16psDoes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedGemm,
-                         testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                         GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-                                         GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                                         GgmlType::Q5_K, GgmlType::Q6_K),
-                         [](const auto& info) {
-                           return std::string(ggml_type_name(uint32_t(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Types, PackedGemm,
+    testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                    GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
+                    GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4),
+    [](const auto& info) { return std::string(ggml_type_name(uint32_t(info.param))); });
 
 }  // namespace
 }  // namespace vela

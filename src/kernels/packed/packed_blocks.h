@@ -63,6 +63,25 @@ struct BlockQ5_1x16 {
 };
 static_assert(sizeof(BlockQ5_1x16) == 16 * 24, "16 Q5_1 blocks");
 
+// 16 rows x one IQ4_NL block (value d * kIQ4Levels[q], quant/blocks_nonlinear4.h): Q4_0's nibble
+// layout, each nibble the index of a level in a 16-entry table, which the kernels look up with one
+// byte shuffle per vector (the "codebook" formats, nibble_format.h).
+struct BlockIQ4_NLx16 {
+  uint16_t d[kPackedRows];
+  uint8_t qs[4][kPackedRows][4];
+};
+static_assert(sizeof(BlockIQ4_NLx16) == 16 * 18, "16 IQ4_NL blocks");
+
+// 16 rows x one MXFP4 block (value 2^(e - 128) * kMXFP4Levels[q], e8m0_half_scale): the nibbles
+// as IQ4_NL's, the scales as the file's e8m0 bytes, which the kernels turn into f32 (exact:
+// powers of two). f16 cannot hold them (2^-128 .. 2^127 against f16's 2^-24 .. 2^15), and f32
+// would add 3 bytes per 17.
+struct BlockMXFP4x16 {
+  uint8_t e[kPackedRows];
+  uint8_t qs[4][kPackedRows][4];
+};
+static_assert(sizeof(BlockMXFP4x16) == 16 * 17, "16 MXFP4 blocks");
+
 // 16 rows x one Q4_K super-block (256 elements, 8 sub-blocks of 32; value of element l of
 // sub-block j = d * scale_j * q - dmin * min_j, q = 0..15). The 6-bit scales and mins are stored
 // decoded; the quant bytes keep their nibble pairing (sub-blocks 2p and 2p + 1 share bytes) in
@@ -123,5 +142,8 @@ inline constexpr int kBf16PackedPair = 2;
 inline constexpr int kQ8_0PackedBias = 128;
 inline constexpr int kQ4_0PackedBias = 8;
 inline constexpr int kQ5_0PackedBias = 16;
+// The codebook formats' levels as the unsigned bytes the VNNI kernels' table lookup gives
+// (IQ4_NL: 1..241, MXFP4: 116..140).
+inline constexpr int kCodebookPackedBias = 128;
 
 }  // namespace vela

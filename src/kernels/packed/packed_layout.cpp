@@ -8,6 +8,7 @@
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "quant/blocks.h"
+#include "quant/blocks_nonlinear4.h"
 
 namespace vela {
 
@@ -56,15 +57,18 @@ void unpack_high_bits(const Packed& in, int n, uint8_t gguf_qh[4]) {
   std::memcpy(gguf_qh, &bits, 4);
 }
 
-// Q4_0, Q4_1, Q5_0 and Q5_1 (the other types have overloads of their own, which take
-// precedence over this template).
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 (the other types have overloads of their own, which
+// take precedence over this template). MXFP4's e8m0 bytes are copied as its scales.
 template <class Block, class Packed>
 void pack_group(const Block* rows[kPackedRows], int64_t nb, Packed* out) {
   for (int64_t b = 0; b < nb; ++b) {
     Packed& o = out[b];
     for (int n = 0; n < kPackedRows; ++n) {
       const Block& src = rows[n][b];
-      o.d[n] = src.d;
+      if constexpr (requires(const Block& x) { x.e; })
+        o.e[n] = src.e;
+      else
+        o.d[n] = src.d;
       if constexpr (requires(const Block& x) { x.m; }) o.m[n] = src.m;
       if constexpr (requires(const Block& x) { x.qh; }) pack_high_bits(src.qh, n, o);
       for (int j = 0; j < 4; ++j) std::memcpy(o.qs[j][n], src.qs + 4 * j, 4);
@@ -211,7 +215,10 @@ void unpack_block(const BlockQ8_0x16& in, int n, BlockQ8_0* out) {
 // Byte (k/4, k%4) holds elements k and 16 + k, as GGUF's byte k does.
 template <class Packed, class Block>
 void unpack_block(const Packed& in, int n, Block* out) {
-  out->d = in.d[n];
+  if constexpr (requires(Block & x) { x.e; })
+    out->e = in.e[n];
+  else
+    out->d = in.d[n];
   if constexpr (requires(Block & x) { x.m; }) out->m = in.m[n];
   if constexpr (requires(Block & x) { x.qh; }) unpack_high_bits(in, n, out->qh);
   for (int k = 0; k < 16; ++k) out->qs[k] = in.qs[k / 4][n][k % 4];
@@ -266,6 +273,10 @@ bool with_packed_types(GgmlType w_type, Fn&& fn) {
       return fn.template operator()<BlockQ5_K, BlockQ5_Kx16>(), true;
     case GgmlType::Q6_K:
       return fn.template operator()<BlockQ6_K, BlockQ6_Kx16>(), true;
+    case GgmlType::IQ4_NL:
+      return fn.template operator()<BlockIQ4_NL, BlockIQ4_NLx16>(), true;
+    case GgmlType::MXFP4:
+      return fn.template operator()<BlockMXFP4, BlockMXFP4x16>(), true;
     default:
       return false;
   }

@@ -8,6 +8,7 @@
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/ref/bf16_pair_dot.h"
 #include "quant/blocks.h"
+#include "quant/blocks_nonlinear4.h"
 #include "util/half.h"
 
 namespace vela::kernels {
@@ -41,6 +42,13 @@ inline int level(const BlockQ4_1x16& b, int n, int k) {  // 0..15
 inline int level(const BlockQ5_1x16& b, int n, int k) {  // 0..31
   return nibble(b, n, k) | high_bit(b, n, k);
 }
+// The codebook formats: the level the nibble indexes.
+inline int level(const BlockIQ4_NLx16& b, int n, int k) {  // -127..113
+  return kIQ4Levels[nibble(b, n, k)];
+}
+inline int level(const BlockMXFP4x16& b, int n, int k) {  // twice the e2m1 value, -12..12
+  return kMXFP4Levels[nibble(b, n, k)];
+}
 inline int level(const BlockQ4_Kx16& b, int n, int k) {  // 0..15
   const int j = k / 32, l = k % 32;
   const uint8_t byte = b.qs[j / 2][l / 4][n][l % 4];
@@ -57,12 +65,24 @@ inline int level(const BlockQ6_Kx16& b, int n, int k) {  // 0..63
   return low | (((b.qh[s][n][i] >> (2 * g)) & 3) << 4);
 }
 
-// Q8_0 / Q4_0 / Q5_0: the block's exact integer dot, then acc = fma(float(isum), d_w * d_a, acc).
+// Row n's block scale d_w as f32: f16 d, or MXFP4's e8m0 byte, 2^(e - 128).
+template <class Packed>
+inline float weight_scale(const Packed& b, int n) {
+  if constexpr (requires { b.e; })
+    return e8m0_half_scale(b.e[n]);
+  else
+    return fp16_to_fp32(b.d[n]);
+}
+
+// Q8_0 / Q4_0 / Q5_0 / IQ4_NL / MXFP4: the block's exact integer dot (at most 32 * 127 * 128 in
+// magnitude, exact in f32), then acc = fma(float(isum), d_w * d_a, acc). d_w * d_a is exact for
+// two f16 scales (11-bit significands) and for MXFP4's power of two unless the product leaves
+// f32's normal range, where every kernel rounds it by the same one multiplication.
 template <class Packed>
 float step_q32(const Packed& w, int n, const BlockQ8_0& a, float acc) {
   int isum = 0;
   for (int k = 0; k < kPackedBlockK; ++k) isum += level(w, n, k) * int(a.qs[k]);
-  const float scale = fp16_to_fp32(w.d[n]) * fp16_to_fp32(a.d);  // exact
+  const float scale = weight_scale(w, n) * fp16_to_fp32(a.d);
   return std::fma(float(isum), scale, acc);
 }
 
@@ -180,6 +200,10 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockQ4_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ4_0x16>>;
     case GgmlType::Q5_0:
       return gemm_ref<BlockQ5_0x16, BlockQ8_0, kPackedBlockK, step_q32<BlockQ5_0x16>>;
+    case GgmlType::IQ4_NL:
+      return gemm_ref<BlockIQ4_NLx16, BlockQ8_0, kPackedBlockK, step_q32<BlockIQ4_NLx16>>;
+    case GgmlType::MXFP4:
+      return gemm_ref<BlockMXFP4x16, BlockQ8_0, kPackedBlockK, step_q32<BlockMXFP4x16>>;
     case GgmlType::Q4_1:
       return gemm_ref<BlockQ4_1x16, BlockQ8_1, kPackedBlockK, step_affine32<BlockQ4_1x16>>;
     case GgmlType::Q5_1:

@@ -1,11 +1,12 @@
-// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 weights (packed_gemm.h;
-// Q4_K, Q5_K and Q6_K in packed_gemm_k_avx2.cpp), for CPUs without AVX-512. A packed block's
-// vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows 0-7 and 8-15, so
-// with one broadcast activation dword, vpmaddubsw gives each row's two pair sums (at most 2 * 15 *
-// 127, no saturation), eight of them add up exactly in int16 (at most 30480), and one vpmaddwd by
-// ones makes each row's exact block sum. Then the reference's float chain, so results are
-// bit-identical to the scalar reference and to the AVX-512 kernels (batch invariance holds on
-// every kernel level). Q8_0 (below) takes its signed levels apart instead.
+// AVX2 kernels for 16-row interleaved Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 weights
+// (packed_gemm.h; Q4_K, Q5_K and Q6_K in packed_gemm_k_avx2.cpp), for CPUs without AVX-512. A
+// packed block's vector j holds 4 weights of each of the 16 rows; its 32-byte halves are rows 0-7
+// and 8-15, so with one broadcast activation dword, vpmaddubsw gives each row's two pair sums (at
+// most 2 * 15 * 127, no saturation), eight of them add up exactly in int16 (at most 30480), and one
+// vpmaddwd by ones makes each row's exact block sum. Then the reference's float chain, so results
+// are bit-identical to the scalar reference and to the AVX-512 kernels (batch invariance holds on
+// every kernel level). Q8_0 and the codebook formats IQ4_NL and MXFP4, whose levels (IQ4_NL: -127
+// to 113) do not fit unsigned nibble sums, take their signed levels apart instead (below).
 #include <type_traits>
 
 #include "kernels/packed/nibble_format.h"
@@ -44,19 +45,37 @@ inline void decode_half(const Packed& blk, int h, __m256i w[8]) {
   for (int v = 0; v < 8; ++v) w[v] = decode_vector(blk, h, v);
 }
 
-// The block scales of rows 8h .. 8h + 7.
+// The block scales of rows 8h .. 8h + 7: f16, or MXFP4's e8m0 bytes as e8m0_half_scale decodes
+// them, 2^(e - 128) (the exponent field e - 1 from e = 2 on, below it the subnormals 2^-128 and
+// 2^-127).
 template <class Packed>
 inline __m256 half_scales(const Packed& blk, int h) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+  if constexpr (NibbleFormat<Packed>::kE8M0) {
+    const __m256i e = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.e + kHalfRows * h)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, small));
+  } else {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d + kHalfRows * h)));
+  }
 }
 
-// The activation blocks Packed meets (Q8_0 and Q4_0 / Q5_0: Q8_0; Q4_1 / Q5_1: Q8_1), and
-// whether its kernel takes the activations' start sums (Q4_0 / Q5_0, whose levels carry a bias).
+// The formats whose levels the kernels take as signed bytes: Q8_0's, and the codebook formats'
+// looked up from their nibbles.
+template <class Packed>
+constexpr bool kSignedLevels =
+    std::is_same_v<Packed, BlockQ8_0x16> || NibbleFormat<Packed>::kCodebook;
+
+// The activation blocks Packed meets (Q8_0, Q4_0 / Q5_0 and the codebook formats: Q8_0; Q4_1 /
+// Q5_1: Q8_1), and whether its kernel takes the activations' start sums (Q4_0 / Q5_0, whose
+// levels carry a bias).
 template <class Packed>
 using ActOf = typename NibbleFormat<Packed>::Act;
 template <class Packed>
-constexpr bool kTakesStarts =
-    !std::is_same_v<Packed, BlockQ8_0x16> && !NibbleFormat<Packed>::kAffine;
+constexpr bool kTakesStarts = !kSignedLevels<Packed> && !NibbleFormat<Packed>::kAffine;
 
 // One activation block a (start: its start sum, Q4_0 / Q5_0 only) against rows 8h .. 8h + 7 of
 // blk, from the rows' exact block sums isum, dw the rows' scales: acc plus the block's products.
@@ -122,9 +141,17 @@ inline __m256 half_block_row_streamed(const Packed& blk, int h, __m256 dw,
 // most 128) against the activations with w's sign, so each pair sum stays below 2 * 128 * 127.
 // Two of those could overflow int16, so every vector goes through vpmaddwd on its own. (The
 // activation quants are within +-127, as the Q8_0 quantizer makes them, so vpsignb never has
-// to negate -128.)
-inline __m256i decode_q8_0_vector(const BlockQ8_0x16& blk, int h, int v) {
-  return _mm256_xor_si256(loadu256(blk.qs[v][kHalfRows * h]), _mm256_set1_epi8(char(0x80)));
+// to negate -128.) The codebook formats' levels, looked up by vpshufb, go the same way (|w| at
+// most 127).
+template <class Packed>
+inline __m256i decode_signed_vector(const Packed& blk, int h, int v) {
+  if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
+    return _mm256_xor_si256(loadu256(blk.qs[v][kHalfRows * h]), _mm256_set1_epi8(char(0x80)));
+  } else {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(NibbleFormat<Packed>::kLevels)));
+    return _mm256_shuffle_epi8(table, decode_vector(blk, h, v));
+  }
 }
 
 // The exact sums of one vector of levels w (|w| in w_abs) against one broadcast activation dword.
@@ -135,26 +162,28 @@ inline __m256i q8_0_products(__m256i w_abs, __m256i w, __m256i x) {
 
 // acc plus one activation block a against rows 8h .. 8h + 7 of a block (a lone row), each vector
 // decoded just before its products, as the nibble formats' half_block_row_streamed.
-inline __m256 half_block_row_streamed(const BlockQ8_0x16& blk, int h, __m256 dw, const BlockQ8_0& a,
-                                      int32_t /*start*/, __m256 acc) {
+template <class Packed>
+inline __m256 signed_half_block_row_streamed(const Packed& blk, int h, __m256 dw,
+                                             const BlockQ8_0& a, __m256 acc) {
   __m256i isum = _mm256_setzero_si256();
   VELA_UNROLL
   for (int v = 0; v < 8; ++v) {
-    const __m256i w = decode_q8_0_vector(blk, h, v);
+    const __m256i w = decode_signed_vector(blk, h, v);
     isum = _mm256_add_epi32(
         isum, q8_0_products(_mm256_abs_epi8(w), w, _mm256_set1_epi32(load_i32(a.qs + 4 * v))));
   }
   return finish_half_block(isum, blk, h, dw, a, 0, acc);
 }
 
-// Q8_0: rows r < R of the token tile at act against both halves of one group of nb blocks, vector
-// by vector, as group_tile: each vector is decoded (and its |w| taken) once for the R rows, each
-// activation broadcast serves both halves. Never decoded once: `vela bench matmul --type Q8_0
-// -t 1` on a Zen 3, two alternations, against a half of 4 rows at a time that decoded |w| and w
-// once from 16 tokens: 1.65x at 2 tokens, 1.3x at 4-8, 1.25x at 16, 1.1x at 32, 1.04x at 64-512.
-template <int R>
-void group_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
-                     float* y, int64_t y_stride) {
+// Q8_0 and the codebook formats: rows r < R of the token tile at act against both halves of one
+// group of nb blocks, vector by vector, as group_tile: each vector is decoded (and its |w| taken)
+// once for the R rows, each activation broadcast serves both halves. Never decoded once: `vela
+// bench matmul --type Q8_0 -t 1` on a Zen 3, two alternations, against a half of 4 rows at a
+// time that decoded |w| and w once from 16 tokens: 1.65x at 2 tokens, 1.3x at 4-8, 1.25x at 16,
+// 1.1x at 32, 1.04x at 64-512.
+template <class Packed, int R>
+void group_tile_signed(const Packed* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+                       float* y, int64_t y_stride) {
   __m256 acc[2][R];
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
@@ -170,7 +199,7 @@ void group_tile_q8_0(const BlockQ8_0x16* wg, int64_t nb, const uint8_t* act, siz
       __m256i w[2], w_abs[2];
       VELA_UNROLL
       for (int h = 0; h < 2; ++h) {
-        w[h] = decode_q8_0_vector(wg[b], h, v);
+        w[h] = decode_signed_vector(wg[b], h, v);
         w_abs[h] = _mm256_abs_epi8(w[h]);
       }
       VELA_UNROLL
@@ -253,8 +282,7 @@ void group_tile(const Packed* wg, int64_t nb, const __m256i* decoded, const uint
 // half per pass would read the group in the first and compute the second from cache alone).
 // Whether lone_row reloads the activation broadcasts for each (stream, half) (see there).
 template <class Packed>
-constexpr bool kReloadBroadcasts =
-    std::is_same_v<Packed, BlockQ8_0x16> || NibbleFormat<Packed>::kHighBit;
+constexpr bool kReloadBroadcasts = kSignedLevels<Packed> || NibbleFormat<Packed>::kHighBit;
 
 template <class Packed, int S>
 void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
@@ -279,7 +307,10 @@ void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
         // with -t 1 1.25x). Without 5th bits they fit, and reloading them was slower.
         const ActOf<Packed>* ab = a + b;
         if constexpr (kReloadBroadcasts<Packed>) asm volatile("" : "+r"(ab));
-        acc[i][h] = half_block_row_streamed(blk, h, half_scales(blk, h), *ab, start, acc[i][h]);
+        if constexpr (kSignedLevels<Packed>)
+          acc[i][h] = signed_half_block_row_streamed(blk, h, half_scales(blk, h), *ab, acc[i][h]);
+        else
+          acc[i][h] = half_block_row_streamed(blk, h, half_scales(blk, h), *ab, start, acc[i][h]);
       }
     }
   }
@@ -288,7 +319,8 @@ void lone_row(const Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
 }
 
-// Q8_0 and the nibble formats (Packed: BlockQ8_0x16, BlockQ4_0x16, ...; kType its GGML type).
+// Q8_0 and the nibble formats (Packed: BlockQ8_0x16, BlockQ4_0x16, ..., BlockMXFP4x16; kType its
+// GGML type).
 template <class Packed, GgmlType kType>
 void gemm_blocks(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedBlockK;
@@ -301,11 +333,11 @@ void gemm_blocks(const PackedGemmArgs& p) {
     });
     return;
   }
-  if constexpr (std::is_same_v<Packed, BlockQ8_0x16>) {
+  if constexpr (kSignedLevels<Packed>) {
     for_group_tiles<4>(p, [&](int64_t g, auto rows, int64_t t) {
-      group_tile_q8_0<decltype(rows)::value>(w + g * nb, nb, p.act + size_t(t) * p.act_stride,
-                                             p.act_stride, p.y + t * p.y_stride + g * kPackedRows,
-                                             p.y_stride);
+      group_tile_signed<Packed, decltype(rows)::value>(
+          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride,
+          p.y + t * p.y_stride + g * kPackedRows, p.y_stride);
     });
   } else if constexpr (!NibbleFormat<Packed>::kHighBit) {
     for_group_tiles<4>(p, [&](int64_t g, auto rows, int64_t t) {
@@ -341,6 +373,10 @@ PackedGemmFn packed_gemm_avx2(GgmlType w_type) {
       return avx2::gemm_blocks<BlockQ4_1x16, GgmlType::Q4_1>;
     case GgmlType::Q5_1:
       return avx2::gemm_blocks<BlockQ5_1x16, GgmlType::Q5_1>;
+    case GgmlType::IQ4_NL:
+      return avx2::gemm_blocks<BlockIQ4_NLx16, GgmlType::IQ4_NL>;
+    case GgmlType::MXFP4:
+      return avx2::gemm_blocks<BlockMXFP4x16, GgmlType::MXFP4>;
     default:
       return packed_gemm_k_avx2(w_type);
   }

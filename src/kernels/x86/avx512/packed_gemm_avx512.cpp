@@ -1,9 +1,9 @@
-// AVX-512 VNNI kernel for 16-row interleaved Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 weights
-// (packed_gemm.h); the K types' are in packed_gemm_k_avx512.cpp. One block of a 16-row group is
-// eight vectors whose dword lane n holds four weights of row n, so vpdpbusd with one broadcast
-// activation dword adds four products to each of the 16 rows' exact block sums; no horizontal
-// reduction is needed. Each block's weights are decoded once for a tile of up to 16 activation
-// rows.
+// AVX-512 VNNI kernel for 16-row interleaved Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4
+// weights (packed_gemm.h); the K types' are in packed_gemm_k_avx512.cpp. One block of a 16-row
+// group is eight vectors whose dword lane n holds four weights of row n, so vpdpbusd with one
+// broadcast activation dword adds four products to each of the 16 rows' exact block sums; no
+// horizontal reduction is needed. Each block's weights are decoded once for a tile of up to 16
+// activation rows.
 #include <type_traits>
 #include <vector>
 
@@ -35,12 +35,20 @@ template <class P>
 struct NibbleFormat : NibbleTraits<P> {
   using typename NibbleTraits<P>::Packed;
   using NibbleTraits<P>::kHighBit;
+  using NibbleTraits<P>::kCodebook;
   static void load(const Packed& blk, __m512i w[8]) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int j = 0; j < 4; ++j) {
       const __m512i raw = _mm512_loadu_si512(blk.qs[j]);
       w[j] = _mm512_and_si512(raw, low);
       w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+    }
+    if constexpr (kCodebook) {
+      // Each nibble's level + bias from the 16-byte table in every 128-bit lane.
+      const __m512i table = _mm512_broadcast_i32x4(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(NibbleTraits<P>::kBiasedLevels.data())));
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; ++v) w[v] = _mm512_shuffle_epi8(table, w[v]);
     }
     if constexpr (kHighBit) {
       // Vector v's 5th bits are bit v of each plane byte: shifted to bit 4 (bits that cross into
@@ -59,6 +67,8 @@ using Q4_0x16Format = NibbleFormat<BlockQ4_0x16>;
 using Q5_0x16Format = NibbleFormat<BlockQ5_0x16>;
 using Q4_1x16Format = NibbleFormat<BlockQ4_1x16>;
 using Q5_1x16Format = NibbleFormat<BlockQ5_1x16>;
+using IQ4_NLx16Format = NibbleFormat<BlockIQ4_NLx16>;
+using MXFP4x16Format = NibbleFormat<BlockMXFP4x16>;
 
 // One block's 16 rows (decoded by F::load into w; its d and, for the affine formats, m as f32)
 // against activation slot `slot`, added to acc: the exact integer sum, in
@@ -89,10 +99,25 @@ inline __m512 block_row(const __m512i w[8], __m512 dw, __m512 mw, const ActTiles
   return acc;
 }
 
-// A block's scales as f32: d, and m for the affine formats (zero otherwise).
+// 2^(e - 128) for 16 e8m0 bytes, as e8m0_half_scale: the exponent field e - 1 from e = 2 on,
+// below it the subnormals 2^-128 and 2^-127 (bits 21 and 22).
+inline __m512 e8m0_half_scales(const uint8_t* e_bytes) {
+  const __m512i e =
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(e_bytes)));
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+  const __mmask16 small = _mm512_cmple_epu32_mask(e, _mm512_set1_epi32(1));
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+}
+
+// A block's scales as f32: d (MXFP4: from its e8m0 bytes), and m for the affine formats (zero
+// otherwise).
 template <class F>
 inline void block_scales(const typename F::Packed& blk, __m512& dw, __m512& mw) {
-  dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.d)));
+  if constexpr (requires { blk.e; })
+    dw = e8m0_half_scales(blk.e);
+  else
+    dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.d)));
   mw = _mm512_setzero_ps();
   if constexpr (F::kAffine)
     mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.m)));
@@ -203,6 +228,10 @@ PackedActPrep packed_act_prep_avx512_vnni(GgmlType w_type) {
       return avx512::act_tiles_prep<avx512::Q4_1x16Format>();
     case GgmlType::Q5_1:
       return avx512::act_tiles_prep<avx512::Q5_1x16Format>();
+    case GgmlType::IQ4_NL:
+      return avx512::act_tiles_prep<avx512::IQ4_NLx16Format>();
+    case GgmlType::MXFP4:
+      return avx512::act_tiles_prep<avx512::MXFP4x16Format>();
     default:
       return {};
   }
@@ -220,6 +249,10 @@ PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type) {
       return avx512::gemm<avx512::Q4_1x16Format>;
     case GgmlType::Q5_1:
       return avx512::gemm<avx512::Q5_1x16Format>;
+    case GgmlType::IQ4_NL:
+      return avx512::gemm<avx512::IQ4_NLx16Format>;
+    case GgmlType::MXFP4:
+      return avx512::gemm<avx512::MXFP4x16Format>;
     default:
       return packed_gemm_k_avx512_vnni(w_type);
   }
