@@ -28,7 +28,7 @@ std::unique_ptr<ServerProcess> serve() {
       {"-m", shared_path("models/tiny-qwen2-bpe-F16.gguf").string(), "-c", "8192",
        "--chat-template", shared_path("chat-templates/templates/Qwen3.5-4B.jinja").string(),
        "--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3", "--served-model-name",
-       "m", "--test-scripted-output", "--api-key", kKey});
+       "m", "--test-scripted-output", "--api-key", kKey, "--max-body-bytes", "262144"});
 }
 
 std::string header(const std::string& line) {
@@ -112,6 +112,9 @@ TEST(AnthropicApi, KeysAndErrorShapes) {
   r = s->post("/v1/messages/count_tokens", no_max.dump(), kXApiKey);
   EXPECT_EQ(r.status, 200) << r.body;
   expect_anthropic_error(s->post("/v1/messages", "{oops", kXApiKey), 400, "invalid_request_error");
+  // An oversized body: the session's 413, in Anthropic's shape.
+  json huge = request({std::string(300000, 'x')});
+  expect_anthropic_error(s->post("/v1/messages", huge.dump(), kXApiKey), 413, "request_too_large");
   // thinking enabled without its budget_tokens.
   json bad_thinking = request({"x"});
   bad_thinking["thinking"] = {{"type", "enabled"}};
