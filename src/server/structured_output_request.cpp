@@ -90,15 +90,21 @@ std::optional<ApiError> read_structured_outputs(const json& body, StructuredOutp
                                                 std::string_view raw_body) {
   auto e = read_structured_outputs_sorted(body, out);
   if (e || !out.json || raw_body.empty()) return e;
-  // The schema as written: its properties' order is the order the output writes them in.
+  // The schema as written: its properties' order is the order the output writes them in. Only
+  // a schema object needs the body read again (one given as text kept its order).
   for (const auto& path :
        {std::initializer_list<const char*>{"response_format", "json_schema", "schema"},
         std::initializer_list<const char*>{"structured_outputs", "json"},
-        std::initializer_list<const char*>{"guided_json"}})
-    if (auto text = ordered_schema_text(raw_body, path)) {
-      out.json = std::move(*text);
-      break;
+        std::initializer_list<const char*>{"guided_json"}}) {
+    const json* at = &body;
+    for (const char* key : path) {
+      if (at == nullptr || !at->is_object()) break;
+      at = field(*at, key);
     }
+    if (at == nullptr || !at->is_object()) continue;
+    if (auto text = ordered_schema_text(raw_body, path)) out.json = std::move(*text);
+    break;
+  }
   return std::nullopt;
 }
 
