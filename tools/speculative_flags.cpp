@@ -5,7 +5,9 @@ namespace vela::cli {
 void add_speculative_flags(Args& args) {
   std::vector<Flag> flags;
   flags.push_back({"speculative-method", 0, "M",
-                   "speculative decoding: ngram (prompt lookup), draft or none (default none)"});
+                   "speculative decoding: mtp (the model's multi-token-prediction layers), ngram "
+                   "(prompt lookup), draft, auto (mtp where the file has them, else ngram) or "
+                   "none (default none; auto when --num-speculative-tokens is given)"});
   flags.push_back({"draft-model", 0, "FILE",
                    "draft model with the same vocabulary (selects --speculative-method draft)"});
   flags.push_back(
@@ -22,7 +24,10 @@ void add_speculative_flags(Args& args) {
 
 Result<SpeculativeFlags> read_speculative_flags(const Args& args) {
   SpeculativeFlags f;
-  f.method = args.get("speculative-method", "none");
+  // Asking for proposals without naming a method speculates with the best the file allows.
+  f.method =
+      args.get("speculative-method",
+               args.has("num-speculative-tokens") && !args.has("draft-model") ? "auto" : "none");
   f.draft_model = args.get("draft-model");
   auto k = args.get_int("num-speculative-tokens", 4, -1000000, 1000000);
   if (!k) return k.error();

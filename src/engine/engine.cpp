@@ -11,8 +11,8 @@
 
 #include "engine/engine_cache.h"
 #include "engine/engine_live.h"
+#include "engine/engine_proposer.h"
 #include "spec/acceptance.h"
-#include "spec/ngram_proposer.h"
 #include "util/trace.h"
 
 namespace vela {
@@ -72,22 +72,21 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   logits_rows_.resize(size_t(max_logits_rows(config)));
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
   drafted_.reserve(size_t(sc.max_num_seqs));
-  proposal_buf_.resize(size_t(kMaxSpeculativeTokens));
-  if (config.speculative.method == SpecMethod::kDraft && config.draft_model) {
-    DraftModelOptions o;
-    o.max_seqs = sc.max_num_seqs;
-    o.max_tokens = sc.max_num_batched_tokens;
-    o.max_context = config.max_context;
-    o.n_blocks = config_.n_blocks;
-    o.block_size = config.block_size;
-    o.max_proposals = config.speculative.num_speculative_tokens;
-    o.kv_type = config.kv_type;
-    draft_ = std::make_unique<DraftModel>(config.draft_model, o, forward_->pool());
-    draft_requests_.reserve(size_t(sc.max_num_seqs));
-    draft_out_.resize(size_t(sc.max_num_seqs) * size_t(o.max_proposals));
+  if (config.speculative.enabled()) {
+    proposal_requests_.reserve(size_t(sc.max_num_seqs));
+    proposal_out_.resize(size_t(sc.max_num_seqs) *
+                         size_t(config.speculative.num_speculative_tokens));
+    configured_proposer_ = engine_proposer::make_proposer(*model, config_, forward_->pool());
+    proposer_ = configured_proposer_.get();
+  }
+  if (proposer_ != nullptr && proposer_->follows_passes()) {
+    followed_.reserve(size_t(sc.max_num_seqs));
+    pass_rows_.reserve(size_t(sc.max_num_seqs));
+    ensure_hidden_rows();
   }
   verify_work_.resize(size_t(model->config().n_vocab));
-  if (config.overlap_pipeline_passes && !draft_) max_in_flight_ = forward_->max_passes_in_flight();
+  if (config.overlap_pipeline_passes && (proposer_ == nullptr || !proposer_->runs_passes()))
+    max_in_flight_ = forward_->max_passes_in_flight();
   plans_.resize(size_t(max_in_flight_));
   describe_cache_groups();
   for (StepPlan& plan : plans_) plan.sampling.resize(size_t(sc.max_num_seqs));
@@ -167,13 +166,7 @@ Result<uint64_t> Engine::add_embedding_request(std::vector<int32_t> prompt, Pool
   params.max_tokens = 1;
   if (auto st = validate_request(prompt, params); !st) return st.error();
   const ModelConfig& mc = forward_->model().config();
-  if (hidden_.empty()) {
-    const size_t rows = size_t(config_.scheduler.max_num_batched_tokens);
-    hidden_rows_.resize(rows);
-    hidden_owner_.resize(rows);
-    hidden_.resize(rows * size_t(mc.n_embd));
-    embeddings_done_.reserve(size_t(config_.scheduler.max_num_seqs));
-  }
+  ensure_hidden_rows();
   auto live = std::make_unique<Live>(params, mc.n_vocab, tokenizer_);
   live->pooling = pooling;
   live->pooled.assign(size_t(mc.n_embd), 0.0f);
@@ -191,6 +184,21 @@ Result<uint64_t> Engine::add_embedding_request(std::vector<int32_t> prompt, Pool
   scheduler_.add(&r);
   requests_.emplace(id, std::move(live));
   return id;
+}
+
+void Engine::ensure_hidden_rows() {
+  if (!hidden_.empty()) return;
+  const size_t rows = size_t(config_.scheduler.max_num_batched_tokens);
+  hidden_rows_.resize(rows);
+  hidden_owner_.resize(rows);
+  hidden_.resize(rows * size_t(forward_->model().config().n_embd));
+  embeddings_done_.reserve(size_t(config_.scheduler.max_num_seqs));
+}
+
+void Engine::set_proposer(TokenProposer proposer) {
+  assert(config_.speculative.enabled());
+  override_proposer_ = proposer ? std::make_unique<LookupProposer>(std::move(proposer)) : nullptr;
+  proposer_ = override_proposer_ ? override_proposer_.get() : configured_proposer_.get();
 }
 
 void Engine::add_hidden_rows(Live& live, int32_t first, int32_t n) {
@@ -249,7 +257,7 @@ void Engine::finish(Live& live, FinishReason reason) {
     tail = live.stop.push(live.detokenizer.flush()) + live.stop.flush();
   live.output.text += tail;
   scheduler_.remove(&r);
-  if (draft_) draft_->release(r.id);
+  if (proposer_) proposer_->release(r.id);
   r.timeline.finished = Clock::now();
   switch (reason) {
     case FinishReason::kStop:
@@ -333,23 +341,19 @@ bool Engine::on_token(Live& live, const SampledToken& s) {
 Status Engine::propose() {
   const SpeculativeConfig& sc = config_.speculative;
   drafted_.clear();
-  draft_requests_.clear();
+  proposal_requests_.clear();
+  if (proposer_ == nullptr) return {};
+  Proposer& proposer = *proposer_;
   StepShape decodes;
   for (const auto& [id, live] : requests_) {
     const Request& r = live->request;
     if (r.status == RequestStatus::kRunning && !r.in_flight && r.is_decode())
       decodes.add(r.num_computed, 1, true);
   }
-  const bool drafting = draft_ && !proposer_;
-  // Until a draft pass was timed, it is priced as the step scaled by the models' sizes (decode
-  // reads every weight once).
+  const bool granted_first = proposer.runs_passes();
   const double reference = last_step_.seconds > 0 ? last_step_.seconds : 1.0;
-  const double draft_pass = !drafting ? 0
-                            : draft_->decode_pass_seconds() > 0
-                                ? draft_->decode_pass_seconds()
-                                : reference * double(draft_->model().gguf().file_size()) /
-                                      double(std::max<size_t>(model().gguf().file_size(), 1));
-  spec_policy_.begin_step(decodes, reference, draft_pass);
+  const double pass_seconds = granted_first ? proposer.pass_seconds(reference) : 0;
+  spec_policy_.begin_step(decodes, reference, pass_seconds, proposer.free_proposals());
   const double prior = counters_.spec_draft_tokens > 0
                            ? double(counters_.spec_accepted_tokens) / counters_.spec_draft_tokens
                            : 0.5;
@@ -364,62 +368,58 @@ Status Engine::propose() {
     const int32_t max_k = std::min(sc.num_speculative_tokens, room);
     if (max_k <= 0) continue;
     const double acceptance = live->acceptance.rate(prior);
-    if (drafting) {
-      // Drafting costs passes: the policy grants a length before the draft runs. A draft that
-      // has not read the prompt yet must catch up first (priced at a quarter of a decode pass
-      // per token until measured).
-      const int32_t behind = draft_->behind(r.id, int32_t(r.tokens.size())) - 1;
-      const double per_token = draft_->catch_up_token_seconds() > 0
-                                   ? draft_->catch_up_token_seconds()
-                                   : 0.25 * draft_pass;
+    ProposalRequest pr;
+    pr.id = r.id;
+    pr.tokens = r.tokens;
+    pr.params = &live->params;
+    pr.n_prompt = r.n_prompt;
+    pr.block_table = r.kv.blocks;
+    pr.proposals =
+        std::span<int32_t>(proposal_out_)
+            .subspan(proposal_requests_.size() * size_t(sc.num_speculative_tokens), size_t(max_k));
+    if (granted_first) {
+      // Proposals cost passes: the policy grants a length before the proposer runs.
       const int32_t remaining = live->params.max_tokens - r.n_output();
-      int32_t k = spec_policy_.choose(r.num_computed, max_k, acceptance,
-                                      behind > 0 ? behind * per_token : 0, remaining);
-      // A request that drafted before but has been kept from it for a while probes again.
+      int32_t k = spec_policy_.choose(
+          r.num_computed, max_k, acceptance,
+          proposer.upfront_seconds(r.id, int32_t(r.tokens.size()), pass_seconds), remaining);
+      // A request that speculated before but has been kept from it for a while probes again.
       if (k == 0 && live->acceptance.proposed > 0 &&
           ++live->steps_undrafted >= SpeculationPolicy::kReprobeSteps)
         k = spec_policy_.probe(r.num_computed);
       if (k == 0) continue;
       live->steps_undrafted = 0;
-      DraftRequest d;
-      d.id = r.id;
-      d.tokens = r.tokens;
-      d.params = &live->params;
-      d.n_prompt = r.n_prompt;
-      d.max_k = k;
-      d.proposals =
-          std::span<int32_t>(draft_out_)
-              .subspan(draft_requests_.size() * size_t(sc.num_speculative_tokens), size_t(k));
-      draft_requests_.push_back(d);
+      pr.max_k = k;
+      pr.proposals = pr.proposals.first(size_t(k));
+      proposal_requests_.push_back(pr);
       continue;
     }
-    const std::span<int32_t> out(proposal_buf_.data(), size_t(max_k));
-    const int32_t n =
-        proposer_ ? std::clamp(proposer_(r.id, r.tokens, out), 0, max_k)
-                  : propose_ngram(r.tokens, sc.prompt_lookup_min, sc.prompt_lookup_max, out);
-    const int32_t n_allowed = grammar_prefix(*live, out.first(size_t(n)));
+    // Free proposals: the policy chooses among what the lookup found.
+    pr.max_k = max_k;
+    if (auto st = proposer.propose({&pr, 1}); !st) return st;
+    const int32_t n_allowed = grammar_prefix(*live, pr.proposals.first(size_t(pr.n_proposed)));
     if (n_allowed == 0) continue;
     const int32_t k = spec_policy_.choose(r.num_computed, n_allowed, acceptance);
     if (k == 0) {
-      live->shadow_proposal = proposal_buf_[0];  // what it would have proposed, for the estimate
+      live->shadow_proposal = pr.proposals[0];  // what it would have proposed, for the estimate
       continue;
     }
-    r.tokens.insert(r.tokens.end(), proposal_buf_.begin(), proposal_buf_.begin() + k);
+    r.tokens.insert(r.tokens.end(), pr.proposals.begin(), pr.proposals.begin() + k);
     r.n_draft = k;
     drafted_.push_back(&r);
   }
-  return draft_requests_.empty() ? Status{} : propose_with_draft();
+  return proposal_requests_.empty() ? Status{} : propose_granted();
 }
 
-Status Engine::propose_with_draft() {
-  if (auto st = draft_->propose(draft_requests_); !st) return st;
+Status Engine::propose_granted() {
+  if (auto st = proposer_->propose(proposal_requests_); !st) return st;
   const size_t n_vocab = size_t(forward_->model().config().n_vocab);
-  for (const DraftRequest& d : draft_requests_) {
+  for (const ProposalRequest& d : proposal_requests_) {
     if (d.n_proposed == 0) continue;
     Live& live = *requests_.at(d.id);
     Request& r = live.request;
     const int32_t n = grammar_prefix(live, d.proposals.first(size_t(d.n_proposed)));
-    if (n < d.n_proposed) draft_->rollback(d.id, int32_t(r.tokens.size()) + n);
+    if (n < d.n_proposed) proposer_->rollback(d.id, int32_t(r.tokens.size()) + n);
     if (n == 0) continue;
     r.tokens.insert(r.tokens.end(), d.proposals.begin(), d.proposals.begin() + n);
     r.n_draft = n;
@@ -428,6 +428,33 @@ Status Engine::propose_with_draft() {
     drafted_.push_back(&r);
   }
   return {};
+}
+
+void Engine::follow_pass() {
+  const size_t E = size_t(forward_->model().config().n_embd);
+  pass_rows_.clear();
+  for (const FollowedRows& f : followed_) {
+    const auto it = requests_.find(f.id);
+    if (it == requests_.end()) continue;  // finished in this step
+    const Request& r = it->second->request;
+    // Rows the sequence kept whose next token is known.
+    const int32_t known = std::min(r.num_computed, int32_t(r.tokens.size()) - 1);
+    const int32_t n = std::min(f.n_rows, known - f.first_position);
+    if (n <= 0) continue;
+    PassRows p;
+    p.id = f.id;
+    p.tokens = r.tokens;
+    p.block_table = r.kv.blocks;
+    p.first_position = f.first_position;
+    p.n_rows = n;
+    p.hidden = std::span<const float>(hidden_.data() + size_t(n_hidden_ + f.first_hidden) * E,
+                                      size_t(n) * E);
+    p.decoding = r.num_computed == int32_t(r.tokens.size()) - 1;
+    pass_rows_.push_back(p);
+  }
+  followed_.clear();
+  // A failure costs the next step's proposals only.
+  if (!pass_rows_.empty()) (void)proposer_->follow(pass_rows_);
 }
 
 int32_t Engine::grammar_prefix(const Live& live, std::span<const int32_t> proposals) const {
@@ -448,7 +475,7 @@ void Engine::drop_proposals() {
     r->tokens.resize(r->tokens.size() - size_t(r->n_draft));
     r->n_draft = 0;
     requests_.at(r->id)->draft_q = {};
-    if (draft_) draft_->rollback(r->id, int32_t(r->tokens.size()));
+    if (proposer_) proposer_->rollback(r->id, int32_t(r->tokens.size()));
   }
   drafted_.clear();
 }
@@ -464,7 +491,7 @@ void Engine::trim_unscheduled_proposals(const SchedulerOutput& scheduled) {
     Live& live = *requests_.at(r->id);
     if (!live.draft_q.empty())
       live.draft_q = live.draft_q.first(size_t(keep) * size_t(live.sampler.n_vocab()));
-    if (draft_) draft_->rollback(r->id, int32_t(r->tokens.size()));
+    if (proposer_) proposer_->rollback(r->id, int32_t(r->tokens.size()));
     // The blocks for dropped proposals go back now (a preempted request holds none).
     kv_.truncate(r->kv, int32_t(r->tokens.size()));
   }
@@ -517,7 +544,7 @@ void Engine::verify(Live& live, std::span<float> rows) {
                   cache_.state(layer, r.kv.state_slot));
   }
   kv_.truncate(r.kv, int32_t(r.tokens.size()));
-  if (draft_) draft_->rollback(r.id, r.num_computed);
+  if (proposer_) proposer_->rollback(r.id, r.num_computed);
   kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);
   kv_.release_out_of_window(r.kv, r.num_computed);
 }
@@ -612,10 +639,10 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
           ? std::max<size_t>(1, (scheduler_.n_schedulable() + free_passes - 1) / free_passes)
           : std::numeric_limits<size_t>::max());
   if (config_.speculative.enabled()) trim_unscheduled_proposals(sched);
-  // A preempted request gives its draft blocks back too: it holds no KV while it waits (the
-  // running requests' drafts need the room), and its draft catches up when it resumes.
-  if (draft_)
-    for (Request* r : sched.preempted) draft_->drop_kv(r->id);
+  // A preempted request gives its proposer's blocks back too: it holds no KV while it waits (the
+  // running requests' drafts need the room), and its proposer catches up when it resumes.
+  if (proposer_)
+    for (Request* r : sched.preempted) proposer_->drop_kv(r->id);
   if (sched.empty()) return {};
   ++counters_.steps;
   restore_states(sched);
@@ -626,6 +653,9 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   int32_t n_tokens = 0, n_logits = 0;
   plan.n_runs = 0;
   n_hidden_ = 0;
+  n_follow_hidden_ = 0;
+  followed_.clear();
+  const bool follow = proposer_ != nullptr && proposer_->follows_passes();
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   batch_checkpoints_.clear();
   const int32_t n_seqs = static_cast<int32_t>(sched.scheduled.size());
@@ -656,6 +686,11 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
       for (const PlannedCheckpoint& p : planned_checkpoints_)
         batch_checkpoints_.push_back({i, p.position, p.slot});
     }
+    if (follow && !r.embedding) {
+      followed_.push_back(
+          {r.id, r.num_computed, s.num_new_tokens, n_follow_hidden_, n_tokens - s.num_new_tokens});
+      n_follow_hidden_ += s.num_new_tokens;
+    }
     if (r.embedding) {
       add_hidden_rows(*requests_.at(r.id), n_tokens - s.num_new_tokens, s.num_new_tokens);
     } else if (r.num_computed + s.num_new_tokens == int32_t(r.tokens.size())) {
@@ -666,6 +701,13 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
     }
   }
   plan.hidden = n_hidden_ > 0 || !embeddings_done_.empty();
+  // The followed rows' hidden states come after the embedding requests' (rows in batch order).
+  if (n_follow_hidden_ > 0) {
+    int32_t next = n_hidden_;
+    for (const FollowedRows& f : followed_)
+      for (int32_t k = 0; k < f.n_rows; ++k) hidden_rows_[size_t(next++)] = f.batch_first + k;
+  }
+  const int32_t n_hidden_rows = n_hidden_ + n_follow_hidden_;
   ForwardBatch batch;
   batch.token_ids = std::span<const int32_t>(batch_tokens_.data(), size_t(n_tokens));
   batch.positions = std::span<const int32_t>(batch_positions_.data(), size_t(n_tokens));
@@ -675,7 +717,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   batch.max_blocks_per_seq = max_blocks_per_seq_;
   batch.n_kv_groups = cache_.config().n_groups();
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
-  batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_));
+  batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_rows));
   if (kv_.state_slots() != nullptr) {
     batch.state_slots = std::span<const int32_t>(batch_state_slots_.data(), size_t(n_seqs));
     batch.state_checkpoints = batch_checkpoints_;
@@ -770,6 +812,10 @@ void Engine::complete(trace::Phases& phases) {
     }
     phases.next("detokenize");
     on_token(live, token);  // may finish and destroy the request
+  }
+  if (!followed_.empty()) {
+    phases.next("follow");
+    follow_pass();
   }
   phases.next("account");
 

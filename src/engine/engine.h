@@ -24,7 +24,8 @@
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
 #include "sched/step_cost_model.h"
-#include "spec/draft_model.h"
+#include "spec/lookup_proposer.h"
+#include "spec/proposer.h"
 #include "spec/speculation_policy.h"
 #include "spec/speculative_config.h"
 #include "tokenizer/tokenizer.h"
@@ -51,12 +52,14 @@ struct EngineConfig {
   SpeculativeConfig speculative;  // must pass validate()
   // SpecMethod::kDraft: the draft model, with the model's vocabulary (make_engine checks it).
   std::shared_ptr<const Model> draft_model;
+  // SpecMethod::kMtp: the model's multi-token-prediction block (Model::mtp_block).
+  std::shared_ptr<const Model> mtp_block;
   // Tensor parallelism: this process is rank 0 of the group, the model its slice, and the other
   // ranks serve its passes (src/dist/); null = one process.
   std::shared_ptr<TensorParallel> tensor_parallel;
   // A pipeline keeps a pass per stage in flight, of different requests, so that its stages
-  // work at once (false: one pass at a time). Not with a draft model, whose proposals' q is the
-  // step's own.
+  // work at once (false: one pass at a time). Not with a proposer that runs passes (a draft
+  // model's q is the step's own; the MTP block follows each pass's outputs).
   bool overlap_pipeline_passes = true;
 };
 
@@ -78,10 +81,8 @@ struct RequestEvent {
 enum class Pooling { kMean, kLast };
 using RequestCallback = std::function<void(const RequestEvent&)>;
 
-// Proposes up to out.size() tokens to follow a request's `tokens` (prompt and output so far);
-// returns how many it wrote. Proposals are deterministic (verified as point masses).
-using TokenProposer = std::function<int32_t(uint64_t request_id, std::span<const int32_t> tokens,
-                                            std::span<int32_t> out)>;
+// A lookup standing in for the configured proposer (Engine::set_proposer).
+using TokenProposer = TokenLookup;
 
 // Bucket bounds of the per-step histograms.
 inline constexpr std::array<double, 16> kStepSecondsBounds = {
@@ -171,7 +172,7 @@ class Engine {
 
   // Replaces the configured method's proposer (speculation must be enabled), e.g. an oracle in
   // tests. An empty function restores the configured one.
-  void set_proposer(TokenProposer proposer) { proposer_ = std::move(proposer); }
+  void set_proposer(TokenProposer proposer);
 
   // Runs one engine step (nothing when no request is ready). If the forward pass fails, the
   // requests of that step are finished (reason abort) and the error is returned.
@@ -199,7 +200,9 @@ class Engine {
   uint64_t n_preemptions() const { return scheduler_.n_preemptions(); }
   std::string check_kv_invariants() const { return pool_.check_invariants(); }
   // Blocks of the draft model's KV cache held by sequences (0 without a draft model).
-  int32_t draft_kv_blocks_used() const { return draft_ ? draft_->blocks_in_use() : 0; }
+  int32_t draft_kv_blocks_used() const {
+    return configured_proposer_ ? configured_proposer_->blocks_in_use() : 0;
+  }
 
  private:
   struct Live;  // a request with its sampling and streaming state
@@ -231,14 +234,18 @@ class Engine {
   // The hidden-state rows of an embedding request's scheduled tokens (batch indices first ..
   // first + n - 1), and, once its prompt is done, its pooled vector.
   void add_hidden_rows(Live& live, int32_t first, int32_t n);
+  // Sizes the hidden-row buffers (once: the first embedding request, or a following proposer).
+  void ensure_hidden_rows();
   void pool_hidden_rows();
   // Records a generated token; false when it finished (and destroyed) the request.
   bool on_token(Live& live, const SampledToken& s);
   // Appends proposals to running decodes (as far as the policy grants) before scheduling.
   Status propose();
-  // The draft model's proposals for the requests in drafted_ (their lengths granted in n_draft
-  // slots of proposal_buf_); appends what it proposed.
-  Status propose_with_draft();
+  // The proposals of a proposer that runs passes for proposal_requests_ (their lengths granted);
+  // appends what it proposed.
+  Status propose_granted();
+  // Hands a proposer that follows passes the rows the completed pass computed (rows_of_plan_).
+  void follow_pass();
   // How many of `proposals` a structured-output request's grammar allows in a row (all, for
   // a request without one).
   int32_t grammar_prefix(const Live& live, std::span<const int32_t> proposals) const;
@@ -303,13 +310,25 @@ class Engine {
   std::vector<Live*> embeddings_done_;  // [max_num_seqs] prompts completed this step
   int32_t n_hidden_ = 0;
   SpeculationPolicy spec_policy_;
-  TokenProposer proposer_;
-  std::unique_ptr<DraftModel> draft_;
-  std::vector<DraftRequest> draft_requests_;  // [max_num_seqs]
-  std::vector<int32_t> draft_out_;            // [max_num_seqs, K] their proposals
-  std::vector<float> verify_work_;            // [n_vocab]
-  std::vector<Request*> drafted_;             // [max_num_seqs] requests with proposals this step
-  std::vector<int32_t> proposal_buf_;         // [kMaxSpeculativeTokens]
+  std::unique_ptr<Proposer> configured_proposer_;   // the configured method's (null: none)
+  std::unique_ptr<Proposer> override_proposer_;     // set_proposer's, or null
+  Proposer* proposer_ = nullptr;                    // the one in use
+  std::vector<ProposalRequest> proposal_requests_;  // [max_num_seqs] granted this step
+  std::vector<int32_t> proposal_out_;               // [max_num_seqs, K] their proposals
+  std::vector<float> verify_work_;                  // [n_vocab]
+  std::vector<Request*> drafted_;  // [max_num_seqs] requests with proposals this step
+  // A proposer that follows passes: each scheduled request's rows in the completing pass, and
+  // where its hidden rows start among the pass's (after the embedding requests' n_hidden_).
+  struct FollowedRows {
+    uint64_t id;
+    int32_t first_position;
+    int32_t n_rows;        // the pass's tokens of the request
+    int32_t first_hidden;  // counted from n_hidden_
+    int32_t batch_first;   // batch index of its first token
+  };
+  std::vector<FollowedRows> followed_;  // [max_num_seqs]
+  std::vector<PassRows> pass_rows_;     // [max_num_seqs]
+  int32_t n_follow_hidden_ = 0;         // hidden rows of the pass for the proposer
   int32_t max_blocks_per_seq_ = 0;
   // Tensor parallelism: passes run since the ranks' figures were last gathered, and when.
   bool tp_passes_ungathered_ = false;

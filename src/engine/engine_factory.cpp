@@ -10,6 +10,7 @@
 #include "engine/memory_guard.h"
 #include "model/expert_loading.h"
 #include "model/tensor_shard.h"
+#include "spec/draft_model.h"
 
 namespace vela {
 
@@ -126,10 +127,23 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.scheduler.target_step_seconds = o.target_itl_ms / 1000.0;
   c.scheduler.target_decode_ratio = o.target_itl_ratio;
   c.scheduler.min_prefill_tokens = o.min_prefill_tokens;
-  auto method = parse_spec_method(o.draft_model_path.empty() || o.speculative_method != "none"
-                                      ? o.speculative_method
-                                      : "draft");
+  // "auto": the model's own multi-token-prediction block where the file carries one, else
+  // prompt lookup.
+  const std::string method_name =
+      o.speculative_method == "auto" ? (mc.n_nextn_layers > 0 ? "mtp" : "ngram")
+      : o.draft_model_path.empty() || o.speculative_method != "none" ? o.speculative_method
+                                                                     : "draft";
+  auto method = parse_spec_method(method_name);
   if (!method) return method.error();
+  if (*method == SpecMethod::kMtp && mc.n_nextn_layers == 0)
+    return make_error("'" + o.model_path +
+                      "' has no multi-token-prediction layers (nextn_predict_layers): speculative "
+                      "method 'mtp' needs them (use ngram or a draft model)");
+  if (*method == SpecMethod::kMtp &&
+      model_cache_config(mc, o.block_size, 1, *kv_type, 0, true).n_groups() > 1)
+    return make_error(
+        "speculative method 'mtp' on a model with sliding-window layers is not "
+        "supported");
   c.speculative.method = *method;
   if (*method == SpecMethod::kDraft && o.draft_model_path.empty())
     return make_error("speculative method 'draft' needs a draft model (--draft-model FILE)");
@@ -165,6 +179,8 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   KvCacheConfig one_block =
       model_cache_config(mc, c.block_size, 1, c.kv_type, 0, /*group_windows=*/group == nullptr);
   if (one_block.group_windows.empty()) one_block.n_layer = kv_layers;
+  // The MTP block keeps its K/V in a layer of its own under the same block ids.
+  if (c.speculative.method == SpecMethod::kMtp) one_block.n_layer += 1;
   budget.bytes_per_block = KvCache::bytes_per_block(one_block);
   const int64_t context_blocks = (int64_t(c.max_context) + c.block_size - 1) / c.block_size;
   for (int32_t g = 0; g < one_block.n_groups(); ++g) {
@@ -210,6 +226,14 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   load_options.repack_experts = !experts_mapped;
   model = Model::from_gguf(file, load_options);
   if (!model) return make_error("'" + o.model_path + "': " + model.message());
+  if (c.speculative.method == SpecMethod::kMtp) {
+    ModelLoadOptions block_options = load_options;
+    block_options.shard = {};  // the block runs whole, on this rank
+    auto block = Model::mtp_block(*model, block_options);
+    if (!block)
+      return make_error("'" + o.model_path + "': speculative method 'mtp': " + block.message());
+    c.mtp_block = std::move(*block);
+  }
   if (group) {
     dist::ShardSetup setup;
     setup.model_path = o.model_path;

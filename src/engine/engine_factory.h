@@ -32,8 +32,10 @@ struct EngineOptions {
   double target_itl_ms = 0;
   double target_itl_ratio = 0;
   int32_t min_prefill_tokens = kDefaultMinPrefillTokens;  // per step under the target
-  // Speculative decoding: "none" or "ngram" (prompt lookup); K proposals per step at most; the
-  // lookup's suffix lengths; adaptive = speculate only where it is predicted to pay.
+  // Speculative decoding: "none", "ngram" (prompt lookup), "draft", "mtp" (the model's
+  // multi-token-prediction block) or "auto" (mtp where the file has the block, else ngram); K
+  // proposals per step at most; the lookup's suffix lengths; adaptive = speculate only where it
+  // is predicted to pay.
   std::string speculative_method = "none";
   // A draft model (GGUF with the same vocabulary); given alone it selects method "draft".
   std::string draft_model_path;

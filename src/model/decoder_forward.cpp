@@ -84,6 +84,7 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   layer_groups_[1] = kv_layer_groups(c, true);
   slots_.resize(std::max<size_t>(1, layer_groups_[1].windows.size()) * T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
+  if (c.mtp_block) mtp_in_.resize(T * 2 * size_t(c.n_embd));
   runs_.reserve(T);
   // The most query heads per KV head and the widest head of any layer.
   const AttentionParams attn{c.n_head, min_head_kv, max_head_dim, c.sliding_window, 1.0f};
@@ -108,10 +109,13 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
     for (const WeightMatrix* m : l.matrices())
       if (m->data != nullptr) projector_->reserve(*m, options_.max_batch_tokens);
   projector_->reserve(model_->weights().output, options_.max_logits);
+  if (c.mtp_block) projector_->reserve(model_->weights().mtp.eh_proj, options_.max_batch_tokens);
   if (c.n_embd_per_layer > 0)
     ple_ = std::make_unique<PerLayerEmbedding>(*model_, options_.max_batch_tokens, *projector_);
 
   tp_ = options_.tensor_parallel.get();
+  // An MTP block runs in one process (validate() refuses its passes otherwise).
+  assert(!(c.mtp_block && tp_ != nullptr));
   if (tp_ != nullptr) {
     const int32_t n_ranks = tp_->size();
     first_stage_ = tp_->stage() == 0;
@@ -289,6 +293,19 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   if (T > options_.max_batch_tokens)
     return make_error("batch of " + std::to_string(T) + " tokens exceeds max_batch_tokens " +
                       std::to_string(options_.max_batch_tokens));
+  if (c.mtp_block) {
+    if (tp_ != nullptr)
+      return make_error(
+          "a multi-token-prediction block runs in one process: tensor and pipeline parallelism "
+          "are not supported");
+    const size_t want = size_t(T) * size_t(c.n_embd);
+    if (b.input_hidden.size() != want)
+      return make_error(
+          "a multi-token-prediction block needs input_hidden of n_tokens x n_embd = " +
+          std::to_string(want) + " floats, got " + std::to_string(b.input_hidden.size()));
+  } else if (!b.input_hidden.empty()) {
+    return make_error("input_hidden is for a multi-token-prediction block; this model takes none");
+  }
   if (b.positions.size() != size_t(T) || b.seq_index.size() != size_t(T))
     return make_error("batch positions/seq_index sizes differ from the token count");
   if (b.max_blocks_per_seq <= 0 || b.block_tables.size() % size_t(b.max_blocks_per_seq) != 0)
@@ -535,6 +552,7 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
   } else {  // the same rank of the previous stage has run the earlier layers
     tp_->receive_from(tp_->world_rank() - tp_->size(), {x_.data(), size_t(T * E)});
   }
+  if (c.mtp_block) mtp_input(b, T);
   const int32_t half_rot = c.n_rot / 2;
   float* const rope_local_cs = rope_cs_.data() + T * c.n_rot;
   for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
@@ -605,12 +623,17 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     return;
   }
 
-  // Final hidden states (embeddings) for the rows that want them.
+  // Final hidden states (embeddings) for the rows that want them; an MTP block's before the
+  // head norm (the next chained step's input_hidden).
   const int64_t n_hidden = writes_outputs_ ? int64_t(b.hidden_indices.size()) : 0;
   for_ranges(n_hidden, E, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i)
-      rms_norm(x_.data() + int64_t(b.hidden_indices[size_t(i)]) * E, w.output_norm.data(), 1, E,
-               c.rms_eps, hidden.data() + i * E);
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* x = x_.data() + int64_t(b.hidden_indices[size_t(i)]) * E;
+      if (c.mtp_block)
+        std::copy_n(x, E, hidden.data() + i * E);
+      else
+        rms_norm(x, w.output_norm.data(), 1, E, c.rms_eps, hidden.data() + i * E);
+    }
   });
 
   // Output head only for the rows that want logits.
@@ -621,6 +644,21 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
                c.rms_eps, final_.data() + i * E);
   });
   if (n_logits > 0) output_head(n_logits, logits);
+}
+
+void DecoderForward::mtp_input(const ForwardBatch& b, int64_t T) {
+  const ModelConfig& c = model_->config();
+  const MtpInputWeights& m = model_->weights().mtp;
+  const int64_t E = c.n_embd;
+  // Each token's row [rms_norm(embedding) * enorm | rms_norm(hidden) * hnorm].
+  for_ranges(T, 4 * E, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* row = mtp_in_.data() + t * 2 * E;
+      rms_norm(x_.data() + t * E, m.enorm.data(), 1, E, c.rms_eps, row);
+      rms_norm(b.input_hidden.data() + t * E, m.hnorm.data(), 1, E, c.rms_eps, row + E);
+    }
+  });
+  project(mtp_in_.data(), T, {{&m.eh_proj, x_.data()}});
 }
 
 void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int32_t il, int64_t T,

@@ -72,10 +72,13 @@ class DecoderForward {
   // Runs the batch, stores its K/V in `cache`, and writes the logits of the tokens named by
   // batch.logits_indices to `logits`: [n_logits, n_vocab], and the final hidden states (after
   // the output norm) of those named by batch.hidden_indices to `hidden`: [n_hidden, n_embd].
-  // Checks the batch (sizes, token ids, positions, block ids) and returns an error instead of
-  // touching memory it should not. Tensor- or pipeline-parallel: world rank 0 sends the batch to
-  // the other ranks, which call this with the batch they received and empty logits (only world
-  // rank 0 gets logits and hidden states). A pipeline runs a large batch as up to n_stages
+  // An MTP block (Model::mtp_block) takes each token with its row of batch.input_hidden, its
+  // layer's input eh_proj [enorm(embedding) | hnorm(hidden)]; its hidden rows are the layer's
+  // output BEFORE the head norm (shared_head_norm), the next chained step's input_hidden.
+  // Checks the batch (sizes, token ids, positions, block ids, input_hidden) and returns an error
+  // instead of touching memory it should not. Tensor- or pipeline-parallel: world rank 0 sends the
+  // batch to the other ranks, which call this with the batch they received and empty logits (only
+  // world rank 0 gets logits and hidden states). A pipeline runs a large batch as up to n_stages
   // micro-batches of consecutive tokens, so that a stage works on one while the next stage works
   // on the one before.
   Status forward(const ForwardBatch& batch, KvCache& cache, std::span<float> logits,
@@ -144,6 +147,9 @@ class DecoderForward {
   // The latent-attention mixer of a layer: xn_ in, its output projection in proj_.
   void latent_attention_mixer(const ForwardBatch& b, KvCache& cache, const LayerWeights& l,
                               const LayerConfig& lc, int64_t n_tokens, trace::Phases& ops);
+  // An MTP block's input: x_ (the tokens' embeddings) and input_hidden into eh_proj's product,
+  // in x_.
+  void mtp_input(const ForwardBatch& b, int64_t n_tokens);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
   // The dense FFN of xn_ (the layer's n_ff wide) into proj_.
   void dense_ffn(const LayerWeights& l, int32_t layer, int64_t n_tokens);
@@ -201,6 +207,7 @@ class DecoderForward {
   KvLayerGroups layer_groups_[2];
   const KvLayerGroups* groups_ = &layer_groups_[0];
   std::vector<float> final_;         // [max_logits, n_embd] normalised rows that get logits
+  std::vector<float> mtp_in_;        // [T, 2 * n_embd] an MTP block's eh_proj input (else empty)
   std::vector<TokenRun> runs_;       // [<= T] this pass's attention runs
   std::vector<SequenceSpan> spans_;  // [<= T] this pass's sequences (recurrent models)
   int64_t attention_work_ = 0;       // multiply-adds of one layer's attention in this pass

@@ -36,6 +36,9 @@ struct ForwardBatch {
   // [n_checkpoints] states to save on the way, each within its sequence's tokens of the batch
   std::span<const StateCheckpointWrite> state_checkpoints;
   int32_t n_kv_groups = 1;  // the cache's layer groups (block_tables)
+  // [n_tokens, n_embd] an MTP block's hidden-state input (empty otherwise): row t goes with
+  // token t (Model::mtp_block).
+  std::span<const float> input_hidden;
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t n_seqs() const {

@@ -45,4 +45,28 @@ Result<std::shared_ptr<const Model>> Model::from_gguf(std::shared_ptr<const Gguf
   return std::shared_ptr<const Model>(std::move(model));
 }
 
+Result<std::shared_ptr<const Model>> Model::mtp_block(std::shared_ptr<const Model> target,
+                                                      const ModelLoadOptions& options) {
+  if (!target) return make_error("no target model for the multi-token-prediction block");
+  auto config = mtp_block_config(target->whole_config());
+  if (!config) return config.error();
+  const bool repack = options.repack_weights && !repack_disabled_by_env();
+  // A shard's output head is a slice of the vocabulary (and its matrices may be only some of
+  // the model's): the block reads its own from the file.
+  const TensorShard& shard = target->shard();
+  const bool share = !shard.sharded() && shard.n_stages == 1;
+  auto weights =
+      ModelWeights::load(*target->gguf_, *config, repack,
+                         repack && options.repack_experts && !expert_repack_disabled_by_env(),
+                         TensorShard{}, share ? &target->weights() : nullptr);
+  if (!weights) return make_error("multi-token-prediction block: " + weights.message());
+  auto model = std::shared_ptr<Model>(new Model());
+  model->gguf_ = target->gguf_;
+  model->config_ = *config;
+  model->whole_config_ = std::move(*config);
+  model->weights_ = std::move(*weights);
+  model->target_ = std::move(target);
+  return std::shared_ptr<const Model>(std::move(model));
+}
+
 }  // namespace vela

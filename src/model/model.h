@@ -31,6 +31,15 @@ class Model {
                                                    const ModelLoadOptions& options = {});
   static Result<std::shared_ptr<const Model>> from_gguf(std::shared_ptr<const GgufFile> gguf,
                                                         const ModelLoadOptions& options = {});
+  // The multi-token-prediction ("NextN") block stored after `target`'s decoder layers, as a
+  // model of one layer (mtp_block_config: config().mtp_block is set) that DecoderForward runs
+  // with a hidden state per token (ForwardBatch::input_hidden). Always whole, in one process,
+  // even when `target` is a tensor- or pipeline-parallel shard (options.shard is not read). It
+  // shares target's token embeddings and output head where the file has no nextn copies and
+  // target is not a shard (then reads them from the file), and keeps target alive. Errors: no
+  // block in the file, more than one, or a missing or mis-shaped block tensor (named).
+  static Result<std::shared_ptr<const Model>> mtp_block(std::shared_ptr<const Model> target,
+                                                        const ModelLoadOptions& options = {});
 
   const GgufFile& gguf() const { return *gguf_; }
   // The config this process's forward pass runs with: a tensor- or pipeline-parallel rank's
@@ -40,9 +49,12 @@ class Model {
   const ModelConfig& whole_config() const { return whole_config_; }
   const ModelWeights& weights() const { return weights_; }
   const TensorShard& shard() const { return shard_; }
+  // An MTP block's decoder (whose matrices it may share); null for any other model.
+  const std::shared_ptr<const Model>& mtp_target() const { return target_; }
 
  private:
   std::shared_ptr<const GgufFile> gguf_;  // owns the mapping the weights point into
+  std::shared_ptr<const Model> target_;   // an MTP block's decoder, kept for its shared matrices
   ModelConfig config_;
   ModelConfig whole_config_;
   ModelWeights weights_;

@@ -380,6 +380,43 @@ KvCacheConfig model_cache_config(const ModelConfig& c, int32_t block_size, int32
   return k;
 }
 
+Result<ModelConfig> mtp_block_config(const ModelConfig& decoder) {
+  const std::string key = decoder.arch_name + ".nextn_predict_layers";
+  if (decoder.n_nextn_layers == 0)
+    return make_error("the model has no multi-token-prediction block ('" + key +
+                      "' is 0 or absent)");
+  if (decoder.n_nextn_layers > 1)
+    return make_error("the model has " + std::to_string(decoder.n_nextn_layers) +
+                      " multi-token-prediction blocks ('" + key + "'); only one is supported");
+  ModelConfig c = decoder;
+  LayerConfig l;
+  l.mixer = c.arch->layer_pattern == LayerPattern::kLatentAttention ? MixerKind::kLatentAttention
+                                                                    : MixerKind::kAttention;
+  l.kv_index = 0;
+  l.kv_source = 0;
+  l.moe = !decoder.layers.empty() && decoder.layers.back().moe;
+  l.n_head_kv = c.n_head_kv;
+  l.head_dim = c.head_dim;
+  l.n_rot = c.n_rot;
+  l.n_ff = c.n_ff;
+  c.first_file_layer = decoder.first_file_layer + decoder.n_layer;
+  c.n_layer = 1;
+  c.layers = {l};
+  c.n_kv_layers = 1;
+  c.n_state_layers = 0;
+  c.delta_net = DeltaNetConfig{};
+  c.n_nextn_layers = 0;
+  c.sliding_window = 0;
+  c.window_pattern = 0;
+  c.separate_local_rope = false;
+  c.rope_local = RopeConfig{};
+  c.n_rot_local = c.n_rot;
+  c.n_shared_kv_layers = 0;
+  c.n_embd_per_layer = 0;
+  c.mtp_block = true;
+  return c;
+}
+
 Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   ModelConfig c;
   auto arch = g.get_string("general.architecture");

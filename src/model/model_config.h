@@ -147,8 +147,15 @@ struct ModelConfig {
   int32_t n_kv_layers = 0;          // layers with K/V in the cache (attention mixers)
   int32_t n_state_layers = 0;       // layers with a recurrent state per sequence
   // Multi-token-prediction blocks stored after the decoder's layers (block_count includes them):
-  // their tensors are in the file and not run.
+  // the decoder does not run them; Model::mtp_block loads the one such block as a model of its
+  // own.
   int32_t n_nextn_layers = 0;
+  // The file block of layers[0]: layer i's tensors are blk.<first_file_layer + i>.* (an MTP
+  // block's one layer is the block after the decoder's).
+  int32_t first_file_layer = 0;
+  // A multi-token-prediction block (mtp_block_config): its one layer's input is
+  // eh_proj [enorm(embedding) | hnorm(hidden state)], its head norm nextn.shared_head_norm.
+  bool mtp_block = false;
   DeltaNetConfig delta_net;  // meaningful when n_state_layers > 0
   // Latent-attention models: head_dim is its cache_dim() and n_head_kv 1, the absorbed form's
   // query and key per head; meaningful when kv_lora_rank > 0.
@@ -190,6 +197,13 @@ struct ModelConfig {
 
   static Result<ModelConfig> from_gguf(const GgufFile& gguf);
 };
+
+// The config of `decoder`'s multi-token-prediction block (its nextn_predict_layers block after
+// the decoder's layers) run as a model of one layer: an attention layer of the family's kind
+// (latent attention for deepseek2, full attention for the DeltaNet hybrids whatever their
+// interval), with K/V of its own, no window, and a mixture of experts when the decoder's last
+// layer has one. An error when the model has no such block, or more than one.
+Result<ModelConfig> mtp_block_config(const ModelConfig& decoder);
 
 // The layout of `config`'s K/V: grouped by window (group_windows), or one group.
 KvLayerGroups kv_layer_groups(const ModelConfig& config, bool group_windows);

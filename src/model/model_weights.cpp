@@ -186,7 +186,8 @@ WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_row
 }
 
 Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack,
-                                        bool repack_experts, const TensorShard& shard) {
+                                        bool repack_experts, const TensorShard& shard,
+                                        const ModelWeights* target) {
   ModelWeights w;
   const ArchDescription& arch = *c.arch;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
@@ -199,13 +200,41 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     dst = std::move(*r_);          \
   } while (0)
 
-  VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
-  VELA_TRY_ASSIGN(w.output_norm, get_vector(g, "output_norm.weight", c.n_embd, true));
-  if (g.find_tensor("output.weight")) {
-    VELA_TRY_ASSIGN(w.output, get_matrix(g, "output.weight", c.n_vocab, c.n_embd));
+  // The output head is the target's (repacked or not by the target's load, and owned by it).
+  bool head_from_target = false;
+  if (c.mtp_block) {
+    const std::string n = "blk." + std::to_string(c.first_file_layer) + ".nextn.";
+    if (g.find_tensor(n + "embed_tokens.weight") != nullptr)
+      VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, n + "embed_tokens.weight", c.n_vocab, c.n_embd));
+    else if (target != nullptr)
+      w.token_embd = target->token_embd;
+    else
+      VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
+    VELA_TRY_ASSIGN(w.output_norm, get_vector(g, n + "shared_head_norm.weight", c.n_embd, true));
+    if (g.find_tensor(n + "shared_head_head.weight") != nullptr) {
+      VELA_TRY_ASSIGN(w.output, get_matrix(g, n + "shared_head_head.weight", c.n_vocab, c.n_embd));
+    } else if (target != nullptr) {
+      w.output = target->output;
+      w.tied_embeddings = target->tied_embeddings;
+      head_from_target = true;
+    } else if (g.find_tensor("output.weight") != nullptr) {
+      VELA_TRY_ASSIGN(w.output, get_matrix(g, "output.weight", c.n_vocab, c.n_embd));
+    } else {  // the model's tied head: its token_embd, read by row and never repacked
+      VELA_TRY_ASSIGN(w.output, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
+      w.tied_embeddings = true;
+    }
+    VELA_TRY_ASSIGN(w.mtp.eh_proj, get_matrix(g, n + "eh_proj.weight", c.n_embd, 2 * c.n_embd));
+    VELA_TRY_ASSIGN(w.mtp.enorm, get_vector(g, n + "enorm.weight", c.n_embd, true));
+    VELA_TRY_ASSIGN(w.mtp.hnorm, get_vector(g, n + "hnorm.weight", c.n_embd, true));
   } else {
-    w.output = w.token_embd;
-    w.tied_embeddings = true;
+    VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
+    VELA_TRY_ASSIGN(w.output_norm, get_vector(g, "output_norm.weight", c.n_embd, true));
+    if (g.find_tensor("output.weight")) {
+      VELA_TRY_ASSIGN(w.output, get_matrix(g, "output.weight", c.n_vocab, c.n_embd));
+    } else {
+      w.output = w.token_embd;
+      w.tied_embeddings = true;
+    }
   }
   VELA_TRY_ASSIGN(w.rope_freq_factors, get_vector(g, "rope_freqs.weight", c.n_rot / 2, false));
   if (c.n_embd_per_layer > 0) {
@@ -249,7 +278,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   w.layers.resize(size_t(n_local));
   for (int32_t i = 0; i < n_local; ++i) {
     LayerWeights& l = w.layers[size_t(i)];
-    const std::string p = "blk." + std::to_string(stage->begin + i) + ".";
+    const std::string p = "blk." + std::to_string(c.first_file_layer + stage->begin + i) + ".";
     // This layer's own head geometry (per-layer in gemma4 files; else the model's).
     const LayerConfig& lc = c.layers[size_t(stage->begin + i)];
     const int64_t lq_dim = int64_t(c.n_head) * lc.head_dim;
@@ -323,7 +352,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       if (lc.kv_index >= 0)  // a layer reading another layer's cache has no K to normalise
         VELA_TRY_ASSIGN(l.k_norm, get_vector(g, p + "attn_k_norm.weight", k_len, required));
       if (lc.kv_index >= 0 && l.q_norm.empty() != l.k_norm.empty())
-        return make_error("layer " + std::to_string(stage->begin + i) +
+        return make_error("layer " + std::to_string(c.first_file_layer + stage->begin + i) +
                           " has only one of attn_q_norm and attn_k_norm");
     }
     if (arch.post_norms) {
@@ -501,7 +530,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       if (mw.k_b.data && c.mla.kv_lora_rank % 16 == 0) matrices.push_back(&mw.k_b);
       if (mw.v_b.data && c.mla.v_head_dim % 16 == 0) matrices.push_back(&mw.v_b);
     }
-    if (!w.tied_embeddings && shard.last_stage()) matrices.push_back(&w.output);
+    if (!w.tied_embeddings && !head_from_target && shard.last_stage())
+      matrices.push_back(&w.output);
+    if (w.mtp.eh_proj.data != nullptr) matrices.push_back(&w.mtp.eh_proj);
     if (auto st = repack_matrices(w, matrices, g.memory_mapped()); !st) return st.error();
   }
   for (size_t i = 0; i < w.layers.size(); ++i) {

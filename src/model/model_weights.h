@@ -142,10 +142,22 @@ struct LayerWeights {
   }
 };
 
+// A multi-token-prediction block's input (ModelConfig::mtp_block): for a token's embedding e and
+// a hidden state h, x = eh_proj [rms_norm(e) * enorm | rms_norm(h) * hnorm].
+struct MtpInputWeights {
+  WeightMatrix eh_proj;      // nextn.eh_proj [n_embd, 2 * n_embd]: embedding columns first
+  std::vector<float> enorm;  // nextn.enorm [n_embd]
+  std::vector<float> hnorm;  // nextn.hnorm [n_embd]
+};
+
 struct ModelWeights {
-  WeightMatrix token_embd;         // [n_vocab, n_embd]
+  // An MTP block's: nextn.embed_tokens where the file has it, else the model's.
+  WeightMatrix token_embd;  // [n_vocab, n_embd]
+  // An MTP block's: nextn.shared_head_norm.
   std::vector<float> output_norm;  // [n_embd]
-  WeightMatrix output;             // [n_vocab, n_embd]; token_embd when the embeddings are tied
+  // token_embd when the embeddings are tied; an MTP block's: nextn.shared_head_head where the
+  // file has it, else the model's output head (output.weight, or token_embd.weight when tied).
+  WeightMatrix output;  // [n_vocab, n_embd]
   bool tied_embeddings = false;
   std::vector<float> rope_freq_factors;  // [n_rot / 2] (Llama 3.1+ `rope_freqs.weight`) or empty
   std::vector<float>
@@ -156,6 +168,7 @@ struct ModelWeights {
   WeightMatrix per_layer_model_proj;       // [L * P, n_embd]
   std::vector<float> per_layer_proj_norm;  // [P]
   std::vector<LayerWeights> layers;        // [n_layer] (a pipeline stage: its layers only)
+  MtpInputWeights mtp;                     // an MTP block's input (empty otherwise)
 
   // Owns the repacked matrices (empty when none was repacked).
   std::shared_ptr<uint8_t[]> repacked;
@@ -170,9 +183,13 @@ struct ModelWeights {
   // repack_experts: the experts' stacked matrices too (otherwise they stay in the mapping).
   // A sharded `shard` keeps only that rank's slices of its stage's layers (tensor_shard.h; the
   // output head is repacked on the last stage only); the rest of the mapping is never read.
+  // An MTP block's (config.mtp_block) also reads its nextn.* tensors; it takes token_embd and the
+  // output head from `target` (the whole decoder's weights, which must outlive these) where the
+  // file has no nextn copies of them, else from the file.
   static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config,
                                    bool repack = true, bool repack_experts = true,
-                                   const TensorShard& shard = {});
+                                   const TensorShard& shard = {},
+                                   const ModelWeights* target = nullptr);
 };
 
 }  // namespace vela

@@ -78,7 +78,7 @@ bool DraftModel::samples(const SamplingParams& p) {
 }
 
 int32_t DraftModel::pick(Active& a, std::span<const float> logits, int32_t j) {
-  DraftRequest& r = *a.request;
+  ProposalRequest& r = *a.request;
   if (r.q.empty()) {
     // Point proposal: the draft's most likely token (NaN never wins).
     int32_t best = 0;
@@ -119,10 +119,10 @@ Status DraftModel::run_pass(int32_t n_tokens, std::span<Active> active) {
   return forward_.forward(b, cache_, logits_);
 }
 
-Status DraftModel::propose(std::span<DraftRequest> requests) {
+Status DraftModel::propose(std::span<ProposalRequest> requests) {
   const Status st = propose_runs(requests);
   // The samplers keep only verified tokens between steps: this step's proposals go back.
-  for (const DraftRequest& r : requests) {
+  for (const ProposalRequest& r : requests) {
     const auto it = seqs_.find(r.id);
     if (it == seqs_.end() || !it->second.sampler) continue;
     Sequence& s = it->second;
@@ -133,14 +133,14 @@ Status DraftModel::propose(std::span<DraftRequest> requests) {
   return st;
 }
 
-Status DraftModel::propose_runs(std::span<DraftRequest> requests) {
+Status DraftModel::propose_runs(std::span<ProposalRequest> requests) {
   const int32_t n_vocab = forward_.model().config().n_vocab;
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   active_.clear();
   int32_t n_tokens = 0, n_rows = 0;
   size_t q_used = 0;
   // Pass 0: every sequence's tokens the draft has not seen, the last one giving proposal 1.
-  for (DraftRequest& r : requests) {
+  for (ProposalRequest& r : requests) {
     r.n_proposed = 0;
     r.q = {};
     const int32_t len = int32_t(r.tokens.size());
@@ -247,6 +247,19 @@ Status DraftModel::propose_runs(std::span<DraftRequest> requests) {
     }
   }
   return {};
+}
+
+double DraftModel::pass_seconds(double target_step_seconds) const {
+  if (decode_pass_seconds_ > 0) return decode_pass_seconds_;
+  return target_step_seconds * double(model().gguf().file_size()) /
+         double(std::max<uint64_t>(options_.target_bytes, 1));
+}
+
+double DraftModel::upfront_seconds(uint64_t id, int32_t n_tokens, double pass_seconds) const {
+  // The last token is read with the first proposal's pass.
+  const int32_t n_behind = behind(id, n_tokens) - 1;
+  if (n_behind <= 0) return 0;
+  return n_behind * (catch_up_token_seconds_ > 0 ? catch_up_token_seconds_ : 0.25 * pass_seconds);
 }
 
 int32_t DraftModel::behind(uint64_t id, int32_t n_tokens) const {

@@ -21,6 +21,7 @@
 #include "kv/kv_cache_manager.h"
 #include "model/decoder_forward.h"
 #include "sampling/sampler.h"
+#include "spec/proposer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace vela {
@@ -37,22 +38,12 @@ struct DraftModelOptions {
   int32_t max_proposals = 4;  // K
   int32_t n_threads = 0;
   KvType kv_type = KvType::kF16;
+  // The target's weight bytes: a pass is priced at the target's step scaled by the models' sizes
+  // until one was timed (decode reads every weight once).
+  uint64_t target_bytes = 0;
 };
 
-// One sequence to propose for, this step.
-struct DraftRequest {
-  uint64_t id = 0;
-  std::span<const int32_t> tokens;  // [n] prompt and output so far (all verified)
-  int32_t n_prompt = 0;             // tokens[0, n_prompt) are the prompt
-  const SamplingParams* params = nullptr;
-  int32_t max_k = 0;  // proposals wanted at most
-  // Results.
-  int32_t n_proposed = 0;
-  std::span<int32_t> proposals;  // [max_k]
-  std::span<float> q;            // [max_k, n_vocab] when sampled (set by propose), else empty
-};
-
-class DraftModel {
+class DraftModel final : public Proposer {
  public:
   // `pool`: the target's pass pool (the passes take turns), or null for one of its own.
   DraftModel(std::shared_ptr<const Model> model, const DraftModelOptions& options,
@@ -60,16 +51,22 @@ class DraftModel {
 
   const Model& model() const { return forward_.model(); }
 
+  bool runs_passes() const override { return true; }
+  // The timed decode pass, else the target's step scaled by the models' sizes.
+  double pass_seconds(double target_step_seconds) const override;
+  // The catch-up on tokens the draft has not read, priced per token as measured (a quarter of a
+  // decode pass until then).
+  double upfront_seconds(uint64_t id, int32_t n_tokens, double pass_seconds) const override;
   // Fills proposals (and q for sampled requests) of each request, running the draft's passes.
   // A request whose catch-up does not fit this step's pass gets none (its catch-up progresses).
-  Status propose(std::span<DraftRequest> requests);
+  Status propose(std::span<ProposalRequest> requests) override;
   // The sequence's first n_valid tokens are verified: draft K/V past them is dropped.
-  void rollback(uint64_t id, int32_t n_valid);
+  void rollback(uint64_t id, int32_t n_valid) override;
   // The sequence finished: its draft blocks go back.
-  void release(uint64_t id);
+  void release(uint64_t id) override;
   // The sequence was preempted: its draft blocks go back (it catches up when it resumes), its
   // sampler's state and draws go on.
-  void drop_kv(uint64_t id);
+  void drop_kv(uint64_t id) override;
   // Whether this request's proposals come with a distribution (sampled) or are point masses.
   static bool samples(const SamplingParams& params);
   // Seconds of one decode pass (a proposal for every sequence), running average; 0 until
@@ -80,7 +77,7 @@ class DraftModel {
   int32_t behind(uint64_t id, int32_t n_tokens) const;
   double catch_up_token_seconds() const { return catch_up_token_seconds_; }
   // Draft blocks in use (tests).
-  int32_t blocks_in_use() const { return pool_.usage().used; }
+  int32_t blocks_in_use() const override { return pool_.usage().used; }
 
  private:
   struct Sequence {
@@ -91,12 +88,12 @@ class DraftModel {
     int32_t sampler_proposals = 0;     // this step's proposals it took in (taken back after)
   };
   struct Active {
-    DraftRequest* request;
+    ProposalRequest* request;
     Sequence* seq;
     int32_t batch_index;  // of its row in the pass
   };
 
-  Status propose_runs(std::span<DraftRequest> requests);
+  Status propose_runs(std::span<ProposalRequest> requests);
   // Runs one pass over batch_tokens_ [0, n_tokens) with logits for `active`'s rows.
   Status run_pass(int32_t n_tokens, std::span<Active> active);
   // The proposal from a row of logits; writes q for sampled requests.

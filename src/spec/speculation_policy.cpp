@@ -26,18 +26,19 @@ double SpeculationPolicy::step_seconds(const StepShape& shape, int32_t draft_pas
 }
 
 void SpeculationPolicy::begin_step(const StepShape& decodes, double last_step_seconds,
-                                   double draft_pass_seconds) {
+                                   double draft_pass_seconds, int32_t free_proposals) {
   shape_ = decodes;
   base_tokens_ = decodes.tokens();
   reference_seconds_ = last_step_seconds > 0 ? last_step_seconds : 1.0;
   draft_pass_seconds_ = draft_pass_seconds;
+  free_proposals_ = free_proposals;
   draft_passes_ = 0;
   expected_tokens_ = decodes.decode_tokens;
 }
 
 void SpeculationPolicy::grant(int32_t position, int32_t k, double expected_gain) {
   shape_.add(position + 1, k, true);
-  draft_passes_ = std::max(draft_passes_, k);
+  draft_passes_ = std::max(draft_passes_, k - free_proposals_);
   expected_tokens_ += expected_gain;
 }
 
@@ -63,7 +64,7 @@ int32_t SpeculationPolicy::choose(int32_t position, int32_t max_k, double accept
     gain += a_pow;
     StepShape s = shape_;
     s.add(position + 1, k, true);
-    const double seconds = step_seconds(s, std::max(draft_passes_, k));
+    const double seconds = step_seconds(s, std::max(draft_passes_, k - free_proposals_));
     if (seconds <= 0) continue;
     const double rate = (expected_tokens_ + gain) / seconds;
     if (rate > best_rate) {

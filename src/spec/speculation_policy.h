@@ -6,7 +6,8 @@
 // request's running acceptance rate. The policy takes the k (0 to K) with the most tokens per
 // second, deciding request after request so each decision sees the tokens already added. A
 // draft model adds its passes: one per proposal position, shared by every sequence (batched),
-// so the step pays for the longest run any sequence asked for.
+// so the step pays for the longest run any sequence asked for (less the proposals a proposer has
+// without a pass: the MTP block's first).
 // A draft that has not read a sequence's prompt yet must first catch up, once: that starts
 // only when the request has enough tokens left for the expected saving to repay it.
 // Until the cost model has measured the price of a token with logits, a prior
@@ -40,9 +41,10 @@ class SpeculationPolicy {
   SpeculationPolicy(const StepCostModel& cost, bool adaptive) : cost_(cost), adaptive_(adaptive) {}
 
   // Starts a step whose plain decodes are `decodes` (one token each). last_step_seconds: the
-  // previous step's measured time; draft_pass_seconds: one draft pass (0 = no draft model or
-  // not measured yet).
-  void begin_step(const StepShape& decodes, double last_step_seconds, double draft_pass_seconds);
+  // previous step's measured time; draft_pass_seconds: one proposal pass (0 = proposals cost no
+  // pass); free_proposals: proposals of a run that need no pass (Proposer::free_proposals).
+  void begin_step(const StepShape& decodes, double last_step_seconds, double draft_pass_seconds,
+                  int32_t free_proposals = 0);
   // Proposal tokens (<= max_k) a request whose next token sits at position `position` verifies
   // this step at acceptance rate `acceptance`; the chosen tokens join the step's shape.
   // upfront_seconds: a one-off cost of starting (a draft model catching up on the prompt), paid
@@ -68,7 +70,8 @@ class SpeculationPolicy {
   int32_t base_tokens_ = 0;  // the plain decodes' tokens
   double reference_seconds_ = 1;
   double draft_pass_seconds_ = 0;
-  int32_t draft_passes_ = 0;    // the longest run granted so far this step
+  int32_t free_proposals_ = 0;
+  int32_t draft_passes_ = 0;    // passes of the longest run granted so far this step
   double expected_tokens_ = 0;  // tokens the planned step gives, in expectation
 };
 

@@ -8,8 +8,9 @@ Result<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "ngram") return SpecMethod::kNgram;
   if (name == "none") return SpecMethod::kNone;
   if (name == "draft") return SpecMethod::kDraft;
+  if (name == "mtp") return SpecMethod::kMtp;
   return make_error("unknown speculative method '" + std::string(name) +
-                    "' (expected ngram, draft or none)");
+                    "' (expected ngram, draft, mtp or none)");
 }
 
 std::string_view spec_method_name(SpecMethod method) {
@@ -18,6 +19,8 @@ std::string_view spec_method_name(SpecMethod method) {
       return "ngram";
     case SpecMethod::kDraft:
       return "draft";
+    case SpecMethod::kMtp:
+      return "mtp";
     case SpecMethod::kNone:
       break;
   }

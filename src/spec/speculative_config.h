@@ -9,8 +9,9 @@
 
 namespace vela {
 
-// kNgram: prompt lookup; kDraft: a draft model (given to the engine beside this config).
-enum class SpecMethod { kNone, kNgram, kDraft };
+// kNgram: prompt lookup; kDraft: a draft model (given to the engine beside this config); kMtp:
+// the model's own multi-token-prediction block (likewise).
+enum class SpecMethod { kNone, kNgram, kDraft, kMtp };
 
 // Most tokens one request may propose per step (K); K + 1 logits rows per speculating request.
 inline constexpr int32_t kMaxSpeculativeTokens = 16;
@@ -27,7 +28,7 @@ struct SpeculativeConfig {
   bool enabled() const { return method != SpecMethod::kNone; }
 };
 
-// "ngram" | "draft" | "none".
+// "ngram" | "draft" | "mtp" | "none".
 Result<SpecMethod> parse_spec_method(std::string_view name);
 std::string_view spec_method_name(SpecMethod method);
 

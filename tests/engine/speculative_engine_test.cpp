@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_factory.h"
+#include "spec/draft_model.h"
 #include "support/shared_data.h"
 
 namespace vela {

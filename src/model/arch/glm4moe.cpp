@@ -2,8 +2,8 @@
 // file has them (GLM-4.5-Air has none), RoPE over part of each head (rope.dimension_count);
 // leading dense layers, then mixtures of experts routed by sigmoid scores with a selection bias
 // (exp_probs_b), renormalised and scaled (keys in the file), beside an ungated shared expert. The
-// FFN's input norm is named post_attention_norm. The next-token-prediction layers stored after
-// the decoder's (nextn_predict_layers) are not run.
+// FFN's input norm is named post_attention_norm. The decoder does not run the next-token-prediction
+// layer stored after its own (nextn_predict_layers); Model::mtp_block loads it as a model.
 #include "model/architecture.h"
 
 namespace vela::arch {

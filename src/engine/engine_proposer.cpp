@@ -1,0 +1,50 @@
+#include "engine/engine_proposer.h"
+
+#include <cassert>
+
+#include "spec/draft_model.h"
+#include "spec/mtp_proposer.h"
+
+namespace vela::engine_proposer {
+
+std::unique_ptr<Proposer> make_proposer(const Model& target, const EngineConfig& c,
+                                        std::shared_ptr<ThreadPool> pool) {
+  const SpeculativeConfig& spec = c.speculative;
+  const SchedulerConfig& sc = c.scheduler;
+  switch (spec.method) {
+    case SpecMethod::kNone:
+      return nullptr;
+    case SpecMethod::kNgram:
+      return LookupProposer::ngram(spec.prompt_lookup_min, spec.prompt_lookup_max);
+    case SpecMethod::kDraft: {
+      assert(c.draft_model);
+      DraftModelOptions o;
+      o.max_seqs = sc.max_num_seqs;
+      o.max_tokens = sc.max_num_batched_tokens;
+      o.max_context = c.max_context;
+      o.n_blocks = c.n_blocks;
+      o.block_size = c.block_size;
+      o.max_proposals = spec.num_speculative_tokens;
+      o.kv_type = c.kv_type;
+      o.target_bytes = target.gguf().file_size();
+      return std::make_unique<DraftModel>(c.draft_model, o, std::move(pool));
+    }
+    case SpecMethod::kMtp: {
+      assert(c.mtp_block);
+      MtpProposerOptions o;
+      o.max_seqs = sc.max_num_seqs;
+      o.max_tokens = sc.max_num_batched_tokens;
+      o.max_context = c.max_context;
+      o.n_blocks = c.n_blocks;
+      o.block_size = c.block_size;
+      o.max_proposals = spec.num_speculative_tokens;
+      o.kv_type = c.kv_type;
+      // A chained pass runs one layer and the head: about one layer's share of the step.
+      o.pass_share = 1.0 / double(target.whole_config().n_layer + 1);
+      return std::make_unique<MtpProposer>(c.mtp_block, o, std::move(pool));
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace vela::engine_proposer

@@ -1,0 +1,205 @@
+#include "spec/mtp_proposer.h"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <cstring>
+
+namespace vela {
+
+namespace {
+
+ForwardOptions block_forward_options(const MtpProposerOptions& o) {
+  ForwardOptions fo;
+  fo.max_batch_tokens = o.max_tokens;
+  fo.max_logits = o.max_seqs;
+  fo.max_context = o.max_context;
+  return fo;
+}
+
+// Chained positions n - 1 .. n + K - 3 (K - 1 of them) start anywhere in a block: the blocks
+// they can span.
+int32_t scratch_blocks_per_seq(const MtpProposerOptions& o) {
+  return (o.block_size - 1 + std::max(0, o.max_proposals - 2)) / o.block_size + 1;
+}
+
+KvCacheConfig block_cache_config(const Model& block, const MtpProposerOptions& o) {
+  return model_cache_config(block.config(), o.block_size,
+                            o.n_blocks + o.max_seqs * scratch_blocks_per_seq(o), o.kv_type);
+}
+
+}  // namespace
+
+MtpProposer::MtpProposer(std::shared_ptr<const Model> block, const MtpProposerOptions& options,
+                         std::shared_ptr<ThreadPool> pool)
+    : options_(options),
+      forward_(block, block_forward_options(options), std::move(pool)),
+      cache_(block_cache_config(*block, options)) {
+  const ModelConfig& c = block->config();
+  scratch_per_seq_ = scratch_blocks_per_seq(options);
+  max_blocks_per_seq_ = (options.max_context + options.block_size - 1) / options.block_size;
+  tokens_.resize(size_t(options.max_tokens));
+  positions_.resize(size_t(options.max_tokens));
+  seq_index_.resize(size_t(options.max_tokens));
+  block_tables_.resize(size_t(options.max_seqs) * size_t(max_blocks_per_seq_));
+  hidden_in_.resize(size_t(options.max_tokens) * size_t(c.n_embd));
+  rows_.resize(size_t(options.max_seqs));
+  row_ids_.resize(size_t(options.max_seqs));
+  row_lengths_.resize(size_t(options.max_seqs));
+  logits_.resize(size_t(options.max_seqs) * size_t(c.n_vocab));
+  hidden_out_.resize(size_t(options.max_seqs) * size_t(c.n_embd));
+  chained_.reserve(size_t(options.max_seqs));
+}
+
+double MtpProposer::pass_seconds(double target_step_seconds) const {
+  return pass_seconds_ > 0 ? pass_seconds_ : options_.pass_share * target_step_seconds;
+}
+
+int32_t MtpProposer::argmax(std::span<const float> logits) {
+  int32_t best = 0;  // NaN never wins
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[size_t(best)]) best = int32_t(i);
+  return best;
+}
+
+Status MtpProposer::run_pass(int32_t n_tokens, int32_t n_rows) {
+  const size_t E = size_t(forward_.model().config().n_embd);
+  ForwardBatch b;
+  b.token_ids = std::span<const int32_t>(tokens_.data(), size_t(n_tokens));
+  b.positions = std::span<const int32_t>(positions_.data(), size_t(n_tokens));
+  b.seq_index = std::span<const int32_t>(seq_index_.data(), size_t(n_tokens));
+  const int32_t n_seqs = seq_index_[size_t(n_tokens - 1)] + 1;
+  b.block_tables =
+      std::span<const int32_t>(block_tables_.data(), size_t(n_seqs) * size_t(max_blocks_per_seq_));
+  b.max_blocks_per_seq = max_blocks_per_seq_;
+  b.logits_indices = std::span<const int32_t>(rows_.data(), size_t(n_rows));
+  b.hidden_indices = b.logits_indices;
+  b.input_hidden = std::span<const float>(hidden_in_.data(), size_t(n_tokens) * E);
+  return forward_.forward(
+      b, cache_,
+      std::span<float>(logits_).first(size_t(n_rows) * size_t(forward_.model().config().n_vocab)),
+      std::span<float>(hidden_out_).first(size_t(n_rows) * E));
+}
+
+Status MtpProposer::follow(std::span<const PassRows> rows) {
+  const size_t E = size_t(forward_.model().config().n_embd);
+  const size_t n_vocab = size_t(forward_.model().config().n_vocab);
+  std::fill(block_tables_.begin(), block_tables_.end(), -1);
+  int32_t n_tokens = 0, n_seqs = 0, n_rows = 0;
+  for (const PassRows& p : rows) {
+    // The target's pass held these rows, so they fit; anything else is a caller's mistake.
+    assert(n_seqs < options_.max_seqs && n_tokens + p.n_rows <= options_.max_tokens);
+    assert(p.first_position + p.n_rows < int32_t(p.tokens.size()));
+    if (n_seqs == options_.max_seqs || n_tokens + p.n_rows > options_.max_tokens) break;
+    for (int32_t k = 0; k < p.n_rows; ++k) {
+      tokens_[size_t(n_tokens)] = p.tokens[size_t(p.first_position + k + 1)];
+      positions_[size_t(n_tokens)] = p.first_position + k;
+      seq_index_[size_t(n_tokens)] = n_seqs;
+      std::copy_n(p.hidden.data() + size_t(k) * E, E, hidden_in_.data() + size_t(n_tokens) * E);
+      ++n_tokens;
+    }
+    std::copy_n(p.block_table.data(), std::min<size_t>(p.block_table.size(), max_blocks_per_seq_),
+                block_tables_.begin() + long(n_seqs) * max_blocks_per_seq_);
+    if (p.decoding) {
+      rows_[size_t(n_rows)] = n_tokens - 1;
+      row_ids_[size_t(n_rows)] = p.id;
+      row_lengths_[size_t(n_rows)] = int32_t(p.tokens.size());
+      ++n_rows;
+    } else {
+      seqs_.erase(p.id);  // mid-prompt: nothing to propose yet
+    }
+    ++n_seqs;
+  }
+  if (n_tokens == 0) return {};
+  if (auto st = run_pass(n_tokens, n_rows); !st) {
+    for (int32_t i = 0; i < n_rows; ++i) seqs_.erase(row_ids_[size_t(i)]);
+    return st;
+  }
+  for (int32_t i = 0; i < n_rows; ++i) {
+    Sequence& s = seqs_[row_ids_[size_t(i)]];
+    s.n_tokens = row_lengths_[size_t(i)];
+    s.first = argmax(std::span<const float>(logits_.data() + size_t(i) * n_vocab, n_vocab));
+    s.hidden.assign(hidden_out_.begin() + long(size_t(i) * E),
+                    hidden_out_.begin() + long(size_t(i + 1) * E));
+  }
+  return {};
+}
+
+void MtpProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {
+  const int32_t bs = options_.block_size;
+  const int32_t first = int32_t(c.request->tokens.size()) - 1;  // the first chained position
+  const int32_t b0 = first / bs;
+  int32_t* row = block_tables_.data() + size_t(i) * size_t(max_blocks_per_seq_);
+  const std::span<const int32_t> own = c.request->block_table;
+  for (int32_t b = 0; b < b0; ++b) row[b] = own[size_t(b)];
+  for (int32_t b = b0; b < max_blocks_per_seq_ && b - b0 < scratch_per_seq_; ++b)
+    row[b] = c.scratch + (b - b0);
+  // The rows before `first` in its block are the target's verified ones: copied once.
+  if (copy_rows && first % bs != 0) {
+    const int32_t src = own[size_t(b0)];
+    const size_t bytes = cache_.config().row_bytes();
+    for (int32_t s = 0; s < first % bs; ++s) {
+      const int64_t from = int64_t(src) * bs + s, to = int64_t(c.scratch) * bs + s;
+      std::memcpy(cache_.k_row(0, to), cache_.k_row(0, from), bytes);
+      if (!cache_.config().k_only) std::memcpy(cache_.v_row(0, to), cache_.v_row(0, from), bytes);
+    }
+  }
+}
+
+Status MtpProposer::propose(std::span<ProposalRequest> requests) {
+  const size_t E = size_t(forward_.model().config().n_embd);
+  const size_t n_vocab = size_t(forward_.model().config().n_vocab);
+  chained_.clear();
+  for (ProposalRequest& r : requests) {
+    r.n_proposed = 0;
+    r.q = {};
+    const auto it = seqs_.find(r.id);
+    if (r.max_k <= 0 || it == seqs_.end() || it->second.first < 0 ||
+        it->second.n_tokens != int32_t(r.tokens.size()))
+      continue;
+    r.proposals[0] = it->second.first;
+    r.n_proposed = 1;
+    const int32_t first = int32_t(r.tokens.size()) - 1;
+    // A chain needs the block before its first position whenever it starts mid-block.
+    const bool has_block = first % options_.block_size == 0 ||
+                           int32_t(r.block_table.size()) > first / options_.block_size;
+    if (r.max_k > 1 && has_block && int32_t(chained_.size()) < options_.max_seqs &&
+        first + r.max_k - 1 <= options_.max_context)
+      chained_.push_back(
+          {&r, &it->second, -1, options_.n_blocks + int32_t(chained_.size()) * scratch_per_seq_});
+  }
+  for (int32_t j = 1; !chained_.empty(); ++j) {
+    size_t n_live = 0;
+    for (const Chained& c : chained_)
+      if (c.request->max_k > j) chained_[n_live++] = c;
+    chained_.resize(n_live);
+    if (chained_.empty()) break;
+    // One token per sequence at its next position: proposal j - 1 beside the block's last output.
+    std::fill(block_tables_.begin(), block_tables_.end(), -1);
+    for (size_t i = 0; i < chained_.size(); ++i) {
+      Chained& c = chained_[i];
+      tokens_[i] = c.request->proposals[size_t(j - 1)];
+      positions_[i] = int32_t(c.request->tokens.size()) - 2 + j;
+      seq_index_[i] = int32_t(i);
+      rows_[i] = int32_t(i);
+      const float* h = j == 1 ? c.seq->hidden.data() : hidden_out_.data() + size_t(c.row) * E;
+      std::copy_n(h, E, hidden_in_.data() + i * E);
+      c.row = int32_t(i);
+      chain_table(c, int32_t(i), j == 1);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (auto st = run_pass(int32_t(chained_.size()), int32_t(chained_.size())); !st) return st;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    pass_seconds_ = pass_seconds_ > 0 ? 0.8 * pass_seconds_ + 0.2 * seconds : seconds;
+    for (size_t i = 0; i < chained_.size(); ++i) {
+      ProposalRequest& r = *chained_[i].request;
+      r.proposals[size_t(j)] =
+          argmax(std::span<const float>(logits_.data() + i * n_vocab, n_vocab));
+      r.n_proposed = j + 1;
+    }
+  }
+  return {};
+}
+
+}  // namespace vela

@@ -1,0 +1,109 @@
+#pragma once
+// Proposals from the model's own multi-token-prediction block (MTP, "NextN": Qwen3.5, GLM-4.5,
+// DeepSeek-V3), a decoder layer trained with the model to predict the token after the next from
+// the model's final hidden state and the next token's embedding (Model::mtp_block).
+//
+// The block follows every target pass: each row the target computed and kept whose next token is
+// known runs through the block with (that row's hidden state, that next token), and its K/V goes
+// where the target's block table puts that position, in a one-layer companion cache indexed by
+// the target's block ids. So the block's rows follow the target's sequences, prefix-cache hits,
+// preemptions and rollbacks without bookkeeping of their own. The last kept row of a decoding
+// sequence gives the first proposal and the block's output hidden state. Each further proposal is
+// one more pass of the block on its own output and the previous proposal, batched over the
+// sequences, writing its K/V into scratch blocks past the target's ids, so that a sequence's own
+// blocks only ever hold rows of verified tokens.
+// Proposals are the block's most likely tokens, verified as point masses: the target's
+// distribution is kept exactly at any temperature.
+// A prefix-cache hit reuses the block's rows of the cached blocks. The row at a cached prefix's
+// last position was computed with the token that followed it where it was cached; a request that
+// continues differently gets proposals from that row as it is (their quality, never the output,
+// depends on it).
+// Thread-safety: not synchronised; the engine thread owns it.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/decoder_forward.h"
+#include "spec/proposer.h"
+
+namespace vela {
+
+struct MtpProposerOptions {
+  int32_t max_seqs = 64;       // sequences one pass takes
+  int32_t max_tokens = 512;    // tokens one target pass takes (a following pass takes as many)
+  int32_t max_context = 2048;  // positions < max_context
+  int32_t n_blocks = 0;        // the target cache's blocks, whose ids the following passes use
+  int32_t block_size = 16;
+  int32_t max_proposals = 4;  // K
+  KvType kv_type = KvType::kF16;
+  // A chained pass is priced at this share of the target's step until one was timed.
+  double pass_share = 0.1;
+};
+
+class MtpProposer final : public Proposer {
+ public:
+  // block: Model::mtp_block of the target. pool: the target's (the passes take turns).
+  MtpProposer(std::shared_ptr<const Model> block, const MtpProposerOptions& options,
+              std::shared_ptr<ThreadPool> pool);
+
+  bool runs_passes() const override { return true; }
+  int32_t free_proposals() const override { return 1; }
+  double pass_seconds(double target_step_seconds) const override;
+  Status propose(std::span<ProposalRequest> requests) override;
+  bool follows_passes() const override { return true; }
+  Status follow(std::span<const PassRows> rows) override;
+  // The block's rows live in the target's blocks: only the pending first proposal goes.
+  void drop_kv(uint64_t id) override { seqs_.erase(id); }
+  void release(uint64_t id) override { seqs_.erase(id); }
+
+  // The block's cache (tests compare its rows).
+  const KvCache& cache() const { return cache_; }
+
+ private:
+  struct Sequence {
+    int32_t n_tokens = 0;       // the sequence's length when `first` was proposed
+    int32_t first = -1;         // the proposal for position n_tokens
+    std::vector<float> hidden;  // [n_embd] the block's output at position n_tokens - 2
+  };
+  // A sequence proposing further in a chained pass.
+  struct Chained {
+    ProposalRequest* request;
+    const Sequence* seq;
+    int32_t row;      // its row in the last pass's outputs
+    int32_t scratch;  // its first scratch block
+  };
+
+  // Runs one pass over the batch buffers' [0, n_tokens) with outputs for rows_[0, n_rows).
+  Status run_pass(int32_t n_tokens, int32_t n_rows);
+  // Row i of the block tables for a chained pass of `c`: the target's blocks before the one
+  // holding position n - 1, then its scratch blocks, the first holding a copy of the rows
+  // before n - 1 in that block.
+  void chain_table(const Chained& c, int32_t i, bool copy_rows);
+  static int32_t argmax(std::span<const float> logits);
+
+  MtpProposerOptions options_;
+  DecoderForward forward_;
+  KvCache cache_;  // one layer: the target's n_blocks, then max_seqs runs of scratch blocks
+  int32_t scratch_per_seq_ = 0;
+  int32_t max_blocks_per_seq_ = 0;
+  std::unordered_map<uint64_t, Sequence> seqs_;
+  double pass_seconds_ = 0;  // a chained pass, running average (0 until timed)
+
+  // Pass buffers, sized once.
+  std::vector<int32_t> tokens_;        // [max_tokens]
+  std::vector<int32_t> positions_;     // [max_tokens]
+  std::vector<int32_t> seq_index_;     // [max_tokens]
+  std::vector<int32_t> block_tables_;  // [max_seqs, max_blocks_per_seq]
+  std::vector<float> hidden_in_;       // [max_tokens, n_embd] the block's hidden-state input
+  std::vector<int32_t> rows_;          // [max_seqs] rows with outputs
+  std::vector<uint64_t> row_ids_;      // [max_seqs] their sequences (following passes)
+  std::vector<int32_t> row_lengths_;   // [max_seqs] and those sequences' lengths
+  std::vector<float> logits_;          // [max_seqs, n_vocab]
+  std::vector<float> hidden_out_;      // [max_seqs, n_embd]
+  std::vector<Chained> chained_;       // [max_seqs]
+};
+
+}  // namespace vela
