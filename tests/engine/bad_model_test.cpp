@@ -49,14 +49,23 @@ void load_and_maybe_generate(const std::string& path) {
 
 TEST(BadModel, TruncatedCopiesFailWithAMessage) {
   VELA_REQUIRE_SHARED();
-  for (const char* name : {"aidreams260K.gguf", "tiny-qwen2-bpe-F16.gguf", "tiny-llama-256-Q4_K_M.gguf"}) {
+  for (const char* name :
+       {"aidreams260K.gguf", "tiny-qwen2-bpe-F16.gguf", "tiny-llama-256-Q4_K_M.gguf"}) {
     const auto bytes = read_file(test::shared_path(std::string("models/") + name));
     ASSERT_GT(bytes.size(), 1000u);
     auto header = GgufFile::from_bytes(bytes);
     ASSERT_TRUE(header.ok());
     // Cuts in the header, at the data start, and inside the tensor data.
-    const size_t cuts[] = {0, 3, 20, 100, 1000, header->data_offset() / 2, header->data_offset(),
-                           header->data_offset() + 7, bytes.size() / 2, bytes.size() - 1};
+    const size_t cuts[] = {0,
+                           3,
+                           20,
+                           100,
+                           1000,
+                           header->data_offset() / 2,
+                           header->data_offset(),
+                           header->data_offset() + 7,
+                           bytes.size() / 2,
+                           bytes.size() - 1};
     for (size_t cut : cuts) {
       const std::vector<uint8_t> part(bytes.begin(), bytes.begin() + long(cut));
       LLMConfig config;

@@ -18,26 +18,18 @@
 #include "engine/engine.h"
 #include "engine/engine_factory.h"
 #include "spec/draft_model.h"
+#include "speculation_helpers.h"
 #include "support/shared_data.h"
 
 namespace vela {
 namespace {
 
-struct SpecModel {
-  std::shared_ptr<const Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-};
-
-SpecModel load_model(const std::string& name) {
-  SpecModel m;
-  auto model = Model::load(test::shared_path("models/" + name + ".gguf").string());
-  EXPECT_TRUE(model.ok()) << model.message();
-  m.model = *model;
-  auto tok = Tokenizer::from_gguf(m.model->gguf());
-  EXPECT_TRUE(tok.ok()) << tok.message();
-  m.tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
-  return m;
-}
+using test::expect_pool_whole;
+using test::generate_all;
+using test::ids;
+using test::load_model;
+using test::params;
+using test::SpecModel;
 
 // Reference prompts, and prompts that quote themselves (so prompt lookup has matches early).
 std::vector<std::vector<int32_t>> spec_prompts(const SpecModel& m, const std::string& name) {
@@ -77,45 +69,6 @@ EngineConfig config(bool speculate, int32_t budget = 64, int32_t max_seqs = 16,
 // KV budget is given per group.
 int32_t cache_groups(const SpecModel& m) {
   return model_cache_config(m.model->config(), 16, 1, KvType::kF16, 0, true).n_groups();
-}
-
-SamplingParams params(int32_t max_tokens, float temperature = 0) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;
-  return p;
-}
-
-// Submits every prompt at once and steps until all finish; returns each one's output.
-std::vector<CompletionOutput> generate_all(Engine& engine,
-                                           const std::vector<std::vector<int32_t>>& prompts,
-                                           const std::vector<SamplingParams>& per_prompt) {
-  std::vector<CompletionOutput> out(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    auto id = engine.add_request(prompts[i], per_prompt[i % per_prompt.size()], 0,
-                                 [&out, i](const RequestEvent& e) {
-                                   if (e.finished) out[i] = *e.output;
-                                 });
-    EXPECT_TRUE(id.ok()) << id.message();
-  }
-  while (engine.has_unfinished()) {
-    const Status st = engine.step();
-    EXPECT_TRUE(st.ok()) << st.message();
-    if (!st) break;
-  }
-  return out;
-}
-
-void expect_pool_whole(const Engine& engine) {
-  EXPECT_EQ(engine.kv_usage().used, 0);
-  EXPECT_EQ(engine.check_kv_invariants(), "");
-}
-
-std::vector<std::vector<int32_t>> ids(const std::vector<CompletionOutput>& outs) {
-  std::vector<std::vector<int32_t>> r;
-  for (const auto& o : outs) r.push_back(o.token_ids);
-  return r;
 }
 
 // Proposes the continuation of plain decoding's outputs `want` (request i + 1 ran prompt i),
@@ -408,6 +361,9 @@ TEST(SpeculativeEngine, BadOptionsAreRefused) {
 namespace vela {
 namespace {
 
+using test::critical_0_001;
+using test::homogeneity_chi_square;
+
 EngineConfig draft_config(std::shared_ptr<const Model> draft, int32_t budget = 64,
                           int32_t n_blocks = 0) {
   EngineConfig c = config(true, budget, 16, n_blocks);
@@ -534,38 +490,6 @@ TEST(DraftSpeculation, AdaptivePolicyStopsThenOnlyProbes) {
   EXPECT_GT(n_probes, 0);
   expect_pool_whole(engine);
   EXPECT_EQ(engine.draft_kv_blocks_used(), 0);
-}
-
-// Two-sample chi-square (homogeneity) of two histograms over the same bins; bins whose pooled
-// count is under 10 are merged. Sets df.
-double homogeneity_chi_square(const std::vector<int>& a, const std::vector<int>& b, int& df) {
-  const double na = std::accumulate(a.begin(), a.end(), 0.0);
-  const double nb = std::accumulate(b.begin(), b.end(), 0.0);
-  std::vector<std::pair<double, double>> bins;
-  double small_a = 0, small_b = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] + b[i] < 10) {
-      small_a += a[i];
-      small_b += b[i];
-    } else {
-      bins.push_back({double(a[i]), double(b[i])});
-    }
-  }
-  if (small_a + small_b > 0) bins.push_back({small_a, small_b});
-  double stat = 0;
-  for (const auto& [x, y] : bins) {
-    const double total = x + y;
-    const double ea = total * na / (na + nb), eb = total * nb / (na + nb);
-    stat += (x - ea) * (x - ea) / ea + (y - eb) * (y - eb) / eb;
-  }
-  df = int(bins.size()) - 1;
-  return stat;
-}
-
-// Upper 0.001 quantile of chi-square (Wilson–Hilferty).
-double critical_0_001(int df) {
-  const double z = 3.0902, v = 2.0 / (9.0 * df);
-  return df * std::pow(1 - v + z * std::sqrt(v), 3);
 }
 
 // Sampled output keeps its distribution with a draft model whose q differs much from p (another

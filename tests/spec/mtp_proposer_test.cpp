@@ -1,0 +1,214 @@
+// The MTP proposer against the block run from scratch: fed the target's hidden states of a prompt
+// in two chunks through the target's (shuffled) block ids, its first and chained proposals equal
+// the argmax of a fresh block pass over the whole sequence and a fresh chain after it; after a
+// verified run it goes on from the rows it followed (its chains wrote only to scratch blocks); a
+// second sequence reusing the first's leading blocks (a prefix-cache hit) proposes as a fresh
+// computation does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/decoder_forward.h"
+#include "spec/mtp_proposer.h"
+#include "support/shared_data.h"
+
+namespace vela {
+namespace {
+
+constexpr int32_t kBlockSize = 4;  // small: chains and chunks cross block boundaries
+constexpr int32_t kBlocks = 24;    // the "target's" block ids
+constexpr int32_t kMaxContext = 64;
+constexpr int32_t kMaxBlocksPerSeq = kMaxContext / kBlockSize;
+constexpr int32_t kK = 4;
+
+int32_t argmax(std::span<const float> v) {
+  return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// One pass of `model` over one sequence's tokens at positions [first, first + n), through
+// block ids 0, 1, 2, ... of `cache`, with an MTP block's hidden input when given: the logits and
+// hidden rows of every token.
+struct PassOut {
+  std::vector<float> logits;  // [n, n_vocab]
+  std::vector<float> hidden;  // [n, n_embd]
+};
+PassOut run(DecoderForward& f, KvCache& cache, std::span<const int32_t> tokens, int32_t first,
+            std::span<const float> input_hidden = {}) {
+  const ModelConfig& c = f.model().config();
+  const int32_t n = int32_t(tokens.size());
+  const size_t count = static_cast<size_t>(n);
+  std::vector<int32_t> positions(count), seq(count, 0), rows(count);
+  std::iota(positions.begin(), positions.end(), first);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<int32_t> table(kMaxBlocksPerSeq);
+  std::iota(table.begin(), table.end(), 0);
+  ForwardBatch b;
+  b.token_ids = tokens;
+  b.positions = positions;
+  b.seq_index = seq;
+  b.block_tables = table;
+  b.max_blocks_per_seq = kMaxBlocksPerSeq;
+  b.logits_indices = rows;
+  b.hidden_indices = rows;
+  b.input_hidden = input_hidden;
+  PassOut out;
+  out.logits.resize(size_t(n) * size_t(c.n_vocab));
+  out.hidden.resize(size_t(n) * size_t(c.n_embd));
+  const Status st = f.forward(b, cache, out.logits, out.hidden);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return out;
+}
+
+ForwardOptions small_options() {
+  ForwardOptions o;
+  o.max_batch_tokens = kMaxContext;
+  o.max_logits = kMaxContext;
+  o.max_context = kMaxContext;
+  o.n_threads = 2;
+  return o;
+}
+
+struct Fixture {
+  std::shared_ptr<const Model> target, block;
+  std::unique_ptr<DecoderForward> target_forward, block_forward;
+  int32_t n_embd = 0, n_vocab = 0;
+
+  Fixture() {
+    auto t = Model::load(test::shared_path("models/tiny-glm4moe-F32.gguf").string());
+    EXPECT_TRUE(t.ok()) << t.message();
+    target = *t;
+    auto b = Model::mtp_block(target);
+    EXPECT_TRUE(b.ok()) << b.message();
+    block = *b;
+    target_forward = std::make_unique<DecoderForward>(target, small_options());
+    block_forward = std::make_unique<DecoderForward>(block, small_options());
+    n_embd = target->config().n_embd;
+    n_vocab = target->config().n_vocab;
+  }
+
+  // The target's final hidden states of every position of `tokens` (a fresh cache).
+  std::vector<float> target_hidden(std::span<const int32_t> tokens) {
+    KvCache cache(model_cache_config(target->config(), kBlockSize, kBlocks, KvType::kF32));
+    return run(*target_forward, cache, tokens, 0).hidden;
+  }
+
+  // What the proposer should propose for `tokens` (all verified; the last one sampled): the block
+  // from scratch over positions [0, n - 1) with (hidden, next token), then chained on its own
+  // output and proposals.
+  std::vector<int32_t> expected(std::span<const int32_t> tokens, int32_t k) {
+    const int32_t n = int32_t(tokens.size());
+    const std::vector<float> h = target_hidden(tokens.first(size_t(n - 1)));
+    KvCache cache(model_cache_config(block->config(), kBlockSize, kBlocks, KvType::kF32));
+    PassOut out = run(*block_forward, cache, tokens.subspan(1), 0, h);
+    std::vector<int32_t> proposals = {
+        argmax(std::span<const float>(out.logits)
+                   .subspan(size_t(n - 2) * size_t(n_vocab), size_t(n_vocab)))};
+    std::vector<float> g(out.hidden.end() - n_embd, out.hidden.end());
+    for (int32_t j = 1; j < k; ++j) {
+      const int32_t token = proposals.back();
+      PassOut step = run(*block_forward, cache, {&token, 1}, n - 2 + j, g);
+      proposals.push_back(argmax(step.logits));
+      g = step.hidden;
+    }
+    return proposals;
+  }
+};
+
+MtpProposerOptions proposer_options() {
+  MtpProposerOptions o;
+  o.max_seqs = 4;
+  o.max_tokens = kMaxContext;
+  o.max_context = kMaxContext;
+  o.n_blocks = kBlocks;
+  o.block_size = kBlockSize;
+  o.max_proposals = kK;
+  o.kv_type = KvType::kF32;
+  return o;
+}
+
+// Tells the proposer that a pass computed `tokens`' positions [first, first + n) (with the
+// target's hidden rows `hidden` of the whole sequence); decoding when the last token is sampled.
+Status follow(MtpProposer& p, uint64_t id, std::span<const int32_t> tokens,
+              std::span<const int32_t> table, const std::vector<float>& hidden, int32_t n_embd,
+              int32_t first, int32_t n, bool decoding) {
+  PassRows rows;
+  rows.id = id;
+  rows.tokens = tokens;
+  rows.block_table = table;
+  rows.first_position = first;
+  rows.n_rows = n;
+  rows.hidden = std::span<const float>(hidden).subspan(size_t(first) * size_t(n_embd),
+                                                       size_t(n) * size_t(n_embd));
+  rows.decoding = decoding;
+  return p.follow({&rows, 1});
+}
+
+std::vector<int32_t> propose(MtpProposer& p, uint64_t id, std::span<const int32_t> tokens,
+                             std::span<const int32_t> table, int32_t k) {
+  std::vector<int32_t> out(size_t(k), -1);
+  SamplingParams params;
+  ProposalRequest r;
+  r.id = id;
+  r.tokens = tokens;
+  r.params = &params;
+  r.block_table = table;
+  r.max_k = k;
+  r.proposals = out;
+  const Status st = p.propose({&r, 1});
+  EXPECT_TRUE(st.ok()) << st.message();
+  out.resize(size_t(r.n_proposed));
+  return out;
+}
+
+TEST(MtpProposer, ProposalsEqualTheBlockRunFromScratch) {
+  VELA_REQUIRE_SHARED();
+  Fixture fx;
+  MtpProposer proposer(fx.block, proposer_options(), nullptr);
+  std::mt19937 rng(7);
+  std::vector<int32_t> tokens(26);
+  for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(fx.n_vocab));
+  // The sequence's blocks, in no particular order, as a pool hands them out.
+  const std::vector<int32_t> table = {13, 2, 21, 7, 0, 18, 5, 11, 3, 16, 9, 22};
+
+  // The prompt (25 tokens) in chunks of 11 and 14; then token 25 is sampled.
+  const std::vector<float> h = fx.target_hidden(std::span<const int32_t>(tokens).first(25));
+  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, fx.n_embd, 0, 11, false).ok());
+  EXPECT_TRUE(propose(proposer, 1, tokens, table, kK).empty()) << "mid-prompt: no proposal";
+  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, fx.n_embd, 11, 14, true).ok());
+  const std::vector<int32_t> got = propose(proposer, 1, tokens, table, kK);
+  EXPECT_EQ(got, fx.expected(tokens, kK));
+  EXPECT_EQ(propose(proposer, 1, tokens, table, 1),
+            std::vector<int32_t>(got.begin(), got.begin() + 1));
+
+  // The target verified two proposals (and sampled a bonus token): positions 25..27 computed.
+  std::vector<int32_t> longer = tokens;
+  longer.insert(longer.end(), {got[0], got[1], int32_t((got[2] + 1) % fx.n_vocab)});
+  const std::vector<float> h2 = fx.target_hidden(std::span<const int32_t>(longer).first(28));
+  ASSERT_TRUE(follow(proposer, 1, longer, table, h2, fx.n_embd, 25, 3, true).ok());
+  EXPECT_EQ(propose(proposer, 1, longer, table, kK), fx.expected(longer, kK));
+  // A stale length gets nothing (the sequence moved on without a pass the proposer saw).
+  EXPECT_TRUE(propose(proposer, 1, tokens, table, kK).empty());
+
+  // Another sequence reusing the first three blocks (positions 0..11) and the token after them
+  // computes its own rows from position 12 on: as from scratch.
+  std::vector<int32_t> other(tokens.begin(), tokens.begin() + 13);
+  for (int i = 0; i < 8; ++i) other.push_back(int32_t(rng() % uint32_t(fx.n_vocab)));
+  std::vector<int32_t> other_table = {13, 2, 21, 6, 10, 14, 23};
+  const std::vector<float> h3 = fx.target_hidden(std::span<const int32_t>(other).first(20));
+  ASSERT_TRUE(follow(proposer, 2, other, other_table, h3, fx.n_embd, 12, 8, true).ok());
+  EXPECT_EQ(propose(proposer, 2, other, other_table, kK), fx.expected(other, kK));
+  // The first sequence is untouched by the second's rows and chains.
+  EXPECT_EQ(propose(proposer, 1, longer, table, kK), fx.expected(longer, kK));
+
+  proposer.release(1);
+  EXPECT_TRUE(propose(proposer, 1, longer, table, kK).empty());
+}
+
+}  // namespace
+}  // namespace vela
