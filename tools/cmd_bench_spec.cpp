@@ -3,9 +3,12 @@
 //     against a pass over 1 token, at the same context, median of several repetitions.
 //  2. End to end, one stream: greedy decode tokens/s with speculation and without, the
 //     acceptance rate, the mean accepted run and the speed-up; the outputs must be identical.
-//     --replay-acceptance A replaces the proposer by one of a known acceptance (the plain run's
+//     --replay-acceptance A replaces the proposals by ones of a known acceptance (the plain run's
 //     output, each token right with probability A), to measure what the engine makes of a
-//     proposer as good as prompt lookup on text that the output copies, whatever the model.
+//     proposer that good, whatever the model: prompt lookup is replaced outright; a proposer that
+//     runs passes (a draft model, the MTP block) still runs them, so their cost is measured.
+//  3. Acceptance by position in the run (what /metrics reports as
+//     spec_decode_num_accepted_tokens_per_pos), for the end-to-end speculative run.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +50,10 @@ Result<double> pass_seconds(DecoderForward& fwd, KvCache& cache, const std::vect
   b.seq_index = seq;
   b.block_tables = table;
   b.max_blocks_per_seq = int32_t(table.size());
+  // A recurrent model's sequence runs on state slot 0 (the timed passes advance it: their cost
+  // does not depend on its values).
+  const int32_t slot = 0;
+  if (fwd.model().config().recurrent()) b.state_slots = {&slot, 1};
   // Logits for every token of a verification pass; for the last token only when filling.
   b.logits_indices = std::span<const int32_t>(rows).last(
       std::min(count, fwd.options().max_logits > 0 ? size_t(fwd.options().max_logits) : 1));
@@ -84,11 +91,18 @@ TokenProposer replay_proposer(const std::vector<int32_t>& prompt, std::vector<in
   };
 }
 
+// replay: proposals of a known acceptance, standing in for the method's own (a lookup replaces
+// prompt lookup; a proposer that runs passes still runs them, its tokens replaced).
 Result<StreamResult> run_stream(const EngineOptions& o, const std::vector<int32_t>& prompt,
-                                int32_t n_gen, const TokenProposer& proposer = {}) {
+                                int32_t n_gen, const TokenProposer& replay = {}) {
   auto engine = make_engine(o);
   if (!engine) return engine.error();
-  if (proposer) (*engine)->set_proposer(proposer);
+  if (replay) {
+    if ((*engine)->config().speculative.method == SpecMethod::kNgram)
+      (*engine)->set_proposer(replay);
+    else
+      (*engine)->set_proposal_replay(replay);
+  }
   SamplingParams p;
   p.temperature = 0;
   p.max_tokens = n_gen;
@@ -171,7 +185,8 @@ int run_bench_spec(int argc, char** argv) {
     fo.n_threads = int32_t(*threads);
     DecoderForward fwd(*model, fo);
     const ModelConfig& mc = (*model)->config();
-    const KvCacheConfig kc = model_cache_config(mc, 16, (ctx + k + 1 + 15) / 16, KvType::kF16);
+    const KvCacheConfig kc =
+        model_cache_config(mc, 16, (ctx + k + 1 + 15) / 16, KvType::kF16, mc.recurrent() ? 1 : 0);
     KvCache cache(kc);
     std::vector<int32_t> table(size_t(kc.n_blocks));
     for (int32_t i = 0; i < kc.n_blocks; ++i) table[size_t(i)] = i;
@@ -261,6 +276,14 @@ int run_bench_spec(int argc, char** argv) {
         (unsigned long long)c.spec_drafts, (unsigned long long)c.spec_draft_tokens,
         (unsigned long long)c.spec_accepted_tokens, acceptance, mean_run,
         plain->tokens == fast->tokens ? "identical" : "DIFFER");
+    std::printf("acceptance by position:");
+    for (int32_t pos = 0; pos < k; ++pos) {
+      // Proposal pos is verified in the runs that accepted every proposal before it.
+      const uint64_t reached = pos == 0 ? c.spec_drafts : c.spec_accepted_at[size_t(pos - 1)];
+      std::printf(" %d: %.3f", pos + 1,
+                  reached ? double(c.spec_accepted_at[size_t(pos)]) / double(reached) : 0.0);
+    }
+    std::printf("\n");
     if (plain->tokens != fast->tokens) return 1;
   }
   return 0;

@@ -413,6 +413,14 @@ Status Engine::propose() {
 
 Status Engine::propose_granted() {
   if (auto st = proposer_->propose(proposal_requests_); !st) return st;
+  if (proposal_replay_)
+    for (ProposalRequest& d : proposal_requests_) {
+      if (d.n_proposed == 0) continue;
+      d.n_proposed =
+          std::clamp(proposal_replay_(d.id, d.tokens, d.proposals.first(size_t(d.n_proposed))), 0,
+                     d.n_proposed);
+      d.q = {};
+    }
   const size_t n_vocab = size_t(forward_->model().config().n_vocab);
   for (const ProposalRequest& d : proposal_requests_) {
     if (d.n_proposed == 0) continue;

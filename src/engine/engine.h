@@ -173,6 +173,10 @@ class Engine {
   // Replaces the configured method's proposer (speculation must be enabled), e.g. an oracle in
   // tests. An empty function restores the configured one.
   void set_proposer(TokenProposer proposer);
+  // Benchmarks: the configured proposer still runs (its passes cost what they cost), and the
+  // tokens it proposed are replaced by the lookup's, as many as it gives up to the count the
+  // proposer made. An empty function turns it off.
+  void set_proposal_replay(TokenProposer replay) { proposal_replay_ = std::move(replay); }
 
   // Runs one engine step (nothing when no request is ready). If the forward pass fails, the
   // requests of that step are finished (reason abort) and the error is returned.
@@ -313,6 +317,7 @@ class Engine {
   std::unique_ptr<Proposer> configured_proposer_;   // the configured method's (null: none)
   std::unique_ptr<Proposer> override_proposer_;     // set_proposer's, or null
   Proposer* proposer_ = nullptr;                    // the one in use
+  TokenProposer proposal_replay_;                   // set_proposal_replay's, or empty
   std::vector<ProposalRequest> proposal_requests_;  // [max_num_seqs] granted this step
   std::vector<int32_t> proposal_out_;               // [max_num_seqs, K] their proposals
   std::vector<float> verify_work_;                  // [n_vocab]

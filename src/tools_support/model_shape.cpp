@@ -5,8 +5,8 @@ namespace vela {
 const std::vector<ModelShape>& known_shapes() {
   // Hyper-parameters of the published checkpoints' config files (mixtral-mini is a Mixtral
   // layout at TinyLlama's size, qwen35moe-mini Qwen3.5-35B-A3B's layers scaled down). The tiny
-  // shapes keep row lengths multiples of 256 (all but tiny-qwen2 and the tiny Qwen3.5 DeltaNet
-  // outputs) or not (tiny-qwen2) so both K-quant paths get tested.
+  // shapes keep row lengths multiples of 256 (all but tiny-qwen2, the 128-wide DeepSeek, gpt-oss
+  // and GLM ones and the tiny Qwen3.5 DeltaNet outputs) or not so both K-quant paths get tested.
   // Packed by hand: clang-format would put every designated field on a line of its own.
   // clang-format off
   static const std::vector<ModelShape> shapes = {
@@ -47,20 +47,22 @@ const std::vector<ModelShape>& known_shapes() {
        .fused_gate_up = true, .sliding_window = 2047},
       // Qwen3.5 at test size: three Gated DeltaNet layers, then one gated attention layer,
       // twice as many DeltaNet value heads as key heads, a quarter of each attention head
-      // rotated.
+      // rotated; a multi-token-prediction block (gated attention) after them, as the checkpoints
+      // carry (the MoE form's with experts).
       {.name = "tiny-qwen35", .architecture = "qwen35", .n_embd = 256, .n_layer = 4, .n_head = 4,
        .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .rope_freq_base = 1e7f,
        .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 64,
        .qk_norm = QkNorm::kPerHead, .rope_dim = 16, .rope_sections = {3, 3, 2, 0},
        .attn_output_gate = true, .ffn_norm_post_attention = true, .full_attention_interval = 4,
-       .ssm_conv_kernel = 4, .ssm_k_heads = 2, .ssm_v_heads = 4, .ssm_head_dim = 32},
+       .ssm_conv_kernel = 4, .ssm_k_heads = 2, .ssm_v_heads = 4, .ssm_head_dim = 32,
+       .n_nextn = 1},
       {.name = "tiny-qwen35moe", .architecture = "qwen35moe", .n_embd = 256, .n_layer = 4,
        .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 512,
        .rope_freq_base = 1e7f, .rms_eps = 1e-6f, .head_size = 64, .qk_norm = QkNorm::kPerHead,
        .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256, .rope_dim = 16,
        .rope_sections = {3, 3, 2, 0}, .attn_output_gate = true, .ffn_norm_post_attention = true,
        .full_attention_interval = 4, .ssm_conv_kernel = 4, .ssm_k_heads = 2, .ssm_v_heads = 4,
-       .ssm_head_dim = 32, .n_ff_shexp = 256, .shexp_gate = true},
+       .ssm_head_dim = 32, .n_ff_shexp = 256, .shexp_gate = true, .n_nextn = 1},
       {.name = "tinyllama-1.1b", .architecture = "llama", .n_embd = 2048, .n_layer = 22,
        .n_head = 32, .n_head_kv = 4, .n_ff = 5632, .n_vocab = 32000, .n_ctx = 2048},
       {.name = "qwen2-0.5b", .architecture = "qwen2", .n_embd = 896, .n_layer = 24, .n_head = 14,
@@ -94,19 +96,21 @@ const std::vector<ModelShape>& known_shapes() {
       {.name = "phi3-mini", .architecture = "phi3", .n_embd = 3072, .n_layer = 32, .n_head = 32,
        .n_head_kv = 32, .n_ff = 8192, .n_vocab = 32064, .n_ctx = 4096, .fused_qkv = true,
        .fused_gate_up = true, .sliding_window = 2047},
-      // Qwen3.5-0.8B's text model (its multi-token-prediction layer left out: engines do not
-      // run it): 18 DeltaNet and 6 attention layers, 64 of each 256-wide head rotated, in
+      // Qwen3.5-0.8B's text model with its multi-token-prediction layer (without the vision
+      // encoder): 18 DeltaNet and 6 attention layers, 64 of each 256-wide head rotated, in
       // sections [11, 11, 10] of the multi-axis RoPE.
       {.name = "qwen35-0.8b", .architecture = "qwen35", .n_embd = 1024, .n_layer = 24,
        .n_head = 8, .n_head_kv = 2, .n_ff = 3584, .n_vocab = 248320, .n_ctx = 262144,
        .rope_freq_base = 1e7f, .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 256,
        .qk_norm = QkNorm::kPerHead, .rope_dim = 64, .rope_sections = {11, 11, 10, 0},
        .attn_output_gate = true, .ffn_norm_post_attention = true, .full_attention_interval = 4,
-       .ssm_conv_kernel = 4, .ssm_k_heads = 16, .ssm_v_heads = 16, .ssm_head_dim = 128},
+       .ssm_conv_kernel = 4, .ssm_k_heads = 16, .ssm_v_heads = 16, .ssm_head_dim = 128,
+       .n_nextn = 1},
       // Qwen3.5-35B-A3B's layers at a size a small machine runs: its attention (16 heads, 2 KV
       // heads of 256) and DeltaNet (16 key, 32 value heads of 128) mixers as published, on a
       // 1024-wide residual stream (2048 published) of 24 layers (40), with 64 experts of 256
-      // (256 of 512), 8 routed, beside a gated shared expert of 256 (512).
+      // (256 of 512), 8 routed, beside a gated shared expert of 256 (512); its
+      // multi-token-prediction layer as published.
       {.name = "qwen35moe-mini", .architecture = "qwen35moe", .n_embd = 1024, .n_layer = 24,
        .n_head = 16, .n_head_kv = 2, .n_ff = 256, .n_vocab = 248320, .n_ctx = 262144,
        .rope_freq_base = 1e7f, .rms_eps = 1e-6f, .head_size = 256, .qk_norm = QkNorm::kPerHead,
@@ -114,25 +118,28 @@ const std::vector<ModelShape>& known_shapes() {
        .rope_sections = {11, 11, 10, 0}, .attn_output_gate = true,
        .ffn_norm_post_attention = true, .full_attention_interval = 4, .ssm_conv_kernel = 4,
        .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_head_dim = 128, .n_ff_shexp = 256,
-       .shexp_gate = true},
+       .shexp_gate = true, .n_nextn = 1},
       // DeepSeek-V3 at test size, as ../shared's tiny-deepseek2: latent attention with a q
-      // bottleneck, one leading dense layer, sigmoid routing over 4 groups of 2 experts.
+      // bottleneck, one leading dense layer, sigmoid routing over 4 groups of 2 experts; then
+      // the checkpoint's multi-token-prediction block, which that file leaves out (the reference
+      // converter drops DeepSeek-V3's, keeps V3.2's).
       {.name = "tiny-deepseek2", .architecture = "deepseek2", .n_embd = 128, .n_layer = 3,
        .n_head = 4, .n_head_kv = 1, .n_ff = 256, .n_vocab = 512, .n_ctx = 1024, .rms_eps = 1e-6f,
        .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64, .rope_dim = 16,
        .n_shared_experts = 1, .q_lora_rank = 96, .kv_lora_rank = 64, .mla_nope_dim = 32,
        .mla_v_dim = 32, .n_dense_lead = 1, .sigmoid_routing = true, .n_expert_groups = 4,
-       .n_expert_groups_used = 2, .expert_weights_scale = 2.5f},
+       .n_expert_groups_used = 2, .expert_weights_scale = 2.5f, .n_nextn = 1},
       // DeepSeek-V3's layers at a size a small machine runs: its latent attention per head (a
       // 1536 q bottleneck, 512 + 64 cached values, heads of 128 + 64 and values of 128) with 16
       // heads (128) on a 2048-wide stream (7168) of 12 layers (61), the first dense; 64 experts
-      // of 512 (256 of 2048) in 8 groups, 4 of them used, 8 experts routed, one shared expert.
+      // of 512 (256 of 2048) in 8 groups, 4 of them used, 8 experts routed, one shared expert;
+      // the multi-token-prediction block (an MoE layer) as published.
       {.name = "deepseek3-mini", .architecture = "deepseek2", .n_embd = 2048, .n_layer = 12,
        .n_head = 16, .n_head_kv = 1, .n_ff = 5632, .n_vocab = 129280, .n_ctx = 163840,
        .rms_eps = 1e-6f, .n_expert = 64, .n_expert_used = 8, .n_ff_exp = 512, .rope_dim = 64,
        .n_shared_experts = 1, .q_lora_rank = 1536, .kv_lora_rank = 512, .mla_nope_dim = 128,
        .mla_v_dim = 128, .n_dense_lead = 1, .sigmoid_routing = true, .n_expert_groups = 8,
-       .n_expert_groups_used = 4, .expert_weights_scale = 2.5f},
+       .n_expert_groups_used = 4, .expert_weights_scale = 2.5f, .n_nextn = 1},
       // gpt-oss at test size, as ../shared's tiny-openai-moe: sliding (even) and global layers,
       // sinks, q/k/v/o biases, YaRN, 8 experts of 64 with biases, 2 routed.
       {.name = "tiny-gpt-oss", .architecture = "gpt-oss", .n_embd = 128, .n_layer = 3,
@@ -150,16 +157,26 @@ const std::vector<ModelShape>& known_shapes() {
        .n_expert_used = 4, .n_ff_exp = 2880, .sliding_window = 128,
        .ffn_norm_post_attention = true, .attn_sinks = true, .output_bias = true,
        .expert_biases = true, .yarn_factor = 32.0f, .yarn_original_context = 4096},
+      // GLM-4.5 at test size, as ../shared's tiny-glm4moe: q/k/v biases, q/k norms per head of
+      // 64 (GLM-4.5's; the Air has none), half of each head rotated, one leading dense layer, 4
+      // sigmoid-routed experts of 64 beside a shared one, and the multi-token-prediction block.
+      {.name = "tiny-glm4moe", .architecture = "glm4moe", .n_embd = 128, .n_layer = 3,
+       .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048,
+       .rope_freq_base = 1e6f, .qkv_bias = true, .head_size = 64, .qk_norm = QkNorm::kPerHead,
+       .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 64, .rope_dim = 32,
+       .ffn_norm_post_attention = true, .n_shared_experts = 1, .n_dense_lead = 1,
+       .sigmoid_routing = true, .expert_weights_scale = 2.5f, .n_nextn = 1},
       // GLM-4.5-Air's layers at a size a small machine runs: heads of 128 with half of each
       // rotated, q/k/v biases and no q/k norms as published, 48 query and 4 KV heads (96 and 8)
       // on a 2048-wide stream (4096) of 8 layers (46), the first dense; 32 experts of 1408 (128),
-      // 8 routed by sigmoid scores with a selection bias, beside one shared expert.
+      // 8 routed by sigmoid scores with a selection bias, beside one shared expert; the
+      // multi-token-prediction block as published.
       {.name = "glm4.5-air-mini", .architecture = "glm4moe", .n_embd = 2048, .n_layer = 8,
        .n_head = 48, .n_head_kv = 4, .n_ff = 5472, .n_vocab = 151552, .n_ctx = 131072,
        .rope_freq_base = 1e6f, .qkv_bias = true, .head_size = 128, .n_expert = 32,
        .n_expert_used = 8, .n_ff_exp = 1408, .rope_dim = 64, .ffn_norm_post_attention = true,
        .n_shared_experts = 1, .n_dense_lead = 1, .sigmoid_routing = true,
-       .expert_weights_scale = 1.0f},
+       .expert_weights_scale = 1.0f, .n_nextn = 1},
   };
   // clang-format on
   return shapes;
@@ -226,6 +243,7 @@ std::string shape_problem(const ModelShape& s) {
   if ((s.expert_biases && s.n_expert == 0) || s.yarn_factor < 0 || s.yarn_original_context < 0 ||
       (s.yarn_factor > 0) != (s.yarn_original_context > 0))
     return "expert biases need experts; YaRN needs both its factor and original context";
+  if (s.n_nextn < 0) return "a size is not positive";
   if (s.ffn_norm_post_attention && s.post_norms)
     return "post_attention_norm cannot be both the FFN's norm and a post-norm";
   return "";
@@ -245,7 +263,9 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
   t.push_back({"token_embd.weight", {embd, n_vocab}, TensorKind::kTokenEmbd, -1});
   t.push_back({"output_norm.weight", {embd}, TensorKind::kOutputNorm, -1});
   if (!s.tied_embeddings) t.push_back({"output.weight", {embd, n_vocab}, TensorKind::kOutput, -1});
-  for (int32_t i = 0; i < s.n_layer; ++i) {
+  // The decoder's layers, then the multi-token-prediction blocks (delta_net_layer and moe_layer
+  // give those theirs).
+  for (int32_t i = 0; i < s.n_blocks(); ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     const auto add = [&](const std::string& name, std::vector<int64_t> ne, TensorKind kind) {
       t.push_back({p + name, std::move(ne), kind, i});
@@ -327,6 +347,14 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
       add("ffn_down.weight", {ff, embd}, TensorKind::kMatrix);
     }
     if (s.post_norms) add("post_ffw_norm.weight", {embd}, TensorKind::kNorm);
+    if (i >= s.n_layer) {
+      // eh_proj's row is [enorm(embedding) | hnorm(hidden state)]; shared_head_norm is the
+      // block's output norm before the model's head.
+      add("nextn.eh_proj.weight", {2 * embd, embd}, TensorKind::kMatrix);
+      add("nextn.enorm.weight", {embd}, TensorKind::kNorm);
+      add("nextn.hnorm.weight", {embd}, TensorKind::kNorm);
+      add("nextn.shared_head_norm.weight", {embd}, TensorKind::kNorm);
+    }
   }
   return t;
 }

@@ -2,10 +2,13 @@
 // Named model shapes for `vela synth` (the hyper-parameters of well-known checkpoints, plus tiny
 // shapes for tests) and the GGUF tensor layout of a model of a given shape, with the tensor names
 // and metadata of the common GGUF converters: Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Mixtral
-// (Llama with experts), Gemma 2, Gemma 3, Phi-3 and Qwen3.5 (dense and MoE: Gated DeltaNet layers
-// beside gated attention ones). A shape is a plain description: each family
-// differs from the Llama layout only through the optional fields below.
+// (Llama with experts), Gemma 2, Gemma 3, Phi-3, Qwen3.5 (dense and MoE: Gated DeltaNet layers
+// beside gated attention ones), DeepSeek-V3, gpt-oss and GLM-4.5 (the Qwen3.5, DeepSeek-V3 and
+// GLM-4.5 shapes with the multi-token-prediction block of their checkpoints after the decoder's
+// layers). A shape is a plain description: each family differs from the Llama layout only
+// through the optional fields below.
 // Plain value types and pure functions; no thread-safety concerns.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -101,21 +104,34 @@ struct ModelShape {
   // rope.scaling keys.
   float yarn_factor = 0.0f;
   int32_t yarn_original_context = 0;
+  // Multi-token-prediction ("NextN") blocks after the decoder's n_layer layers, written as
+  // <arch>.nextn_predict_layers (block_count counts them, as the converters write it): each an
+  // attention layer whatever full_attention_interval says, with the last decoder layer's FFN
+  // (experts or dense), then nextn.eh_proj (ne {2 * n_embd, n_embd}: n_embd rows over
+  // [embedding | hidden state]) and nextn.{enorm, hnorm, shared_head_norm} [n_embd]; it shares
+  // token_embd and the output head. 0: none.
+  int32_t n_nextn = 0;
 
   int32_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
+  // <arch>.block_count: the decoder's layers and the multi-token-prediction blocks.
+  int32_t n_blocks() const { return n_layer + n_nextn; }
   int32_t expert_ff() const { return n_ff_exp > 0 ? n_ff_exp : n_ff; }
   int32_t rotated_dim() const { return rope_dim > 0 ? rope_dim : head_dim(); }
   bool hybrid() const { return full_attention_interval > 0; }
   bool latent_attention() const { return kv_lora_rank > 0; }
-  // Whether layer i routes to experts (else its FFN is dense, n_ff wide).
-  bool moe_layer(int32_t i) const { return n_expert > 0 && i >= n_dense_lead; }
+  // Whether layer i routes to experts (else its FFN is dense, n_ff wide); a multi-token-prediction
+  // block (i >= n_layer) has the last decoder layer's FFN.
+  bool moe_layer(int32_t i) const {
+    return n_expert > 0 && std::min(i, n_layer - 1) >= n_dense_lead;
+  }
   // The shared expert's width (0: none).
   int64_t shared_expert_ff() const {
     return n_ff_shexp > 0 ? n_ff_shexp : int64_t(n_shared_experts) * expert_ff();
   }
-  // Whether layer i is a Gated DeltaNet mixer (else it attends).
+  // Whether layer i is a Gated DeltaNet mixer (else it attends): the decoder's layers follow
+  // full_attention_interval; a multi-token-prediction block always attends.
   bool delta_net_layer(int32_t i) const {
-    return hybrid() && (i + 1) % full_attention_interval != 0;
+    return hybrid() && i < n_layer && (i + 1) % full_attention_interval != 0;
   }
   // DeltaNet channels: [q | k | v] through the convolution, and the value width.
   int64_t ssm_value_dim() const { return int64_t(ssm_v_heads) * ssm_head_dim; }
@@ -150,14 +166,15 @@ struct TensorSpec {
   std::string name;
   std::vector<int64_t> ne;  // GGUF order: ne[0] is the row length (expert tensors are 3-D)
   TensorKind kind = TensorKind::kMatrix;
-  int32_t layer = -1;  // block index, -1 outside the blocks
+  int32_t layer = -1;  // block index (n_layer and up: an MTP block), -1 outside the blocks
 
   int64_t n_rows() const;  // product of ne[1..]
   int64_t n_elements() const { return ne[0] * n_rows(); }
 };
 
 // Every tensor of a model of this shape with n_vocab tokens, in the order the common GGUF
-// converters write them (token_embd, output_norm, output, then block by block).
+// converters write them (token_embd, output_norm, output, then block by block, each
+// multi-token-prediction block's nextn.* tensors after its layer's).
 std::vector<TensorSpec> model_tensors(const ModelShape& shape, int32_t n_vocab);
 
 }  // namespace vela

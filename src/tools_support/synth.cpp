@@ -110,7 +110,8 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   w.add_u32(a + "vocab_size", uint32_t(n_vocab));
   w.add_u32(a + "context_length", uint32_t(s.n_ctx));
   w.add_u32(a + "embedding_length", uint32_t(s.n_embd));
-  w.add_u32(a + "block_count", uint32_t(s.n_layer));
+  w.add_u32(a + "block_count", uint32_t(s.n_blocks()));
+  if (s.n_nextn > 0) w.add_u32(a + "nextn_predict_layers", uint32_t(s.n_nextn));
   w.add_u32(a + "feed_forward_length", uint32_t(s.n_ff));
   w.add_u32(a + "attention.head_count", uint32_t(s.n_head));
   w.add_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
@@ -185,8 +186,10 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   SynthSummary summary;
   summary.n_vocab = n_vocab;
   for (const TensorSpec& t : specs) {
-    const TensorRole role{t.name,  t.ne[0],   int32_t(t.ne.size()),
-                          t.layer, s.n_layer, !s.tied_embeddings};
+    // The blocks as the common quantizer counts them (block_count): the mixes' rules see a
+    // multi-token-prediction block as the last layer.
+    const TensorRole role{t.name,  t.ne[0],      int32_t(t.ne.size()),
+                          t.layer, s.n_blocks(), !s.tied_embeddings};
     types.push_back(choose_tensor_type(o.target, role, o.pure));
     if (auto st = w.add_tensor(t.name, types.back(), t.ne); !st) return st.error();
     summary.n_params += uint64_t(t.n_elements());
