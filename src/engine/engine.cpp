@@ -343,6 +343,12 @@ Status Engine::propose() {
   drafted_.clear();
   proposal_requests_.clear();
   if (proposer_ == nullptr) return {};
+  // A refused proposal holds for the step it was made in only.
+  for (const auto& [id, live] : requests_)
+    if (!live->request.in_flight && live->refused_proposal >= 0) {
+      live->refused_proposal = -1;
+      live->draft_q = {};
+    }
   Proposer& proposer = *proposer_;
   StepShape decodes;
   for (const auto& [id, live] : requests_) {
@@ -428,11 +434,14 @@ Status Engine::propose_granted() {
     Request& r = live.request;
     const int32_t n = grammar_prefix(live, d.proposals.first(size_t(d.n_proposed)));
     if (n < d.n_proposed) proposer_->rollback(d.id, int32_t(r.tokens.size()) + n);
-    if (n == 0) continue;
+    // A drawn proposal the grammar refuses still decides its row (verify_run's `refused`).
+    live.refused_proposal = n < d.n_proposed && !d.q.empty() ? d.proposals[size_t(n)] : -1;
+    const size_t q_rows = size_t(n) + (live.refused_proposal >= 0 ? 1 : 0);
+    live.draft_q = d.q.empty() ? std::span<const float>{}
+                               : std::span<const float>(d.q.data(), q_rows * n_vocab);
+    if (n == 0) continue;  // its one row is sampled against the refused proposal
     r.tokens.insert(r.tokens.end(), d.proposals.begin(), d.proposals.begin() + n);
     r.n_draft = n;
-    live.draft_q = d.q.empty() ? std::span<const float>{}
-                               : std::span<const float>(d.q.data(), size_t(n) * n_vocab);
     drafted_.push_back(&r);
   }
   return {};
@@ -483,6 +492,7 @@ void Engine::drop_proposals() {
     r->tokens.resize(r->tokens.size() - size_t(r->n_draft));
     r->n_draft = 0;
     requests_.at(r->id)->draft_q = {};
+    requests_.at(r->id)->refused_proposal = -1;
     if (proposer_) proposer_->rollback(r->id, int32_t(r->tokens.size()));
   }
   drafted_.clear();
@@ -497,6 +507,8 @@ void Engine::trim_unscheduled_proposals(const SchedulerOutput& scheduled) {
     r->tokens.resize(r->tokens.size() - size_t(r->n_draft - keep));
     r->n_draft = keep;
     Live& live = *requests_.at(r->id);
+    // The row after the kept proposals is now the last: it has no proposal of its own.
+    live.refused_proposal = -1;
     if (!live.draft_q.empty())
       live.draft_q = live.draft_q.first(size_t(keep) * size_t(live.sampler.n_vocab()));
     if (proposer_) proposer_->rollback(r->id, int32_t(r->tokens.size()));
@@ -520,26 +532,30 @@ void Engine::verify(Live& live, std::span<float> rows) {
   counters_.spec_draft_tokens += uint64_t(n_draft);
   int32_t n_accepted = 0;
   const std::span<const float> q = live.draft_q;
+  const int32_t refused = live.refused_proposal;
   live.draft_q = {};
+  live.refused_proposal = -1;
   // A structured-output request's rows each take the mask of the grammar state the tokens
   // emitted before them reach (the sink below advances it), as plain decoding would.
   RowProcessor constrain;
   if (live.constraint)
     constrain = [&live](std::span<float>) { live.sampler.restrict_to(live.constraint->mask()); };
-  const RunResult run =
-      verify_run(live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
-                 verify_work_, constrain, [&](const SampledToken& token) {
-                   const bool is_proposal =
-                       n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
-                   if (is_proposal) {
-                     counters_.spec_accepted_at[size_t(n_accepted)] += 1;
-                     ++n_accepted;
-                     ++counters_.spec_accepted_tokens;
-                   }
-                   if (!on_token(live, token)) return false;  // live is gone
-                   if (is_proposal) ++r.num_computed;
-                   return true;
-                 });
+  const RunResult run = verify_run(
+      live.sampler, rows, std::span<const int32_t>(proposals.data(), size_t(n_draft)), q,
+      verify_work_, constrain,
+      [&](const SampledToken& token) {
+        const bool is_proposal =
+            n_accepted < n_draft && token.token == proposals[size_t(n_accepted)];
+        if (is_proposal) {
+          counters_.spec_accepted_at[size_t(n_accepted)] += 1;
+          ++n_accepted;
+          ++counters_.spec_accepted_tokens;
+        }
+        if (!on_token(live, token)) return false;  // live is gone
+        if (is_proposal) ++r.num_computed;
+        return true;
+      },
+      refused);
   if (run.ended) return;
   live.sampler.restrict_to({});
   live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
@@ -809,6 +825,15 @@ void Engine::complete(trace::Phases& phases) {
     if (!live.forced.empty()) {
       token = live.sampler.describe(rows, live.forced.front());
       live.forced.pop_front();
+    } else if (live.refused_proposal >= 0) {
+      // Its only proposal fell outside the grammar: the row's draw comes from the residual.
+      live.sampler.restrict_to(live.constraint->mask());
+      token = verify_sampled_proposal(live.sampler, rows, live.refused_proposal,
+                                      live.draft_q.first(size_t(n_vocab)), verify_work_)
+                  .token;
+      live.sampler.restrict_to({});
+      live.refused_proposal = -1;
+      live.draft_q = {};
     } else {
       const std::span<const uint64_t> allowed =
           live.constraint ? live.constraint->mask() : std::span<const uint64_t>();

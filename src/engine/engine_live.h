@@ -27,7 +27,11 @@ struct Engine::Live {
   AcceptanceEstimate acceptance;
   int32_t shadow_proposal = -1;  // a proposal not verified: checked against the next token
   int32_t steps_undrafted = 0;   // decode steps the policy kept a draft-model request from drafting
-  std::span<const float> draft_q;  // [n_draft, n_vocab] this step's sampled draft proposals' q
+  // [n_draft (+ 1 with a refused proposal), n_vocab] this step's sampled draft proposals' q
+  std::span<const float> draft_q;
+  // This step's drawn proposal after the n_draft kept ones that the grammar refused (its row is
+  // drawn from the residual), or -1.
+  int32_t refused_proposal = -1;
   std::unique_ptr<constraint::SequenceConstraint> constraint;  // structured output, if any
   // params.reasoning: where the output stands while it may still think, its thinking tokens so
   // far, and the structured-output constraint held back until the answer begins.

@@ -56,16 +56,25 @@ RowVerdict verify_sampled_proposal(Sampler& sampler, std::span<const float> logi
 
 RunResult verify_run(Sampler& sampler, std::span<float> rows, std::span<const int32_t> proposals,
                      std::span<const float> q, std::span<float> work, const RowProcessor& process,
-                     const TokenSink& emit) {
+                     const TokenSink& emit, int32_t refused) {
   const size_t n_vocab = size_t(sampler.n_vocab());
   assert(rows.size() == (proposals.size() + 1) * n_vocab);
-  assert(q.empty() || q.size() == proposals.size() * n_vocab);
+  assert(q.empty() || q.size() == (proposals.size() + (refused >= 0 ? 1 : 0)) * n_vocab);
+  assert(refused < 0 || !q.empty());
   RunResult result;
   for (size_t j = 0; j <= proposals.size(); ++j) {
     std::span<float> row = rows.subspan(j * n_vocab, n_vocab);
     if (process) process(row);
-    // The last row has no proposal: its draw is the bonus token.
-    const int32_t proposal = j < proposals.size() ? proposals[j] : -1;
+    // The last row's proposal is the refused one, if any; else its draw is the bonus token.
+    const int32_t proposal = j < proposals.size() ? proposals[j] : refused;
+    if (j == proposals.size() && refused >= 0) {
+      // Never the token (the grammar rules it out): a draw from the residual.
+      const RowVerdict v =
+          verify_sampled_proposal(sampler, row, proposal, q.subspan(j * n_vocab, n_vocab), work);
+      ++result.n_emitted;
+      result.ended = !emit(v.token);
+      break;
+    }
     const RowVerdict v = q.empty() || proposal < 0
                              ? verify_point_proposal(sampler, row, proposal)
                              : verify_sampled_proposal(sampler, row, proposal,

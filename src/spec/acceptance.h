@@ -55,8 +55,13 @@ struct RunResult {
 // empty for deterministic proposals; work: [n_vocab] (used with q). Emits the accepted
 // proposals and then the first rejected row's token, or the bonus token drawn from the last row
 // when every proposal was accepted.
+// refused: a proposal drawn for the last row (from q's extra row: q is then
+// [proposals.size() + 1, n_vocab]) that was cut before verification because the request's
+// grammar rules it out. The last row is verified against it (p(refused) is 0 under the mask, so
+// the draw comes from the residual max(0, p - q)): cutting the run where a draw fell outside the
+// grammar and drawing that row from p would favour the tokens q makes likely. -1: none.
 RunResult verify_run(Sampler& sampler, std::span<float> rows, std::span<const int32_t> proposals,
                      std::span<const float> q, std::span<float> work, const RowProcessor& process,
-                     const TokenSink& emit);
+                     const TokenSink& emit, int32_t refused = -1);
 
 }  // namespace vela

@@ -138,6 +138,57 @@ TEST(Acceptance, DraftProposalsKeepTheTargetDistribution) {
   }
 }
 
+// A grammar that rules out some of the draft's proposals: the run is cut before a refused
+// proposal, and that row is verified against it (p of it is 0 under the mask, so the row draws
+// from the residual max(0, p - q)). The first emitted token then follows p under the mask.
+// Drawing the cut row from p instead (the defect this guards against) favours the tokens q
+// makes likely: the same test must reject it.
+TEST(Acceptance, GrammarRefusedProposalsKeepTheTargetDistribution) {
+  const std::vector<float> logits = random_logits(21, 1.5f);
+  const std::vector<float> q = softmax(random_logits(77, 1.5f));
+  std::discrete_distribution<int32_t> draft(q.begin(), q.end());
+  std::vector<uint64_t> allowed((kVocab + 63) / 64, 0);
+  for (int32_t t = 0; t < kVocab; ++t)
+    if (t % 3 != 0) allowed[size_t(t / 64)] |= uint64_t(1) << (t % 64);  // a third refused
+  SamplingParams params;
+  params.temperature = 1.0f;
+  params.seed = 8;
+  for (const bool fixed : {true, false}) {
+    Sampler sampler(params, kVocab);
+    sampler.restrict_to(allowed);
+    std::vector<float> p(kVocab), work(kVocab), rows(size_t(2) * kVocab);
+    sampler.target_probabilities(logits, p);
+    std::mt19937_64 proposer(42);
+    std::vector<int> first(kVocab);
+    const RowProcessor mask = [&](std::span<float>) { sampler.restrict_to(allowed); };
+    for (int t = 0; t < kTrials; ++t) {
+      const int32_t x = draft(proposer);
+      std::copy(logits.begin(), logits.end(), rows.begin());
+      std::copy(logits.begin(), logits.end(), rows.begin() + kVocab);
+      int32_t emitted = -1;
+      const TokenSink sink = [&](const SampledToken& s) {
+        if (emitted < 0) emitted = s.token;
+        return false;  // the first token is all this test looks at
+      };
+      if (x % 3 != 0) {
+        verify_run(sampler, rows, {&x, 1}, q, work, mask, sink);
+      } else if (fixed) {
+        verify_run(sampler, std::span<float>(rows).first(kVocab), {}, q, work, mask, sink, x);
+      } else {
+        verify_run(sampler, std::span<float>(rows).first(kVocab), {}, {}, work, mask, sink);
+      }
+      ++first[size_t(emitted)];
+    }
+    int df = 0;
+    const double stat = chi_square(first, p, kTrials, df);
+    ASSERT_GT(df, 0);
+    if (fixed)
+      EXPECT_LT(stat, chi_square_critical(df)) << "refused proposals drawn from the residual";
+    else
+      EXPECT_GT(stat, chi_square_critical(df)) << "a cut row drawn from p must fail the test";
+  }
+}
+
 TEST(Acceptance, TargetProbabilitiesFollowTheTransforms) {
   const std::vector<float> logits = random_logits(3, 2.0f);
   SamplingParams greedy;

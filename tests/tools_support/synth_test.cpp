@@ -38,12 +38,18 @@ TEST(Synth, KnownShapesHaveThePublishedParameterCounts) {
   EXPECT_EQ(count_params(*find_shape("olmoe-1b-7b")), 6919161856u);
   EXPECT_EQ(count_params(*find_shape("gemma3-1b")), 999885952u);
   EXPECT_EQ(count_params(*find_shape("phi3-mini")), 3821079552u);
-  // Qwen3.5-0.8B's text model without its multi-token-prediction layer (and vision encoder).
-  EXPECT_EQ(count_params(*find_shape("qwen35-0.8b")), 752393024u);
-  EXPECT_EQ(count_params(*find_shape("qwen35moe-mini")), 2122595712u);
+  // Qwen3.5-0.8B's text model (without the vision encoder): 752393024 in the decoder, and its
+  // multi-token-prediction layer: a gated attention layer with its FFN (18352640), eh_proj
+  // 2048 x 1024 and 3 norms of 1024.
+  EXPECT_EQ(count_params(*find_shape("qwen35-0.8b")), 752393024u + 18352640u + 2097152u + 3072u);
+  // Its MTP layer: gated attention with the experts and gated shared expert (64818688).
+  EXPECT_EQ(count_params(*find_shape("qwen35moe-mini")),
+            2122595712u + 64818688u + 2097152u + 3072u);
   // Not a published checkpoint: 2 x 129280 x 2048 embeddings, 12 latent-attention layers of
-  // 15341568, one dense FFN of 3 x 2048 x 5632, 11 MoE FFNs of 204603456.
-  EXPECT_EQ(count_params(*find_shape("deepseek3-mini")), 2998872768u);
+  // 15341568, one dense FFN of 3 x 2048 x 5632, 11 MoE FFNs of 204603456; the MTP block one more
+  // such layer and MoE FFN, eh_proj 4096 x 2048 and 3 norms of 2048.
+  EXPECT_EQ(count_params(*find_shape("deepseek3-mini")),
+            2998872768u + 15341568u + 204603456u + 8388608u + 6144u);
   EXPECT_EQ(find_shape("no-such-shape"), nullptr);
 }
 
@@ -144,7 +150,7 @@ TEST(Synth, NewFamiliesFollowTheGgufLayout) {
   // as many gate rows).
   const ModelShape& q35 = *find_shape("qwen35-0.8b");
   const auto dn = model_tensors(q35, q35.n_vocab);
-  EXPECT_EQ(dn.size(), 2u + 18u * 14u + 6u * 11u);
+  EXPECT_EQ(dn.size(), 2u + 18u * 14u + 6u * 11u + 11u + 4u);  // the MTP block: attention + 4
   EXPECT_EQ(spec_ne(dn, "token_embd.weight"), (Ne{1024, 248320}));
   EXPECT_EQ(find_spec(dn, "output.weight"), nullptr);
   EXPECT_EQ(spec_ne(dn, "blk.0.attn_qkv.weight"), (Ne{1024, 6144}));
@@ -166,6 +172,15 @@ TEST(Synth, NewFamiliesFollowTheGgufLayout) {
   EXPECT_EQ(find_spec(dn, "blk.3.attn_qkv.weight"), nullptr);
   EXPECT_EQ(find_spec(dn, "blk.3.ssm_a"), nullptr);
   EXPECT_EQ(spec_ne(dn, "blk.23.ffn_down.weight"), (Ne{3584, 1024}));
+  // The multi-token-prediction block after the 24 layers attends, though (24 + 1) % 4 != 0.
+  EXPECT_EQ(spec_ne(dn, "blk.24.attn_q.weight"), (Ne{1024, 4096}));
+  EXPECT_EQ(spec_ne(dn, "blk.24.attn_k_norm.weight"), (Ne{256}));
+  EXPECT_EQ(spec_ne(dn, "blk.24.ffn_down.weight"), (Ne{3584, 1024}));
+  EXPECT_EQ(spec_ne(dn, "blk.24.nextn.eh_proj.weight"), (Ne{2048, 1024}));
+  EXPECT_EQ(spec_ne(dn, "blk.24.nextn.shared_head_norm.weight"), (Ne{1024}));
+  EXPECT_EQ(find_spec(dn, "blk.24.attn_qkv.weight"), nullptr);
+  EXPECT_EQ(find_spec(dn, "blk.24.nextn.embed_tokens.weight"), nullptr);
+  EXPECT_EQ(find_spec(dn, "blk.25.attn_norm.weight"), nullptr);
 
   // The MoE form: 32 value heads to 16 key heads, experts beside a gated shared expert.
   const ModelShape& q35moe = *find_shape("qwen35moe-mini");
@@ -179,6 +194,10 @@ TEST(Synth, NewFamiliesFollowTheGgufLayout) {
   EXPECT_EQ(spec_ne(dm, "blk.3.ffn_gate_inp_shexp.weight"), (Ne{1024}));
   EXPECT_EQ(spec_ne(dm, "blk.3.ffn_up_shexp.weight"), (Ne{1024, 256}));
   EXPECT_EQ(spec_ne(dm, "blk.3.ffn_down_shexp.weight"), (Ne{256, 1024}));
+  EXPECT_EQ(spec_ne(dm, "blk.24.attn_q.weight"), (Ne{1024, 8192}));
+  EXPECT_EQ(spec_ne(dm, "blk.24.ffn_gate_exps.weight"), (Ne{1024, 256, 64}));
+  EXPECT_EQ(spec_ne(dm, "blk.24.ffn_gate_inp_shexp.weight"), (Ne{1024}));
+  EXPECT_EQ(spec_ne(dm, "blk.24.nextn.eh_proj.weight"), (Ne{2048, 1024}));
 }
 
 TEST(Synth, ShapeConsistencyAllowsAnExplicitHeadSize) {
@@ -492,7 +511,8 @@ SynthOptions padded_tiny_options(const char* shape, const char* type,
 }
 
 // tiny-deepseek2 writes the tensors the reference converter wrote for ../shared's file of that
-// geometry (names, order, shapes), the keys the loader reads, and runs.
+// geometry (names, order, shapes; that file has no multi-token-prediction block, synth's blk.3),
+// the keys the loader reads, and runs.
 TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
   const std::string vocab = vela::test::unique_temp_path("vela_synth_ds_vocab.gguf");
   ASSERT_TRUE(write_builtin_vocab(vocab).ok());
@@ -500,11 +520,14 @@ TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
   ASSERT_TRUE(synthesize_model(o).ok());
   auto g = GgufFile::open(o.output_path);
   ASSERT_TRUE(g.ok()) << g.message();
+  EXPECT_EQ(g->get_uint("deepseek2.block_count")->value_or(0), 4u);
+  EXPECT_EQ(g->get_uint("deepseek2.nextn_predict_layers")->value_or(0), 1u);
   if (!vela::test::shared_dir().empty()) {
     auto ref = GgufFile::open(vela::test::shared_path("models/tiny-deepseek2-F32.gguf").string());
     ASSERT_TRUE(ref.ok()) << ref.message();
-    EXPECT_EQ(tensor_rows(*g, {"output.weight", "output_norm.weight"}),
-              tensor_rows(*ref, {"output.weight", "output_norm.weight"}));
+    std::vector<std::string> ours = tensor_rows(*g, {"output.weight", "output_norm.weight"});
+    std::erase_if(ours, [](const std::string& row) { return row.starts_with("blk.3."); });
+    EXPECT_EQ(ours, tensor_rows(*ref, {"output.weight", "output_norm.weight"}));
     for (const char* key :
          {"attention.q_lora_rank", "attention.kv_lora_rank", "attention.key_length",
           "attention.value_length", "attention.key_length_mla", "attention.value_length_mla",
@@ -652,6 +675,8 @@ struct FamilyCase {
   // instead of block's.
   int32_t interval = 0;
   std::vector<std::pair<std::string, std::vector<int64_t>>> attention_block;
+  // A multi-token-prediction block after the layers: attention_block's tensors and the nextn.*.
+  bool nextn = false;
   std::vector<std::pair<std::string, std::vector<int64_t>>> int_arrays;
 };
 
@@ -695,7 +720,7 @@ std::vector<FamilyCase> family_cases() {
                     {"embedding_length", 256},
                     {"block_count", 2}},
                    {{"rope.freq_base", 1e6}, {"attention.layer_norm_rms_epsilon", 1e-6}},
-                   {"expert_count", "attention.sliding_window"}});
+                   {"expert_count", "attention.sliding_window", "nextn_predict_layers"}});
   cases.push_back({"tiny-qwen3moe",
                    "qwen3moe",
                    false,
@@ -803,7 +828,8 @@ std::vector<FamilyCase> family_cases() {
       {"ssm.state_size", 32},         {"ssm.group_count", 2},
       {"ssm.time_step_rank", 4},      {"ssm.inner_size", 128},
       {"attention.key_length", 64},   {"attention.value_length", 64},
-      {"rope.dimension_count", 16},   {"block_count", 4}};
+      {"rope.dimension_count", 16},   {"block_count", 5},
+      {"nextn_predict_layers", 1}};
   const std::vector<std::pair<std::string, std::vector<int64_t>>> sections = {
       {"rope.dimension_sections", {3, 3, 2, 0}}};
   FamilyCase q35{"tiny-qwen35",
@@ -816,6 +842,7 @@ std::vector<FamilyCase> family_cases() {
   q35.uints.push_back({"feed_forward_length", 512});
   q35.interval = 4;
   q35.attention_block = cat({gated_attention, dense});
+  q35.nextn = true;
   q35.int_arrays = sections;
   cases.push_back(q35);
   const Block moe_ffn = {{"ffn_gate_inp.weight", {256, 8}},
@@ -837,6 +864,7 @@ std::vector<FamilyCase> family_cases() {
     q35moe.uints.push_back(kv);
   q35moe.interval = 4;
   q35moe.attention_block = cat({gated_attention, moe_ffn, shared_expert});
+  q35moe.nextn = true;
   q35moe.int_arrays = sections;
   cases.push_back(q35moe);
   return cases;
@@ -887,6 +915,13 @@ TEST(Synth, TinyShapesOfTheNewFamiliesHaveTheirKeysAndTensors) {
       const bool attends = c.interval > 0 && (i + 1) % c.interval == 0;
       for (const auto& [name, ne] : attends ? c.attention_block : c.block)
         want.push_back({"blk." + std::to_string(i) + "." + name, ne});
+    }
+    if (c.nextn) {
+      const std::string p = "blk." + std::to_string(o.shape.n_layer) + ".";
+      for (const auto& [name, ne] : c.attention_block) want.push_back({p + name, ne});
+      want.push_back({p + "nextn.eh_proj.weight", {512, 256}});
+      for (const char* norm : {"enorm", "hnorm", "shared_head_norm"})
+        want.push_back({p + "nextn." + norm + ".weight", {256}});
     }
     ASSERT_EQ(g->tensors().size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
