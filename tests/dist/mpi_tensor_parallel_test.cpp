@@ -135,6 +135,28 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The model's MTP block proposes on rank 0 from the hidden states the group's passes return (the
+// block runs whole there): greedy output with MTP speculation over two tensor-parallel ranks and
+// over two pipeline stages equals one process without it, and rank 0's trace shows the block
+// following every pass.
+TEST(MpiTensorParallel, MtpSpeculationEqualsOneProcess) {
+  VELA_REQUIRE_SHARED();
+  const std::string model = model_path("tiny-glm4moe-F32");
+  const test::CommandResult one = test::run_command(generate_command(model, 1, 16));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::string trace = (std::filesystem::temp_directory_path() / "vela-mtp-tp.json").string();
+  const std::string mtp = " --speculative-method mtp --num-speculative-tokens 3 --trace " + trace;
+  for (const auto& [ranks, stages] : {std::pair{2, 1}, std::pair{1, 2}}) {
+    const test::CommandResult split =
+        test::run_command(generate_command(model, ranks, 16, stages) + mtp);
+    ASSERT_EQ(split.exit_code, 0) << split.err;
+    EXPECT_EQ(split.out, one.out) << ranks << " ranks, " << stages << " stages";
+    EXPECT_NE(test::read_file(trace).find("\"follow\""), std::string::npos)
+        << "no MTP follow pass in rank 0's trace";
+    std::filesystem::remove(trace);
+  }
+}
+
 // Without mpirun, the command spawns its worker processes itself.
 TEST(MpiTensorParallel, WithoutMpirunSpawnsItsWorkers) {
   VELA_REQUIRE_SHARED();

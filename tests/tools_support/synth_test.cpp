@@ -554,6 +554,148 @@ TEST(Synth, DeepSeekShapeMatchesTheConvertersLayoutAndRuns) {
   std::filesystem::remove(vocab);
 }
 
+// tiny-glm4moe writes the tensors of ../shared's tiny-glm4moe, its multi-token-prediction block's
+// included (names and shapes; the converter puts post_attention_norm after the q/k norms, synth
+// right after attn_norm), and its keys, and runs.
+TEST(Synth, GlmShapeMatchesTheConvertersTensorsAndRuns) {
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_glm_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  const SynthOptions o = padded_tiny_options("tiny-glm4moe", "F32", vocab);
+  ASSERT_TRUE(synthesize_model(o).ok());
+  auto g = GgufFile::open(o.output_path);
+  ASSERT_TRUE(g.ok()) << g.message();
+  if (!vela::test::shared_dir().empty()) {
+    auto ref = GgufFile::open(vela::test::shared_path("models/tiny-glm4moe-F32.gguf").string());
+    ASSERT_TRUE(ref.ok()) << ref.message();
+    std::vector<std::string> ours = tensor_rows(*g), theirs = tensor_rows(*ref);
+    std::sort(ours.begin(), ours.end());
+    std::sort(theirs.begin(), theirs.end());
+    EXPECT_EQ(ours, theirs);
+    for (const char* key :
+         {"block_count", "nextn_predict_layers", "embedding_length", "feed_forward_length",
+          "attention.head_count", "attention.head_count_kv", "attention.key_length",
+          "attention.value_length", "rope.dimension_count", "expert_count", "expert_used_count",
+          "expert_feed_forward_length", "expert_shared_count", "leading_dense_block_count",
+          "expert_gating_func", "context_length"}) {
+      const std::string k = std::string("glm4moe.") + key;
+      EXPECT_EQ(g->get_uint(k)->value_or(0), ref->get_uint(k)->value_or(1)) << k;
+    }
+    for (const char* key :
+         {"expert_weights_scale", "rope.freq_base", "attention.layer_norm_rms_epsilon"}) {
+      const std::string k = std::string("glm4moe.") + key;
+      EXPECT_FLOAT_EQ(float(g->get_float(k)->value_or(0)), float(ref->get_float(k)->value_or(1)))
+          << k;
+    }
+  }
+  auto model = Model::load(o.output_path);
+  ASSERT_TRUE(model.ok()) << model.message();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_layer, 3);
+  EXPECT_EQ(c.expert_gating, ExpertGating::kSigmoid);
+  EXPECT_FALSE(c.layers[0].moe);
+  EXPECT_TRUE(c.layers[2].moe);
+  std::vector<int32_t> tokens(40);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
+  const std::vector<float> logits = sequence_logits(*model, tokens, 40);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  std::filesystem::remove(o.output_path);
+  std::filesystem::remove(vocab);
+}
+
+// Logits of an MTP block's pass over `tokens` (one sequence from position 0), each with its row
+// of `hidden` [n_tokens, n_embd]: [n_tokens, n_vocab].
+std::vector<float> mtp_logits(const std::shared_ptr<const Model>& block,
+                              const std::vector<int32_t>& tokens,
+                              const std::vector<float>& hidden) {
+  const ModelConfig& c = block->config();
+  const int32_t n = int32_t(tokens.size());
+  DecoderForward fwd(block, ForwardOptions{n, n, 64, 2, 0});
+  KvCache cache(model_cache_config(c, 16, 4, KvType::kF32));
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  std::vector<int32_t> pos(size_t(n)), seq(size_t(n), 0);
+  for (int32_t i = 0; i < n; ++i) pos[size_t(i)] = i;
+  std::vector<float> logits(size_t(n) * size_t(c.n_vocab));
+  ForwardBatch b{tokens, pos, seq, table, 4, pos};
+  b.input_hidden = hidden;
+  const Status st = fwd.forward(b, cache, logits);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return logits;
+}
+
+// The shapes whose checkpoints carry a multi-token-prediction block write it after the decoder's
+// layers (block_count counts it): the decoder loads without it, Model::mtp_block loads it as an
+// attention layer (latent for DeepSeek, full for Qwen3.5 whatever the layer pattern) with the
+// last layer's FFN, and a pass over tokens with a hidden state each gives finite logits that
+// depend on the hidden state. Quantized, the block's matrices get the types the decoder's
+// same tensors get and eh_proj the target's; its norms and router stay F32.
+TEST(Synth, MtpBlocksLoadAndRun) {
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_mtp_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  const std::vector<int32_t> tokens = {5, 300, 17, 511, 42, 128};
+  for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe", "tiny-deepseek2", "tiny-glm4moe"}) {
+    for (const std::string type : {"F32", "Q4_K_M"}) {
+      SCOPED_TRACE(std::string(shape) + " " + type);
+      const SynthOptions o = padded_tiny_options(shape, type.c_str(), vocab);
+      ASSERT_EQ(o.shape.n_nextn, 1);
+      ASSERT_TRUE(synthesize_model(o).ok());
+      auto target = Model::load(o.output_path);
+      ASSERT_TRUE(target.ok()) << target.message();
+      const ModelConfig& c = (*target)->config();
+      EXPECT_EQ(c.n_layer, o.shape.n_layer);
+      EXPECT_EQ(c.n_nextn_layers, 1);
+
+      const GgufFile& g = (*target)->gguf();
+      const std::string last = "blk." + std::to_string(o.shape.n_layer - 1) + ".";
+      const std::string mtp = "blk." + std::to_string(o.shape.n_layer) + ".";
+      for (const GgufTensorInfo& t : g.tensors()) {
+        const std::string name(t.name);
+        if (!name.starts_with(mtp)) continue;
+        const std::string role = name.substr(mtp.size());
+        if (t.n_dims == 1 || role == "ffn_gate_inp.weight") {
+          EXPECT_EQ(t.ggml_type(), GgmlType::F32) << name;
+        } else if (role == "nextn.eh_proj.weight") {
+          EXPECT_EQ(t.ggml_type(), type == "F32" ? GgmlType::F32 : GgmlType::Q4_K) << name;
+        } else if (role.find("attn_v.") == std::string::npos &&
+                   role.find("ffn_down") == std::string::npos) {
+          // (attn_v and ffn_down get more bits in the last blocks: the MTP block is the last.)
+          const GgufTensorInfo* same = g.find_tensor(last + role);
+          ASSERT_NE(same, nullptr) << name;
+          EXPECT_EQ(t.ggml_type(), same->ggml_type()) << name;
+        }
+      }
+
+      auto block = Model::mtp_block(*target);
+      ASSERT_TRUE(block.ok()) << block.message();
+      const ModelConfig& bc = (*block)->config();
+      EXPECT_TRUE(bc.mtp_block);
+      EXPECT_EQ(bc.first_file_layer, o.shape.n_layer);
+      ASSERT_EQ(bc.layers.size(), 1u);
+      EXPECT_EQ(bc.layers[0].mixer,
+                o.shape.latent_attention() ? MixerKind::kLatentAttention : MixerKind::kAttention);
+      EXPECT_EQ(bc.layers[0].moe, o.shape.n_expert > 0);
+
+      const size_t E = size_t(bc.n_embd), nv = size_t(bc.n_vocab);
+      std::vector<float> hidden(tokens.size() * E), other(hidden.size());
+      for (size_t i = 0; i < hidden.size(); ++i) {
+        hidden[i] = std::sin(0.7f * float(i));
+        other[i] = std::cos(1.3f * float(i));
+      }
+      const std::vector<float> a = mtp_logits(*block, tokens, hidden);
+      const std::vector<float> b = mtp_logits(*block, tokens, other);
+      float scale = 0, change = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(a[i])) << "logit " << i % nv << " of token " << i / nv;
+        scale = std::max(scale, std::fabs(a[i]));
+        change = std::max(change, std::fabs(a[i] - b[i]));
+      }
+      EXPECT_GT(scale, 0.0f);
+      EXPECT_GT(change, 1e-3f * scale) << "the block's logits do not depend on the hidden state";
+      std::filesystem::remove(o.output_path);
+    }
+  }
+  std::filesystem::remove(vocab);
+}
+
 // tiny-gpt-oss writes the tensors of ../shared's tiny-openai-moe (names and shapes; the
 // converter puts post_attention_norm after the sinks, synth right after attn_norm), its keys,
 // and runs; gpt-oss-20b-mini has the published layer's parameter count.
