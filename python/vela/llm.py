@@ -49,8 +49,8 @@ def _speculative_arguments(config: Optional[dict]) -> dict:
             raise TypeError("LLM: speculative_config['method'] must be a string")
         args["speculative_method"] = method
     elif "draft_model" not in args:
-        raise ValueError("LLM: speculative_config needs 'method' (\"ngram\") or 'model' "
-                         "(a draft model file)")
+        raise ValueError("LLM: speculative_config needs 'method' (\"ngram\", \"mtp\") or "
+                         "'model' (a draft model file)")
     for key in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"):
         if key in config:
             value = config[key]

@@ -8,7 +8,10 @@ Result<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "ngram") return SpecMethod::kNgram;
   if (name == "none") return SpecMethod::kNone;
   if (name == "draft") return SpecMethod::kDraft;
-  if (name == "mtp") return SpecMethod::kMtp;
+  // vLLM's per-family names of the same method are accepted too.
+  if (name == "mtp" || name == "deepseek_mtp" || name == "qwen3_next_mtp" ||
+      name == "glm4_moe_mtp")
+    return SpecMethod::kMtp;
   return make_error("unknown speculative method '" + std::string(name) +
                     "' (expected ngram, draft, mtp or none)");
 }

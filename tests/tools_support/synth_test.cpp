@@ -612,7 +612,7 @@ std::vector<float> mtp_logits(const std::shared_ptr<const Model>& block,
   DecoderForward fwd(block, ForwardOptions{n, n, 64, 2, 0});
   KvCache cache(model_cache_config(c, 16, 4, KvType::kF32));
   const std::vector<int32_t> table = {0, 1, 2, 3};
-  std::vector<int32_t> pos(size_t(n)), seq(size_t(n), 0);
+  std::vector<int32_t> pos(static_cast<size_t>(n)), seq(static_cast<size_t>(n), 0);
   for (int32_t i = 0; i < n; ++i) pos[size_t(i)] = i;
   std::vector<float> logits(size_t(n) * size_t(c.n_vocab));
   ForwardBatch b{tokens, pos, seq, table, 4, pos};
