@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "engine/engine_factory.h"
 #include "moe_experts_flag.h"
+#include "speculative_flags.h"
 #include "tensor_parallel_role.h"
 
 namespace vela::cli {
@@ -154,6 +155,7 @@ int run_bench_throughput(int argc, char** argv) {
        {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
        {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp},
        {"moe-experts", 0, "MODE", kMoeExpertsHelp}});
+  add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto num = args.get_int("num-prompts", 64, 1, 100000);
   const auto in_len = args.get_int("input-len", 128, 1, 1 << 20);
@@ -196,6 +198,12 @@ int run_bench_throughput(int argc, char** argv) {
     options.moe_experts = *moe_experts;
   } else {
     std::fprintf(stderr, "%s\n", moe_experts.message().c_str());
+    return 2;
+  }
+  if (auto spec = read_speculative_flags(args); spec) {
+    apply_speculative_flags(*spec, options);
+  } else {
+    std::fprintf(stderr, "%s\n", spec.message().c_str());
     return 2;
   }
   const auto make = [&](bool prefix_caching) {

@@ -6,10 +6,12 @@ void add_speculative_flags(Args& args) {
   std::vector<Flag> flags;
   flags.push_back({"speculative-method", 0, "M",
                    "speculative decoding: mtp (the model's multi-token-prediction layers), ngram "
-                   "(prompt lookup), draft, auto (mtp where the file has them, else ngram) or "
-                   "none (default none; auto when --num-speculative-tokens is given)"});
+                   "(prompt lookup), draft, eagle3 (an EAGLE-3 head given as --draft-model), auto "
+                   "(mtp where the file has them, else ngram) or none (default none; auto when "
+                   "--num-speculative-tokens is given)"});
   flags.push_back({"draft-model", 0, "FILE",
-                   "draft model with the same vocabulary (selects --speculative-method draft)"});
+                   "draft model with the same vocabulary, or an EAGLE-3 head (selects "
+                   "--speculative-method draft or eagle3)"});
   flags.push_back(
       {"num-speculative-tokens", 0, "K", "proposals per step at most, 1-16 (default 4)"});
   flags.push_back(

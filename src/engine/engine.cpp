@@ -33,6 +33,10 @@ ForwardOptions forward_options(const EngineConfig& c) {
   fo.max_context = c.max_context;
   fo.n_threads = c.n_threads;
   fo.tensor_parallel = c.tensor_parallel;
+  // An EAGLE-3 head reads the inputs of three of the model's layers.
+  if (c.speculative.method == SpecMethod::kEagle3 && c.draft_head && c.draft_head->config().eagle3)
+    fo.capture_layer_inputs.assign(c.draft_head->config().eagle3->extract_layers.begin(),
+                                   c.draft_head->config().eagle3->extract_layers.end());
   return fo;
 }
 
@@ -83,6 +87,9 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
     followed_.reserve(size_t(sc.max_num_seqs));
     pass_rows_.reserve(size_t(sc.max_num_seqs));
     ensure_hidden_rows();
+    layer_input_width_ =
+        int64_t(proposer_->followed_layer_inputs().size()) * model->config().n_embd;
+    layer_inputs_.resize(size_t(sc.max_num_batched_tokens) * size_t(layer_input_width_));
   }
   verify_work_.resize(size_t(model->config().n_vocab));
   if (config.overlap_pipeline_passes && (proposer_ == nullptr || !proposer_->runs_passes()))
@@ -464,8 +471,10 @@ void Engine::follow_pass() {
     p.block_table = r.kv.blocks;
     p.first_position = f.first_position;
     p.n_rows = n;
-    p.hidden = std::span<const float>(hidden_.data() + size_t(n_hidden_ + f.first_hidden) * E,
-                                      size_t(n) * E);
+    // The final hidden states, or the followed layers' inputs.
+    const size_t W = layer_input_width_ > 0 ? size_t(layer_input_width_) : E;
+    const float* rows = layer_input_width_ > 0 ? layer_inputs_.data() : hidden_.data();
+    p.hidden = std::span<const float>(rows + size_t(n_hidden_ + f.first_hidden) * W, size_t(n) * W);
     p.decoding = r.num_computed == int32_t(r.tokens.size()) - 1;
     pass_rows_.push_back(p);
   }
@@ -742,6 +751,9 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   batch.n_kv_groups = cache_.config().n_groups();
   batch.logits_indices = std::span<const int32_t>(logits_rows_.data(), size_t(n_logits));
   batch.hidden_indices = std::span<const int32_t>(hidden_rows_.data(), size_t(n_hidden_rows));
+  if (layer_input_width_ > 0 && n_follow_hidden_ > 0)
+    batch.layer_inputs =
+        std::span<float>(layer_inputs_.data(), size_t(n_hidden_rows) * size_t(layer_input_width_));
   if (kv_.state_slots() != nullptr) {
     batch.state_slots = std::span<const int32_t>(batch_state_slots_.data(), size_t(n_seqs));
     batch.state_checkpoints = batch_checkpoints_;

@@ -52,8 +52,10 @@ struct EngineConfig {
   SpeculativeConfig speculative;  // must pass validate()
   // SpecMethod::kDraft: the draft model, with the model's vocabulary (make_engine checks it).
   std::shared_ptr<const Model> draft_model;
-  // SpecMethod::kMtp: the model's multi-token-prediction block (Model::mtp_block).
-  std::shared_ptr<const Model> mtp_block;
+  // A draft head reading the model's hidden states: SpecMethod::kMtp, the model's
+  // multi-token-prediction block (Model::mtp_block); kEagle3, an EAGLE-3 head
+  // (Model::eagle3_head).
+  std::shared_ptr<const Model> draft_head;
   // Tensor parallelism: this process is rank 0 of the group, the model its slice, and the other
   // ranks serve its passes (src/dist/); null = one process.
   std::shared_ptr<TensorParallel> tensor_parallel;
@@ -308,9 +310,12 @@ class Engine {
   std::vector<int32_t> logits_rows_;   // [max_logits]
   std::vector<float> logits_;          // [max_logits, n_vocab] the completing pass's
   // Embedding requests only (sized at the first one): rows whose final hidden state is wanted.
-  std::vector<int32_t> hidden_rows_;    // [max_num_batched_tokens] batch indices
-  std::vector<Live*> hidden_owner_;     // [max_num_batched_tokens] request of each row
-  std::vector<float> hidden_;           // [max_num_batched_tokens, n_embd]
+  std::vector<int32_t> hidden_rows_;  // [max_num_batched_tokens] batch indices
+  std::vector<Live*> hidden_owner_;   // [max_num_batched_tokens] request of each row
+  std::vector<float> hidden_;         // [max_num_batched_tokens, n_embd]
+  // The inputs of the layers a following proposer reads, for the same rows as hidden_.
+  std::vector<float> layer_inputs_;     // [max_num_batched_tokens, n_captured * n_embd]
+  int64_t layer_input_width_ = 0;       // n_captured * n_embd (0: the final hidden states)
   std::vector<Live*> embeddings_done_;  // [max_num_seqs] prompts completed this step
   int32_t n_hidden_ = 0;
   SpeculationPolicy spec_policy_;

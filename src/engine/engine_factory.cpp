@@ -128,28 +128,40 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.scheduler.target_decode_ratio = o.target_itl_ratio;
   c.scheduler.min_prefill_tokens = o.min_prefill_tokens;
   // "auto": the model's own multi-token-prediction block where the file carries one, else
-  // prompt lookup.
-  const std::string method_name =
+  // prompt lookup. A draft file alone selects "draft", or "eagle3" when it is an EAGLE-3 head.
+  std::string method_name =
       o.speculative_method == "auto" ? (mc.n_nextn_layers > 0 ? "mtp" : "ngram")
       : o.draft_model_path.empty() || o.speculative_method != "none" ? o.speculative_method
                                                                      : "draft";
+  if (method_name == "draft" && o.speculative_method == "none") {
+    auto draft_file = GgufFile::open(o.draft_model_path);
+    if (!draft_file) return make_error("draft model: " + draft_file.message());
+    auto arch = draft_file->get_string("general.architecture");
+    if (arch && arch->has_value() && **arch == "eagle3") method_name = "eagle3";
+  }
   auto method = parse_spec_method(method_name);
   if (!method) return method.error();
   if (*method == SpecMethod::kMtp && mc.n_nextn_layers == 0)
     return make_error("'" + o.model_path +
                       "' has no multi-token-prediction layers (nextn_predict_layers): speculative "
                       "method 'mtp' needs them (use ngram or a draft model)");
-  if (*method == SpecMethod::kMtp &&
-      model_cache_config(mc, o.block_size, 1, *kv_type, 0, true).n_groups() > 1)
+  // A head keeps its K/V under the model's block ids: one layer group.
+  const bool head = *method == SpecMethod::kMtp || *method == SpecMethod::kEagle3;
+  if (head && model_cache_config(mc, o.block_size, 1, *kv_type, 0, true).n_groups() > 1)
+    return make_error("speculative method '" + method_name +
+                      "' on a model with sliding-window layers is not supported");
+  if (*method == SpecMethod::kEagle3 && o.pipeline_parallel_size > 1)
     return make_error(
-        "speculative method 'mtp' on a model with sliding-window layers is not "
-        "supported");
+        "speculative method 'eagle3' reads three layers' inputs on rank 0: not with pipeline "
+        "parallelism");
   c.speculative.method = *method;
-  if (*method == SpecMethod::kDraft && o.draft_model_path.empty())
-    return make_error("speculative method 'draft' needs a draft model (--draft-model FILE)");
-  if (*method != SpecMethod::kDraft && !o.draft_model_path.empty())
+  const bool takes_file = *method == SpecMethod::kDraft || *method == SpecMethod::kEagle3;
+  if (takes_file && o.draft_model_path.empty())
+    return make_error("speculative method '" + method_name +
+                      "' needs a draft model (--draft-model FILE)");
+  if (!takes_file && !o.draft_model_path.empty())
     return make_error("a draft model was given with speculative method '" + o.speculative_method +
-                      "' (use 'draft', or leave the method out)");
+                      "' (use 'draft' or 'eagle3', or leave the method out)");
   c.speculative.num_speculative_tokens = o.num_speculative_tokens;
   c.speculative.prompt_lookup_min = o.prompt_lookup_min;
   c.speculative.prompt_lookup_max = o.prompt_lookup_max;
@@ -180,7 +192,7 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
       model_cache_config(mc, c.block_size, 1, c.kv_type, 0, /*group_windows=*/group == nullptr);
   if (one_block.group_windows.empty()) one_block.n_layer = kv_layers;
   // The MTP block keeps its K/V in a layer of its own under the same block ids.
-  if (c.speculative.method == SpecMethod::kMtp) one_block.n_layer += 1;
+  if (head) one_block.n_layer += 1;
   budget.bytes_per_block = KvCache::bytes_per_block(one_block);
   const int64_t context_blocks = (int64_t(c.max_context) + c.block_size - 1) / c.block_size;
   for (int32_t g = 0; g < one_block.n_groups(); ++g) {
@@ -226,13 +238,20 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   load_options.repack_experts = !experts_mapped;
   model = Model::from_gguf(file, load_options);
   if (!model) return make_error("'" + o.model_path + "': " + model.message());
-  if (c.speculative.method == SpecMethod::kMtp) {
-    ModelLoadOptions block_options = load_options;
-    block_options.shard = {};  // the block runs whole, on this rank
-    auto block = Model::mtp_block(*model, block_options);
-    if (!block)
-      return make_error("'" + o.model_path + "': speculative method 'mtp': " + block.message());
-    c.mtp_block = std::move(*block);
+  if (head) {
+    ModelLoadOptions head_options = load_options;
+    head_options.shard = {};  // the head runs whole, on this rank
+    if (*method == SpecMethod::kMtp) {
+      auto block = Model::mtp_block(*model, head_options);
+      if (!block)
+        return make_error("'" + o.model_path + "': speculative method 'mtp': " + block.message());
+      c.draft_head = std::move(*block);
+    } else {
+      auto eagle = Model::load_eagle3_head(o.draft_model_path, *model, head_options);
+      if (!eagle)
+        return make_error("EAGLE-3 head '" + o.draft_model_path + "': " + eagle.message());
+      c.draft_head = std::move(*eagle);
+    }
   }
   if (group) {
     dist::ShardSetup setup;

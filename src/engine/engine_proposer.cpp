@@ -3,7 +3,7 @@
 #include <cassert>
 
 #include "spec/draft_model.h"
-#include "spec/mtp_proposer.h"
+#include "spec/head_proposer.h"
 
 namespace vela::engine_proposer {
 
@@ -29,9 +29,11 @@ std::unique_ptr<Proposer> make_proposer(const Model& target, const EngineConfig&
       o.target_bytes = target.gguf().file_size();
       return std::make_unique<DraftModel>(c.draft_model, o, std::move(pool));
     }
-    case SpecMethod::kMtp: {
-      assert(c.mtp_block);
-      MtpProposerOptions o;
+    case SpecMethod::kMtp:
+    case SpecMethod::kEagle3: {
+      assert(c.draft_head);
+      HeadProposerOptions o;
+      o.kind = spec.method == SpecMethod::kMtp ? HeadKind::kMtp : HeadKind::kEagle3;
       o.max_seqs = sc.max_num_seqs;
       o.max_tokens = sc.max_num_batched_tokens;
       o.max_context = c.max_context;
@@ -39,9 +41,9 @@ std::unique_ptr<Proposer> make_proposer(const Model& target, const EngineConfig&
       o.block_size = c.block_size;
       o.max_proposals = spec.num_speculative_tokens;
       o.kv_type = c.kv_type;
-      // A chained pass runs one layer and the head: about one layer's share of the step.
+      // A chained pass runs one layer and the output head: about one layer's share of the step.
       o.pass_share = 1.0 / double(target.whole_config().n_layer + 1);
-      return std::make_unique<MtpProposer>(c.mtp_block, o, std::move(pool));
+      return std::make_unique<HeadProposer>(c.draft_head, o, std::move(pool));
     }
   }
   return nullptr;

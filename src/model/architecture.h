@@ -149,6 +149,7 @@ ArchDescription gpt_oss();
 ArchDescription qwen2moe();
 ArchDescription glm4moe();
 ArchDescription gemma4();
+ArchDescription eagle3();
 }  // namespace arch
 
 }  // namespace vela

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kernels/cpu_features.h"
@@ -84,7 +85,9 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   layer_groups_[1] = kv_layer_groups(c, true);
   slots_.resize(std::max<size_t>(1, layer_groups_[1].windows.size()) * T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
-  if (c.mtp_block) mtp_in_.resize(T * 2 * size_t(c.n_embd));
+  if (c.mtp_block || c.eagle3) head_in_.resize(T * 2 * size_t(c.n_embd));
+  if (c.eagle3 && !model_->weights().eagle3.d2t.empty())
+    draft_logits_.resize(size_t(options_.max_logits) * size_t(c.eagle3->n_draft_vocab));
   runs_.reserve(T);
   // The most query heads per KV head and the widest head of any layer.
   const AttentionParams attn{c.n_head, min_head_kv, max_head_dim, c.sliding_window, 1.0f};
@@ -110,12 +113,13 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
       if (m->data != nullptr) projector_->reserve(*m, options_.max_batch_tokens);
   projector_->reserve(model_->weights().output, options_.max_logits);
   if (c.mtp_block) projector_->reserve(model_->weights().mtp.eh_proj, options_.max_batch_tokens);
+  if (c.eagle3) projector_->reserve(model_->weights().eagle3.fc, options_.max_batch_tokens);
   if (c.n_embd_per_layer > 0)
     ple_ = std::make_unique<PerLayerEmbedding>(*model_, options_.max_batch_tokens, *projector_);
 
   tp_ = options_.tensor_parallel.get();
-  // An MTP block runs in one process (validate() refuses its passes otherwise).
-  assert(!(c.mtp_block && tp_ != nullptr));
+  // An MTP block or EAGLE-3 head runs in one process (validate() refuses its passes otherwise).
+  assert(!((c.mtp_block || c.eagle3) && tp_ != nullptr));
   if (tp_ != nullptr) {
     const int32_t n_ranks = tp_->size();
     first_stage_ = tp_->stage() == 0;
@@ -196,12 +200,26 @@ void DecoderForward::output_projection(const WeightMatrix& w, const float* x, in
 void DecoderForward::output_head(int64_t n_logits, std::span<float> logits) {
   const ModelConfig& c = model_->config();
   const WeightMatrix& head = model_->weights().output;
-  float* out = split_layers_ ? local_logits_.data() : logits.data();
+  const std::vector<int32_t>& d2t = model_->weights().eagle3.d2t;
+  float* out = split_layers_ ? local_logits_.data()
+               : d2t.empty() ? logits.data()
+                             : draft_logits_.data();
   project(final_.data(), n_logits, {{&head, out}});
   if (c.final_softcap > 0.0f)
     for_ranges(n_logits * head.n_rows, 16,
                [&](int64_t i0, int64_t i1) { soft_cap(out + i0, i1 - i0, c.final_softcap); });
   if (split_layers_) gather_columns(out, n_logits, vocab_split_, logits.data(), false);
+  if (!d2t.empty()) {  // draft token j's logit at its target id; no draft token, no chance
+    const int64_t V = c.n_vocab, D = int64_t(d2t.size());
+    for_ranges(n_logits, V + D, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = logits.data() + i * V;
+        const float* draft = out + i * D;
+        std::fill_n(row, V, -std::numeric_limits<float>::infinity());
+        for (int64_t j = 0; j < D; ++j) row[d2t[size_t(j)]] = draft[j];
+      }
+    });
+  }
 }
 
 void DecoderForward::project(const float* x, int64_t n_tokens,
@@ -293,6 +311,8 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   if (T > options_.max_batch_tokens)
     return make_error("batch of " + std::to_string(T) + " tokens exceeds max_batch_tokens " +
                       std::to_string(options_.max_batch_tokens));
+  if (b.input_is_target_features && !c.eagle3)
+    return make_error("input_is_target_features is for an EAGLE-3 head; this model takes none");
   if (c.mtp_block) {
     if (tp_ != nullptr)
       return make_error(
@@ -303,6 +323,19 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
       return make_error(
           "a multi-token-prediction block needs input_hidden of n_tokens x n_embd = " +
           std::to_string(want) + " floats, got " + std::to_string(b.input_hidden.size()));
+  } else if (c.eagle3) {
+    if (tp_ != nullptr)
+      return make_error(
+          "an EAGLE-3 head runs in one process: tensor and pipeline parallelism are not "
+          "supported");
+    const bool features = b.input_is_target_features;
+    const size_t want =
+        size_t(T) * (features ? 3 * size_t(c.eagle3->target_n_embd) : size_t(c.n_embd));
+    if (b.input_hidden.size() != want)
+      return make_error(std::string("an EAGLE-3 head needs input_hidden of n_tokens x ") +
+                        (features ? "3 target n_embd (target features)" : "n_embd (its outputs)") +
+                        " = " + std::to_string(want) + " floats, got " +
+                        std::to_string(b.input_hidden.size()));
   } else if (!b.input_hidden.empty()) {
     return make_error("input_hidden is for a multi-token-prediction block; this model takes none");
   }
@@ -421,6 +454,27 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
     if (i < 0 || i >= T) return make_error("hidden-state index out of range");
   if (outputs_here && hidden_size < b.hidden_indices.size() * size_t(c.n_embd))
     return make_error("hidden-state buffer too small");
+  if (!b.layer_inputs.empty()) {
+    const std::vector<int32_t>& layers = options_.capture_layer_inputs;
+    if (layers.empty())
+      return make_error(
+          "batch has layer_inputs, but ForwardOptions::capture_layer_inputs is empty");
+    if (tp_ != nullptr && tp_->n_stages() > 1)
+      return make_error(
+          "capturing layer inputs is not supported with pipeline parallelism (a stage lacks the "
+          "other stages' layers)");
+    for (const int32_t il : layers)
+      if (il < 0 || il >= c.n_layer)
+        return make_error("capture_layer_inputs entry " + std::to_string(il) +
+                          " is not a layer of the model (0 to " + std::to_string(c.n_layer - 1) +
+                          ")");
+    const size_t want = b.hidden_indices.size() * layers.size() * size_t(c.n_embd);
+    if (outputs_here && b.layer_inputs.size() < want)
+      return make_error("layer_inputs buffer too small: n_hidden x " +
+                        std::to_string(layers.size()) +
+                        " layers x n_embd = " + std::to_string(want) + " floats, got " +
+                        std::to_string(b.layer_inputs.size()));
+  }
   return {};
 }
 
@@ -553,6 +607,7 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     tp_->receive_from(tp_->world_rank() - tp_->size(), {x_.data(), size_t(T * E)});
   }
   if (c.mtp_block) mtp_input(b, T);
+  if (c.eagle3) eagle3_input(b, T);
   const int32_t half_rot = c.n_rot / 2;
   float* const rope_local_cs = rope_cs_.data() + T * c.n_rot;
   for_ranges(T, 64 * half_rot, [&](int64_t t0, int64_t t1) {
@@ -587,8 +642,9 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     trace::Phases ops("op");
     const LayerWeights& l = w.layers[size_t(il)];
     const LayerConfig& lc = c.layers[size_t(il)];
+    if (!b.layer_inputs.empty()) capture_layer_input(b, il);
     ops.next("attn_norm");
-    norm(l.attn_norm);
+    if (!c.eagle3) norm(l.attn_norm);  // an EAGLE-3 head's attention input is head_in_
     if (lc.mixer == MixerKind::kLatentAttention) {
       latent_attention_mixer(b, cache, l, lc, T, ops);
     } else if (lc.mixer == MixerKind::kGatedDeltaNet) {
@@ -623,13 +679,13 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     return;
   }
 
-  // Final hidden states (embeddings) for the rows that want them; an MTP block's before the
-  // head norm (the next chained step's input_hidden).
+  // Final hidden states (embeddings) for the rows that want them; an MTP block's or EAGLE-3
+  // head's before the head norm (the next chained step's input_hidden).
   const int64_t n_hidden = writes_outputs_ ? int64_t(b.hidden_indices.size()) : 0;
   for_ranges(n_hidden, E, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const float* x = x_.data() + int64_t(b.hidden_indices[size_t(i)]) * E;
-      if (c.mtp_block)
+      if (c.mtp_block || c.eagle3)
         std::copy_n(x, E, hidden.data() + i * E);
       else
         rms_norm(x, w.output_norm.data(), 1, E, c.rms_eps, hidden.data() + i * E);
@@ -653,12 +709,47 @@ void DecoderForward::mtp_input(const ForwardBatch& b, int64_t T) {
   // Each token's row [rms_norm(embedding) * enorm | rms_norm(hidden) * hnorm].
   for_ranges(T, 4 * E, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      float* row = mtp_in_.data() + t * 2 * E;
+      float* row = head_in_.data() + t * 2 * E;
       rms_norm(x_.data() + t * E, m.enorm.data(), 1, E, c.rms_eps, row);
       rms_norm(b.input_hidden.data() + t * E, m.hnorm.data(), 1, E, c.rms_eps, row + E);
     }
   });
-  project(mtp_in_.data(), T, {{&m.eh_proj, x_.data()}});
+  project(head_in_.data(), T, {{&m.eh_proj, x_.data()}});
+}
+
+void DecoderForward::eagle3_input(const ForwardBatch& b, int64_t T) {
+  const ModelConfig& c = model_->config();
+  const Eagle3Weights& e = model_->weights().eagle3;
+  const std::vector<float>& attn_norm = model_->weights().layers[0].attn_norm;
+  const int64_t E = c.n_embd;
+  // g: the target's features fused by fc (into proj_, free until the attention output), or the
+  // head's previous outputs as they are.
+  const float* g = b.input_hidden.data();
+  if (b.input_is_target_features) {
+    project(b.input_hidden.data(), T, {{&e.fc, proj_.data()}});
+    g = proj_.data();
+  }
+  const bool norm_residual = c.eagle3->norm_before_residual;
+  for_ranges(T, 6 * E, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* row = head_in_.data() + t * 2 * E;
+      rms_norm(x_.data() + t * E, attn_norm.data(), 1, E, c.rms_eps, row);
+      rms_norm(g + t * E, e.hidden_norm.data(), 1, E, c.rms_eps, row + E);
+      std::copy_n(norm_residual ? row + E : g + t * E, E, x_.data() + t * E);
+    }
+  });
+}
+
+void DecoderForward::capture_layer_input(const ForwardBatch& b, int32_t il) {
+  if (!writes_outputs_) return;  // rank 0 has the whole stream (tensor-parallel all-reduce)
+  const std::vector<int32_t>& layers = options_.capture_layer_inputs;
+  const int64_t E = model_->config().n_embd, K = int64_t(layers.size());
+  for (int64_t k = 0; k < K; ++k) {
+    if (layers[size_t(k)] != il) continue;
+    for (size_t i = 0; i < b.hidden_indices.size(); ++i)
+      std::copy_n(x_.data() + int64_t(b.hidden_indices[i]) * E, E,
+                  b.layer_inputs.data() + (int64_t(i) * K + k) * E);
+  }
 }
 
 void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int32_t il, int64_t T,
@@ -684,13 +775,15 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
   // Without attn_v (gemma4's full layers), V is K before its norm and RoPE.
   const bool v_is_k = writes_kv && l.wv.data == nullptr;
   float* const q_out = gated ? q_gate_.data() : q_.data();
+  // An EAGLE-3 head attends over [embedding | hidden] (eagle3_input), 2 * n_embd wide.
+  const float* const in = c.eagle3 ? head_in_.data() : xn_.data();
   ops.next("qkv_matmul");
   if (!writes_kv)
-    project(xn_.data(), T, {{&l.wq, q_out}});
+    project(in, T, {{&l.wq, q_out}});
   else if (v_is_k)
-    project(xn_.data(), T, {{&l.wq, q_out}, {&l.wk, k_.data()}});
+    project(in, T, {{&l.wq, q_out}, {&l.wk, k_.data()}});
   else
-    project(xn_.data(), T, {{&l.wq, q_out}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
+    project(in, T, {{&l.wq, q_out}, {&l.wk, k_.data()}, {&l.wv, v_.data()}});
   ops.next("rope_kv_write");
   for_ranges(T, q_dim + kv_dim, [&](int64_t t0, int64_t t1) {
     const int64_t n = t1 - t0;

@@ -54,6 +54,10 @@ struct ForwardOptions {
   // A pipeline splits a batch into micro-batches of at least this many tokens (at most one per
   // stage); every rank of the group must use the same value.
   int32_t micro_batch_tokens = 64;
+  // Layers whose input (the residual stream entering them) a pass copies out for the rows of
+  // batch.hidden_indices when the batch has layer_inputs (an EAGLE-3 head's target: its
+  // extract_layers); passes without layer_inputs copy nothing. Not with pipeline parallelism.
+  std::vector<int32_t> capture_layer_inputs;
 };
 
 class DecoderForward {
@@ -75,6 +79,13 @@ class DecoderForward {
   // An MTP block (Model::mtp_block) takes each token with its row of batch.input_hidden, its
   // layer's input eh_proj [enorm(embedding) | hnorm(hidden)]; its hidden rows are the layer's
   // output BEFORE the head norm (shared_head_norm), the next chained step's input_hidden.
+  // An EAGLE-3 head (Model::eagle3_head) takes each token with its row of batch.input_hidden:
+  // target features fused by its fc (input_is_target_features) or its own previous output; its
+  // hidden rows are its layer's output before output_norm (the next chained step's input), its
+  // logits [n_logits, target n_vocab] the draft vocabulary's scattered to their target ids
+  // through d2t, -infinity at ids no draft token maps to.
+  // With options.capture_layer_inputs and batch.layer_inputs, the residual stream entering each
+  // listed layer goes to batch.layer_inputs for the rows of batch.hidden_indices.
   // Checks the batch (sizes, token ids, positions, block ids, input_hidden) and returns an error
   // instead of touching memory it should not. Tensor- or pipeline-parallel: world rank 0 sends the
   // batch to the other ranks, which call this with the batch they received and empty logits (only
@@ -150,6 +161,13 @@ class DecoderForward {
   // An MTP block's input: x_ (the tokens' embeddings) and input_hidden into eh_proj's product,
   // in x_.
   void mtp_input(const ForwardBatch& b, int64_t n_tokens);
+  // An EAGLE-3 head's input: g = fc(input_hidden) (target features) or input_hidden itself; its
+  // attention input [attn_norm(x_) | hidden_norm(g)] into head_in_, and the residual stream g
+  // (hidden_norm(g) with norm_before_residual) into x_.
+  void eagle3_input(const ForwardBatch& b, int64_t n_tokens);
+  // The rows of batch.hidden_indices of x_, the residual stream entering layer il, into their
+  // places of batch.layer_inputs for each entry il of options_.capture_layer_inputs.
+  void capture_layer_input(const ForwardBatch& b, int32_t il);
   void feed_forward(const LayerWeights& l, int32_t layer, int64_t n_tokens);
   // The dense FFN of xn_ (the layer's n_ff wide) into proj_.
   void dense_ffn(const LayerWeights& l, int32_t layer, int64_t n_tokens);
@@ -157,7 +175,7 @@ class DecoderForward {
   // rank holding a slice of its inner dimension adds that slice's partial product.
   void shared_expert(const LayerWeights& l, int64_t n_tokens);
   // The output head over final_'s n_logits rows into logits (gathering the ranks' vocabulary
-  // slices when tensor-parallel).
+  // slices when tensor-parallel; an EAGLE-3 head's draft rows scattered through d2t).
   void output_head(int64_t n_logits, std::span<float> logits);
   // y = W x of a sub-layer's output matrix (attention output, FFN down) into proj_, for x the
   // rank's slice [n_tokens, split[rank + 1] - split[rank]] of the full input's columns: the
@@ -206,8 +224,12 @@ class DecoderForward {
   // one the pass's cache has.
   KvLayerGroups layer_groups_[2];
   const KvLayerGroups* groups_ = &layer_groups_[0];
-  std::vector<float> final_;         // [max_logits, n_embd] normalised rows that get logits
-  std::vector<float> mtp_in_;        // [T, 2 * n_embd] an MTP block's eh_proj input (else empty)
+  std::vector<float> final_;  // [max_logits, n_embd] normalised rows that get logits
+  // [T, 2 * n_embd] an MTP block's eh_proj input, an EAGLE-3 head's attention input (else empty)
+  std::vector<float> head_in_;
+  // [max_logits, n_draft_vocab] an EAGLE-3 head's logits over its own vocabulary, before d2t
+  // scatters them (empty without d2t, and for other models)
+  std::vector<float> draft_logits_;
   std::vector<TokenRun> runs_;       // [<= T] this pass's attention runs
   std::vector<SequenceSpan> spans_;  // [<= T] this pass's sequences (recurrent models)
   int64_t attention_work_ = 0;       // multiply-adds of one layer's attention in this pass

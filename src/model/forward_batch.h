@@ -37,8 +37,18 @@ struct ForwardBatch {
   std::span<const StateCheckpointWrite> state_checkpoints;
   int32_t n_kv_groups = 1;  // the cache's layer groups (block_tables)
   // [n_tokens, n_embd] an MTP block's hidden-state input (empty otherwise): row t goes with
-  // token t (Model::mtp_block).
+  // token t (Model::mtp_block). An EAGLE-3 head's (Model::eagle3_head): [n_tokens, 3 *
+  // target_n_embd] target features when input_is_target_features, else [n_tokens, n_embd] its
+  // own previous outputs (hidden rows of an earlier pass).
   std::span<const float> input_hidden;
+  // An EAGLE-3 head's input_hidden rows are the target's layer inputs (ForwardOptions::
+  // capture_layer_inputs = its extract_layers), fused by its fc; false for every other model.
+  bool input_is_target_features = false;
+  // [n_hidden, capture_layer_inputs.size() * n_embd] where a pass with
+  // ForwardOptions::capture_layer_inputs writes, for each row named by hidden_indices, the
+  // residual stream entering each listed layer (before its input norm), in list order; empty:
+  // nothing captured. Filled on world rank 0 only.
+  std::span<float> layer_inputs;
 
   int32_t n_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t n_seqs() const {

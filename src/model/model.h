@@ -40,6 +40,24 @@ class Model {
   // block in the file, more than one, or a missing or mis-shaped block tensor (named).
   static Result<std::shared_ptr<const Model>> mtp_block(std::shared_ptr<const Model> target,
                                                         const ModelLoadOptions& options = {});
+  // The EAGLE-3 draft head in `head` (llama.cpp's eagle3 GGUF) for `target`, as a model of one
+  // layer (eagle3_head_config: config().eagle3 is set, config().n_vocab is the target's) that
+  // DecoderForward runs with a row of ForwardBatch::input_hidden per token: 3 target layers'
+  // inputs (input_is_target_features) or the head's own previous output. Its logits rows are
+  // over the target's vocabulary (-infinity for ids d2t does not reach); its hidden rows are
+  // the layer's output before output_norm. Always whole, in one process (options.shard is not
+  // read). It shares target's token_embd and output head where the head has none (reading them
+  // whole from target's file when target is a shard), and keeps target alive. Errors name the
+  // bad key or tensor: extract_layers not 3 of target's layers, target_hidden_size not target's
+  // n_embd, d2t not I64 or off the vocabulary, no output.weight for a vocabulary of its own, a
+  // missing or mis-shaped tensor.
+  static Result<std::shared_ptr<const Model>> eagle3_head(std::shared_ptr<const GgufFile> head,
+                                                          std::shared_ptr<const Model> target,
+                                                          const ModelLoadOptions& options = {});
+  // eagle3_head of the file at `path` (its errors do not repeat the path).
+  static Result<std::shared_ptr<const Model>> load_eagle3_head(
+      const std::string& path, std::shared_ptr<const Model> target,
+      const ModelLoadOptions& options = {});
 
   const GgufFile& gguf() const { return *gguf_; }
   // The config this process's forward pass runs with: a tensor- or pipeline-parallel rank's
@@ -49,12 +67,14 @@ class Model {
   const ModelConfig& whole_config() const { return whole_config_; }
   const ModelWeights& weights() const { return weights_; }
   const TensorShard& shard() const { return shard_; }
-  // An MTP block's decoder (whose matrices it may share); null for any other model.
+  // An MTP block's decoder or an EAGLE-3 head's target (whose matrices it may share); null for
+  // any other model.
   const std::shared_ptr<const Model>& mtp_target() const { return target_; }
 
  private:
   std::shared_ptr<const GgufFile> gguf_;  // owns the mapping the weights point into
-  std::shared_ptr<const Model> target_;   // an MTP block's decoder, kept for its shared matrices
+  // An MTP block's decoder or an EAGLE-3 head's target, kept for its shared matrices.
+  std::shared_ptr<const Model> target_;
   ModelConfig config_;
   ModelConfig whole_config_;
   ModelWeights weights_;

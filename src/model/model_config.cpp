@@ -321,6 +321,47 @@ Status read_mixers(const GgufFile& g, const std::string& a, ModelConfig& c) {
   return {};
 }
 
+// An EAGLE-3 head's eagle3.* keys (checked against its target by eagle3_head_config) and its
+// draft vocabulary's size (the d2t tensor's length; 0 without one).
+Status read_eagle3(const GgufFile& g, const std::string& a, ModelConfig& c) {
+  if (c.n_layer != 1)
+    return make_error("metadata '" + a + "block_count' = " + std::to_string(c.n_layer) +
+                      ": an EAGLE-3 head has one layer");
+  Eagle3Config e;
+  const std::string key = a + "extract_layers";
+  auto array = g.get_array(key);
+  if (!array) return array.error();
+  if (!array->has_value())
+    return make_error("missing metadata '" + key +
+                      "' (the 3 target layers whose inputs an EAGLE-3 head reads)");
+  const GgufArray& items = ***array;
+  if (items.items.size() != e.extract_layers.size())
+    return make_error("metadata '" + key + "' has " + std::to_string(items.items.size()) +
+                      " entries, expected 3");
+  for (size_t i = 0; i < items.items.size(); ++i) {
+    const GgufValue& v = items.items[i];
+    if (!v.is_integer()) return make_error("metadata '" + key + "' holds a non-integer entry");
+    // Whether it is one of the target's layers is eagle3_head_config's to say.
+    const bool fits = v.i64 >= -(int64_t(1) << 20) && v.i64 <= int64_t(1) << 20 &&
+                      (v.type != GgufValueType::UINT64 || v.u64 == uint64_t(v.i64));
+    if (!fits)
+      return make_error("metadata '" + key + "' has entry " + v.to_string() +
+                        ", not a layer index");
+    e.extract_layers[i] = int32_t(v.i64);
+  }
+  VELA_TRY(read_int(g, a + "target_hidden_size", e.target_n_embd, true, 1, 1 << 16));
+  auto before = g.get_bool(a + "norm_before_residual");
+  if (!before) return before.error();
+  if (before->has_value()) e.norm_before_residual = **before;
+  if (const GgufTensorInfo* d2t = g.find_tensor("d2t")) {
+    if (d2t->n_dims != 1 || d2t->ne[0] >= int64_t(1) << 24)
+      return make_error("tensor 'd2t' must be one row of at most 2^24 target token ids");
+    e.n_draft_vocab = int32_t(d2t->ne[0]);
+  }
+  c.eagle3 = e;
+  return {};
+}
+
 }  // namespace
 
 KvLayerGroups kv_layer_groups(const ModelConfig& c, bool group_windows) {
@@ -463,6 +504,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   VELA_TRY(read_float(g, a + "final_logit_softcapping", c.final_softcap, 0.0, 1e6));
   if (c.arch->scale_embeddings) c.embed_scale = std::sqrt(float(c.n_embd));
   VELA_TRY(read_experts(g, a, c));
+  if (c.arch_name == "eagle3") VELA_TRY(read_eagle3(g, a, c));
 
   // The vocabulary size is the token list's length (the embedding's shape is checked against it).
   auto tokens = g.get_array("tokenizer.ggml.tokens");
@@ -471,8 +513,30 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& g) {
   if (const GgufTensorInfo* emb = g.find_tensor("token_embd.weight")) {
     if (c.n_vocab == 0 && emb->ne[1] < kBig) c.n_vocab = static_cast<int32_t>(emb->ne[1]);
   }
-  if (c.n_vocab <= 0)
+  // An EAGLE-3 head's is its target's (eagle3_head_config).
+  if (c.n_vocab <= 0 && !c.eagle3)
     return make_error("cannot determine the vocabulary size (no tokenizer.ggml.tokens)");
+  return c;
+}
+
+Result<ModelConfig> eagle3_head_config(const GgufFile& head, const ModelConfig& target) {
+  auto c = ModelConfig::from_gguf(head);
+  if (!c) return c.error();
+  if (!c->eagle3)
+    return make_error("general.architecture '" + c->arch_name +
+                      "' is not an EAGLE-3 draft head ('eagle3')");
+  Eagle3Config& e = *c->eagle3;
+  for (const int32_t layer : e.extract_layers)
+    if (layer < 0 || layer >= target.n_layer)
+      return make_error("metadata 'eagle3.extract_layers' entry " + std::to_string(layer) +
+                        " is not a layer of the target (layers 0 to " +
+                        std::to_string(target.n_layer - 1) + ")");
+  if (e.target_n_embd != target.n_embd)
+    return make_error("metadata 'eagle3.target_hidden_size' = " + std::to_string(e.target_n_embd) +
+                      " differs from the target's embedding_length " +
+                      std::to_string(target.n_embd));
+  c->n_vocab = target.n_vocab;
+  if (e.n_draft_vocab == 0) e.n_draft_vocab = target.n_vocab;
   return c;
 }
 

@@ -2,7 +2,9 @@
 // Hyper-parameters of a decoder, read from GGUF metadata (`<arch>.*` keys) and completed by the
 // architecture's description (architecture.h) where the file leaves something implicit.
 // A plain value type; no thread-safety concerns.
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,20 @@ struct DeltaNetConfig {
   }
 };
 
+// An EAGLE-3 draft head's link to its target (eagle3.* keys, the d2t tensor). Its one layer's
+// attention reads a = [rms_norm(embedding) * attn_norm | rms_norm(g) * hidden_norm] (2 * n_embd
+// wide), where g = fc [target's residual stream entering extract_layers[0], [1], [2]] after a
+// target pass, else the head's own previous output; the residual is g (norm_before_residual: the
+// normed g) plus the attention output.
+struct Eagle3Config {
+  std::array<int32_t, 3> extract_layers = {};  // target layers whose inputs the fc fuses, in order
+  int32_t target_n_embd = 0;                   // eagle3.target_hidden_size: the target's n_embd
+  bool norm_before_residual = false;
+  // Rows of the head's output matrix; draft token i is target token d2t[i] (without d2t the
+  // target's vocabulary: n_draft_vocab = n_vocab).
+  int32_t n_draft_vocab = 0;
+};
+
 struct ModelConfig {
   const ArchDescription* arch = nullptr;  // never null in a loaded config
   std::string arch_name;                  // the GGUF general.architecture value
@@ -156,6 +172,8 @@ struct ModelConfig {
   // A multi-token-prediction block (mtp_block_config): its one layer's input is
   // eh_proj [enorm(embedding) | hnorm(hidden state)], its head norm nextn.shared_head_norm.
   bool mtp_block = false;
+  // An EAGLE-3 draft head (eagle3_head_config): n_vocab is its target's (the logits' width).
+  std::optional<Eagle3Config> eagle3;
   DeltaNetConfig delta_net;  // meaningful when n_state_layers > 0
   // Latent-attention models: head_dim is its cache_dim() and n_head_kv 1, the absorbed form's
   // query and key per head; meaningful when kv_lora_rank > 0.
@@ -204,6 +222,12 @@ struct ModelConfig {
 // interval), with K/V of its own, no window, and a mixture of experts when the decoder's last
 // layer has one. An error when the model has no such block, or more than one.
 Result<ModelConfig> mtp_block_config(const ModelConfig& decoder);
+
+// The config of the EAGLE-3 head in `head` (general.architecture eagle3, one layer) checked
+// against its target's whole config: extract_layers are 3 of the target's layers,
+// target_hidden_size is the target's n_embd, n_vocab is the target's and n_draft_vocab d2t's
+// length (the target's without d2t). Errors name the key or tensor.
+Result<ModelConfig> eagle3_head_config(const GgufFile& head, const ModelConfig& target);
 
 // The layout of `config`'s K/V: grouped by window (group_windows), or one group.
 KvLayerGroups kv_layer_groups(const ModelConfig& config, bool group_windows);

@@ -29,6 +29,9 @@ Result<WeightMatrix> get_matrix(const GgufFile& g, const std::string& name, int6
                                 int64_t n_cols, int64_t n_stack = 0) {
   const GgufTensorInfo* t = g.find_tensor(name);
   if (!t) return make_error("missing tensor '" + name + "'");
+  if (!is_supported_weight_type(t->type))
+    return make_error("tensor '" + name + "' has type " + ggml_type_name(t->type) +
+                      ", not a weight type");
   const bool ok = n_stack > 0 ? t->n_dims == 3 && t->ne[0] == n_cols && t->ne[1] == n_rows &&
                                     t->ne[2] == n_stack
                               : t->n_dims <= 2 && t->ne[0] == n_cols && t->ne[1] == n_rows;
@@ -49,6 +52,9 @@ Result<std::vector<float>> get_vector(const GgufFile& g, const std::string& name
     if (required) return make_error("missing tensor '" + name + "'");
     return std::vector<float>{};
   }
+  if (!is_supported_weight_type(t->type))
+    return make_error("tensor '" + name + "' has type " + ggml_type_name(t->type) +
+                      ", not a weight type");
   if (t->n_dims != 1 || t->ne[0] != n)
     return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" +
                       std::to_string(n) + "]");
@@ -170,6 +176,94 @@ int64_t block_columns(GgmlType type) {
   return ggml_type_info(uint32_t(type))->block_size;
 }
 
+// An EAGLE-3 head's tensors outside its layer's usual ones: token_embd and the output head, its
+// own or else the target's (from `target`'s weights, or whole from `target_file`), output_norm,
+// fc, d2t and the hidden norm. head_from_target: the output head is the target's matrix (owned
+// and repacked by the target).
+Status load_eagle3_tensors(const GgufFile& g, const ModelConfig& c, const ModelWeights* target,
+                           const GgufFile* target_file, ModelWeights& w, bool& head_from_target) {
+  const Eagle3Config& e = *c.eagle3;
+  const int64_t E = c.n_embd, V = c.n_vocab;
+  // A matrix of the target's, which must have the head's shape.
+  const auto shared = [&](const WeightMatrix& m, const char* what) -> Result<WeightMatrix> {
+    if (m.n_rows != V || m.n_cols != E)
+      return make_error("the EAGLE-3 head has no " + std::string(what) + " and the target's is [" +
+                        std::to_string(m.n_rows) + ", " + std::to_string(m.n_cols) + "], not [" +
+                        std::to_string(V) + ", " + std::to_string(E) +
+                        "] (the target's vocabulary by the head's n_embd)");
+    return m;
+  };
+  const auto from_target_file = [&](const std::string& name) -> Result<WeightMatrix> {
+    if (target_file == nullptr)
+      return make_error("the EAGLE-3 head has no '" + name + "' and no target gives it");
+    auto m = get_matrix(*target_file, name, V, E);
+    if (!m) return make_error("the target's " + m.message());
+    return m;
+  };
+#define VELA_TRY_ASSIGN(dst, expr) \
+  do {                             \
+    auto r_ = (expr);              \
+    if (!r_) return r_.error();    \
+    dst = std::move(*r_);          \
+  } while (0)
+  if (g.find_tensor("token_embd.weight") != nullptr)
+    VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", V, E));
+  else if (target != nullptr)
+    VELA_TRY_ASSIGN(w.token_embd, shared(target->token_embd, "token_embd.weight"));
+  else
+    VELA_TRY_ASSIGN(w.token_embd, from_target_file("token_embd.weight"));
+  VELA_TRY_ASSIGN(w.output_norm, get_vector(g, "output_norm.weight", E, true));
+
+  bool identity = true;  // d2t maps draft token i to target token i (or there is none)
+  if (const GgufTensorInfo* t = g.find_tensor("d2t")) {
+    if (t->ggml_type() != GgmlType::I64)
+      return make_error("tensor 'd2t' has type " + ggml_type_name(t->type) +
+                        ", expected I64 (target token ids)");
+    if (t->n_dims != 1 || t->ne[0] != e.n_draft_vocab)
+      return make_error("tensor 'd2t' has shape " + shape_string(*t) + ", expected [" +
+                        std::to_string(e.n_draft_vocab) + "]");
+    w.eagle3.d2t.resize(size_t(e.n_draft_vocab));
+    for (int64_t i = 0; i < e.n_draft_vocab; ++i) {
+      int64_t id = 0;
+      std::memcpy(&id, t->data + i * int64_t(sizeof(id)), sizeof(id));
+      if (id < 0 || id >= V)
+        return make_error("tensor 'd2t' entry " + std::to_string(i) + " = " + std::to_string(id) +
+                          " is not a target token id [0, " + std::to_string(V) + ")");
+      w.eagle3.d2t[size_t(i)] = int32_t(id);
+      identity &= id == i;
+    }
+    identity &= e.n_draft_vocab == V;
+  }
+  if (g.find_tensor("output.weight") != nullptr) {
+    VELA_TRY_ASSIGN(w.output, get_matrix(g, "output.weight", e.n_draft_vocab, E));
+  } else if (!identity) {
+    return make_error("the EAGLE-3 head has no output.weight, but its draft vocabulary (d2t: " +
+                      std::to_string(e.n_draft_vocab) + " tokens) is not the target's (" +
+                      std::to_string(V) + " tokens)");
+  } else if (target != nullptr) {
+    VELA_TRY_ASSIGN(w.output, shared(target->output, "output.weight"));
+    w.tied_embeddings = target->tied_embeddings;
+    head_from_target = true;
+  } else if (target_file != nullptr && target_file->find_tensor("output.weight") == nullptr) {
+    VELA_TRY_ASSIGN(w.output, from_target_file("token_embd.weight"));  // the target's tied head
+    w.tied_embeddings = true;
+  } else {
+    VELA_TRY_ASSIGN(w.output, from_target_file("output.weight"));
+  }
+  // The identity needs no scattering: the head's rows are the target's ids.
+  if (identity) w.eagle3.d2t.clear();
+
+  VELA_TRY_ASSIGN(w.eagle3.fc, get_matrix(g, "fc.weight", E, 3 * int64_t(e.target_n_embd)));
+  // Converters name the hidden state's norm either way.
+  std::string hidden_norm = "blk.0.hidden_norm.weight";
+  if (g.find_tensor(hidden_norm) == nullptr) hidden_norm = "blk.0.attn_norm_2.weight";
+  if (g.find_tensor(hidden_norm) == nullptr)
+    return make_error("missing tensor 'blk.0.hidden_norm.weight' (or 'blk.0.attn_norm_2.weight')");
+  VELA_TRY_ASSIGN(w.eagle3.hidden_norm, get_vector(g, hidden_norm, E, true));
+#undef VELA_TRY_ASSIGN
+  return {};
+}
+
 }  // namespace
 
 WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_rows) {
@@ -187,11 +281,13 @@ WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_row
 
 Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack,
                                         bool repack_experts, const TensorShard& shard,
-                                        const ModelWeights* target) {
+                                        const ModelWeights* target, const GgufFile* target_file) {
   ModelWeights w;
   const ArchDescription& arch = *c.arch;
   const int64_t q_dim = int64_t(c.n_head) * c.head_dim;
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
+  // Columns of Q/K/V: an EAGLE-3 head attends over [embedding | hidden], 2 * n_embd.
+  const int64_t attn_in = c.eagle3 ? 2 * int64_t(c.n_embd) : c.n_embd;
 
 #define VELA_TRY_ASSIGN(dst, expr) \
   do {                             \
@@ -226,6 +322,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     VELA_TRY_ASSIGN(w.mtp.eh_proj, get_matrix(g, n + "eh_proj.weight", c.n_embd, 2 * c.n_embd));
     VELA_TRY_ASSIGN(w.mtp.enorm, get_vector(g, n + "enorm.weight", c.n_embd, true));
     VELA_TRY_ASSIGN(w.mtp.hnorm, get_vector(g, n + "hnorm.weight", c.n_embd, true));
+  } else if (c.eagle3) {
+    if (Status st = load_eagle3_tensors(g, c, target, target_file, w, head_from_target); !st)
+      return st.error();
   } else {
     VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
     VELA_TRY_ASSIGN(w.output_norm, get_vector(g, "output_norm.weight", c.n_embd, true));
@@ -237,6 +336,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     }
   }
   VELA_TRY_ASSIGN(w.rope_freq_factors, get_vector(g, "rope_freqs.weight", c.n_rot / 2, false));
+  if (c.eagle3 && w.rope_freq_factors.empty())  // converters may store it with the layer's
+    VELA_TRY_ASSIGN(w.rope_freq_factors,
+                    get_vector(g, "blk.0.rope_freqs.weight", c.n_rot / 2, false));
   if (c.n_embd_per_layer > 0) {
     const int64_t all = int64_t(c.n_layer) * c.n_embd_per_layer;
     VELA_TRY_ASSIGN(w.per_layer_token_embd,
@@ -323,12 +425,12 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
                       get_matrix(g, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.n_embd));
     } else {
       const int64_t q_rows = arch.attention_output_gate ? 2 * lq_dim : lq_dim;
-      VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_rows, c.n_embd));
+      VELA_TRY_ASSIGN(l.wq, get_matrix(g, p + "attn_q.weight", q_rows, attn_in));
       if (lc.kv_index >= 0) {  // a layer reading another layer's cache projects no K/V
-        VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", lkv_dim, c.n_embd));
+        VELA_TRY_ASSIGN(l.wk, get_matrix(g, p + "attn_k.weight", lkv_dim, attn_in));
         // With a V norm, a layer without attn_v takes K as V.
         if (!arch.value_norm || g.find_tensor(p + "attn_v.weight") != nullptr)
-          VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", lkv_dim, c.n_embd));
+          VELA_TRY_ASSIGN(l.wv, get_matrix(g, p + "attn_v.weight", lkv_dim, attn_in));
       }
     }
     const bool attends = c.layers[size_t(stage->begin + i)].mixer == MixerKind::kAttention;
@@ -533,6 +635,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     if (!w.tied_embeddings && !head_from_target && shard.last_stage())
       matrices.push_back(&w.output);
     if (w.mtp.eh_proj.data != nullptr) matrices.push_back(&w.mtp.eh_proj);
+    if (w.eagle3.fc.data != nullptr) matrices.push_back(&w.eagle3.fc);
     if (auto st = repack_matrices(w, matrices, g.memory_mapped()); !st) return st.error();
   }
   for (size_t i = 0; i < w.layers.size(); ++i) {

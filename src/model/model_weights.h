@@ -150,13 +150,25 @@ struct MtpInputWeights {
   std::vector<float> hnorm;  // nextn.hnorm [n_embd]
 };
 
+// An EAGLE-3 head's own tensors beyond its layer's (ModelConfig::eagle3): g = fc features, the
+// hidden norm of g in its attention input, and the draft vocabulary's target ids.
+struct Eagle3Weights {
+  WeightMatrix fc;                 // fc [n_embd, 3 * target_n_embd]: features in extract order
+  std::vector<float> hidden_norm;  // blk.0.hidden_norm (or attn_norm_2) [n_embd]
+  // d2t [n_draft_vocab]: draft token i's target token id; empty when the draft vocabulary is the
+  // target's (no d2t, or d2t the identity).
+  std::vector<int32_t> d2t;
+};
+
 struct ModelWeights {
-  // An MTP block's: nextn.embed_tokens where the file has it, else the model's.
+  // An MTP block's: nextn.embed_tokens where the file has it, else the model's. An EAGLE-3
+  // head's: its token_embd where it has one, else the target's ([target n_vocab, n_embd]).
   WeightMatrix token_embd;  // [n_vocab, n_embd]
   // An MTP block's: nextn.shared_head_norm.
   std::vector<float> output_norm;  // [n_embd]
   // token_embd when the embeddings are tied; an MTP block's: nextn.shared_head_head where the
   // file has it, else the model's output head (output.weight, or token_embd.weight when tied).
+  // An EAGLE-3 head's: its output.weight, [n_draft_vocab, n_embd], else the target's head.
   WeightMatrix output;  // [n_vocab, n_embd]
   bool tied_embeddings = false;
   std::vector<float> rope_freq_factors;  // [n_rot / 2] (Llama 3.1+ `rope_freqs.weight`) or empty
@@ -169,6 +181,7 @@ struct ModelWeights {
   std::vector<float> per_layer_proj_norm;  // [P]
   std::vector<LayerWeights> layers;        // [n_layer] (a pipeline stage: its layers only)
   MtpInputWeights mtp;                     // an MTP block's input (empty otherwise)
+  Eagle3Weights eagle3;                    // an EAGLE-3 head's (empty otherwise)
 
   // Owns the repacked matrices (empty when none was repacked).
   std::shared_ptr<uint8_t[]> repacked;
@@ -186,10 +199,14 @@ struct ModelWeights {
   // An MTP block's (config.mtp_block) also reads its nextn.* tensors; it takes token_embd and the
   // output head from `target` (the whole decoder's weights, which must outlive these) where the
   // file has no nextn copies of them, else from the file.
+  // An EAGLE-3 head's (config.eagle3) reads fc, d2t and its layer (attention input 2 * n_embd
+  // wide) from `gguf`, and token_embd and the output head where it has none from `target`, else
+  // whole from `target_file` (the target's file, for a sharded target).
   static Result<ModelWeights> load(const GgufFile& gguf, const ModelConfig& config,
                                    bool repack = true, bool repack_experts = true,
                                    const TensorShard& shard = {},
-                                   const ModelWeights* target = nullptr);
+                                   const ModelWeights* target = nullptr,
+                                   const GgufFile* target_file = nullptr);
 };
 
 }  // namespace vela

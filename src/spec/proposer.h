@@ -44,8 +44,10 @@ struct PassRows {
   // Rows whose hidden states stand: those the pass computed that the sequence kept (a
   // verification's accepted proposals and the row after them), each followed by a known token.
   int32_t n_rows = 0;
-  std::span<const float> hidden;  // [n_rows, n_embd] the target's final hidden states
-  bool decoding = false;          // it samples its next token from the last row's successor
+  // [n_rows, n_embd] the target's final hidden states, or [n_rows, k * n_embd] its inputs of the
+  // k layers the proposer follows
+  std::span<const float> hidden;
+  bool decoding = false;  // it samples its next token from the last row's successor
 };
 
 class Proposer {
@@ -76,6 +78,9 @@ class Proposer {
 
   // Whether follow() wants the target's hidden states of every pass.
   virtual bool follows_passes() const { return false; }
+  // Target layers whose inputs (the residual stream entering each) follow() wants for each row,
+  // concatenated, instead of the final hidden state; empty: the final hidden state.
+  virtual std::span<const int32_t> followed_layer_inputs() const { return {}; }
   // The rows one target pass computed, after its tokens were sampled and verified.
   virtual Status follow(std::span<const PassRows> rows) {
     (void)rows;

@@ -9,11 +9,11 @@ Result<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "none") return SpecMethod::kNone;
   if (name == "draft") return SpecMethod::kDraft;
   // vLLM's per-family names of the same method are accepted too.
-  if (name == "mtp" || name == "deepseek_mtp" || name == "qwen3_next_mtp" ||
-      name == "glm4_moe_mtp")
+  if (name == "mtp" || name == "deepseek_mtp" || name == "qwen3_next_mtp" || name == "glm4_moe_mtp")
     return SpecMethod::kMtp;
+  if (name == "eagle3") return SpecMethod::kEagle3;
   return make_error("unknown speculative method '" + std::string(name) +
-                    "' (expected ngram, draft, mtp or none)");
+                    "' (expected ngram, draft, mtp, eagle3 or none)");
 }
 
 std::string_view spec_method_name(SpecMethod method) {
@@ -24,6 +24,8 @@ std::string_view spec_method_name(SpecMethod method) {
       return "draft";
     case SpecMethod::kMtp:
       return "mtp";
+    case SpecMethod::kEagle3:
+      return "eagle3";
     case SpecMethod::kNone:
       break;
   }

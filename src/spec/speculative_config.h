@@ -10,8 +10,8 @@
 namespace vela {
 
 // kNgram: prompt lookup; kDraft: a draft model (given to the engine beside this config); kMtp:
-// the model's own multi-token-prediction block (likewise).
-enum class SpecMethod { kNone, kNgram, kDraft, kMtp };
+// the model's own multi-token-prediction block; kEagle3: an EAGLE-3 draft head (likewise).
+enum class SpecMethod { kNone, kNgram, kDraft, kMtp, kEagle3 };
 
 // Most tokens one request may propose per step (K); K + 1 logits rows per speculating request.
 inline constexpr int32_t kMaxSpeculativeTokens = 16;
@@ -28,7 +28,7 @@ struct SpeculativeConfig {
   bool enabled() const { return method != SpecMethod::kNone; }
 };
 
-// "ngram" | "draft" | "mtp" | "none".
+// "ngram" | "draft" | "mtp" | "eagle3" | "none".
 Result<SpecMethod> parse_spec_method(std::string_view name);
 std::string_view spec_method_name(SpecMethod method);
 

@@ -46,7 +46,7 @@ EngineConfig config(const std::shared_ptr<const Model>& block, int32_t budget = 
     c.speculative.method = SpecMethod::kMtp;
     c.speculative.num_speculative_tokens = 3;
     c.speculative.adaptive = adaptive;
-    c.mtp_block = block;
+    c.draft_head = block;
   }
   return c;
 }

@@ -227,6 +227,9 @@ TEST(Synth, ShapeConsistencyAllowsAnExplicitHeadSize) {
   s = *find_shape("tiny-qwen35");
   s.n_ff_shexp = 256;  // a shared expert without experts
   EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-qwen35");
+  s.n_nextn = -1;
+  EXPECT_NE(shape_problem(s), "");
 }
 
 TEST(Synth, WeightsAreDeterministicWithTheRequestedSpread) {

@@ -15,7 +15,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/decoder_forward.h"
-#include "spec/mtp_proposer.h"
+#include "spec/head_proposer.h"
 #include "support/shared_data.h"
 
 namespace vela {
@@ -120,8 +120,8 @@ struct Fixture {
   }
 };
 
-MtpProposerOptions proposer_options() {
-  MtpProposerOptions o;
+HeadProposerOptions proposer_options() {
+  HeadProposerOptions o;
   o.max_seqs = 4;
   o.max_tokens = kMaxContext;
   o.max_context = kMaxContext;
@@ -134,7 +134,7 @@ MtpProposerOptions proposer_options() {
 
 // Tells the proposer that a pass computed `tokens`' positions [first, first + n) (with the
 // target's hidden rows `hidden` of the whole sequence); decoding when the last token is sampled.
-Status follow(MtpProposer& p, uint64_t id, std::span<const int32_t> tokens,
+Status follow(HeadProposer& p, uint64_t id, std::span<const int32_t> tokens,
               std::span<const int32_t> table, const std::vector<float>& hidden, int32_t n_embd,
               int32_t first, int32_t n, bool decoding) {
   PassRows rows;
@@ -149,7 +149,7 @@ Status follow(MtpProposer& p, uint64_t id, std::span<const int32_t> tokens,
   return p.follow({&rows, 1});
 }
 
-std::vector<int32_t> propose(MtpProposer& p, uint64_t id, std::span<const int32_t> tokens,
+std::vector<int32_t> propose(HeadProposer& p, uint64_t id, std::span<const int32_t> tokens,
                              std::span<const int32_t> table, int32_t k) {
   std::vector<int32_t> out(size_t(k), -1);
   SamplingParams params;
@@ -166,10 +166,10 @@ std::vector<int32_t> propose(MtpProposer& p, uint64_t id, std::span<const int32_
   return out;
 }
 
-TEST(MtpProposer, ProposalsEqualTheBlockRunFromScratch) {
+TEST(HeadProposer, ProposalsEqualTheBlockRunFromScratch) {
   VELA_REQUIRE_SHARED();
   Fixture fx;
-  MtpProposer proposer(fx.block, proposer_options(), nullptr);
+  HeadProposer proposer(fx.block, proposer_options(), nullptr);
   std::mt19937 rng(7);
   std::vector<int32_t> tokens(26);
   for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(fx.n_vocab));

@@ -1,4 +1,4 @@
-#include "spec/mtp_proposer.h"
+#include "spec/head_proposer.h"
 
 #include <algorithm>
 #include <cassert>
@@ -9,7 +9,7 @@ namespace vela {
 
 namespace {
 
-ForwardOptions block_forward_options(const MtpProposerOptions& o) {
+ForwardOptions head_forward_options(const HeadProposerOptions& o) {
   ForwardOptions fo;
   fo.max_batch_tokens = o.max_tokens;
   fo.max_logits = o.max_seqs;
@@ -19,30 +19,37 @@ ForwardOptions block_forward_options(const MtpProposerOptions& o) {
 
 // Chained positions n - 1 .. n + K - 3 (K - 1 of them) start anywhere in a block: the blocks
 // they can span.
-int32_t scratch_blocks_per_seq(const MtpProposerOptions& o) {
+int32_t scratch_blocks_per_seq(const HeadProposerOptions& o) {
   return (o.block_size - 1 + std::max(0, o.max_proposals - 2)) / o.block_size + 1;
 }
 
-KvCacheConfig block_cache_config(const Model& block, const MtpProposerOptions& o) {
-  return model_cache_config(block.config(), o.block_size,
+KvCacheConfig head_cache_config(const Model& head, const HeadProposerOptions& o) {
+  return model_cache_config(head.config(), o.block_size,
                             o.n_blocks + o.max_seqs * scratch_blocks_per_seq(o), o.kv_type);
 }
 
 }  // namespace
 
-MtpProposer::MtpProposer(std::shared_ptr<const Model> block, const MtpProposerOptions& options,
-                         std::shared_ptr<ThreadPool> pool)
+HeadProposer::HeadProposer(std::shared_ptr<const Model> head, const HeadProposerOptions& options,
+                           std::shared_ptr<ThreadPool> pool)
     : options_(options),
-      forward_(block, block_forward_options(options), std::move(pool)),
-      cache_(block_cache_config(*block, options)) {
-  const ModelConfig& c = block->config();
+      forward_(head, head_forward_options(options), std::move(pool)),
+      cache_(head_cache_config(*head, options)) {
+  const ModelConfig& c = head->config();
+  follow_width_ = c.n_embd;
+  if (options.kind == HeadKind::kEagle3) {
+    assert(c.eagle3.has_value());
+    captured_.assign(c.eagle3->extract_layers.begin(), c.eagle3->extract_layers.end());
+    follow_width_ = int64_t(captured_.size()) * c.eagle3->target_n_embd;
+  }
   scratch_per_seq_ = scratch_blocks_per_seq(options);
   max_blocks_per_seq_ = (options.max_context + options.block_size - 1) / options.block_size;
   tokens_.resize(size_t(options.max_tokens));
   positions_.resize(size_t(options.max_tokens));
   seq_index_.resize(size_t(options.max_tokens));
   block_tables_.resize(size_t(options.max_seqs) * size_t(max_blocks_per_seq_));
-  hidden_in_.resize(size_t(options.max_tokens) * size_t(c.n_embd));
+  hidden_in_.resize(size_t(options.max_tokens) *
+                    size_t(std::max<int64_t>(follow_width_, c.n_embd)));
   rows_.resize(size_t(options.max_seqs));
   row_ids_.resize(size_t(options.max_seqs));
   row_lengths_.resize(size_t(options.max_seqs));
@@ -51,19 +58,20 @@ MtpProposer::MtpProposer(std::shared_ptr<const Model> block, const MtpProposerOp
   chained_.reserve(size_t(options.max_seqs));
 }
 
-double MtpProposer::pass_seconds(double target_step_seconds) const {
+double HeadProposer::pass_seconds(double target_step_seconds) const {
   return pass_seconds_ > 0 ? pass_seconds_ : options_.pass_share * target_step_seconds;
 }
 
-int32_t MtpProposer::argmax(std::span<const float> logits) {
+int32_t HeadProposer::argmax(std::span<const float> logits) {
   int32_t best = 0;  // NaN never wins
   for (size_t i = 1; i < logits.size(); ++i)
     if (logits[i] > logits[size_t(best)]) best = int32_t(i);
   return best;
 }
 
-Status MtpProposer::run_pass(int32_t n_tokens, int32_t n_rows) {
+Status HeadProposer::run_pass(int32_t n_tokens, int32_t n_rows, bool features) {
   const size_t E = size_t(forward_.model().config().n_embd);
+  const size_t width = features ? size_t(follow_width_) : E;
   ForwardBatch b;
   b.token_ids = std::span<const int32_t>(tokens_.data(), size_t(n_tokens));
   b.positions = std::span<const int32_t>(positions_.data(), size_t(n_tokens));
@@ -74,15 +82,17 @@ Status MtpProposer::run_pass(int32_t n_tokens, int32_t n_rows) {
   b.max_blocks_per_seq = max_blocks_per_seq_;
   b.logits_indices = std::span<const int32_t>(rows_.data(), size_t(n_rows));
   b.hidden_indices = b.logits_indices;
-  b.input_hidden = std::span<const float>(hidden_in_.data(), size_t(n_tokens) * E);
+  b.input_hidden = std::span<const float>(hidden_in_.data(), size_t(n_tokens) * width);
+  b.input_is_target_features = features && options_.kind == HeadKind::kEagle3;
   return forward_.forward(
       b, cache_,
       std::span<float>(logits_).first(size_t(n_rows) * size_t(forward_.model().config().n_vocab)),
       std::span<float>(hidden_out_).first(size_t(n_rows) * E));
 }
 
-Status MtpProposer::follow(std::span<const PassRows> rows) {
+Status HeadProposer::follow(std::span<const PassRows> rows) {
   const size_t E = size_t(forward_.model().config().n_embd);
+  const size_t W = size_t(follow_width_);
   const size_t n_vocab = size_t(forward_.model().config().n_vocab);
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   int32_t n_tokens = 0, n_seqs = 0, n_rows = 0;
@@ -95,7 +105,7 @@ Status MtpProposer::follow(std::span<const PassRows> rows) {
       tokens_[size_t(n_tokens)] = p.tokens[size_t(p.first_position + k + 1)];
       positions_[size_t(n_tokens)] = p.first_position + k;
       seq_index_[size_t(n_tokens)] = n_seqs;
-      std::copy_n(p.hidden.data() + size_t(k) * E, E, hidden_in_.data() + size_t(n_tokens) * E);
+      std::copy_n(p.hidden.data() + size_t(k) * W, W, hidden_in_.data() + size_t(n_tokens) * W);
       ++n_tokens;
     }
     std::copy_n(p.block_table.data(), std::min<size_t>(p.block_table.size(), max_blocks_per_seq_),
@@ -111,7 +121,7 @@ Status MtpProposer::follow(std::span<const PassRows> rows) {
     ++n_seqs;
   }
   if (n_tokens == 0) return {};
-  if (auto st = run_pass(n_tokens, n_rows); !st) {
+  if (auto st = run_pass(n_tokens, n_rows, true); !st) {
     for (int32_t i = 0; i < n_rows; ++i) seqs_.erase(row_ids_[size_t(i)]);
     return st;
   }
@@ -125,7 +135,7 @@ Status MtpProposer::follow(std::span<const PassRows> rows) {
   return {};
 }
 
-void MtpProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {
+void HeadProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {
   const int32_t bs = options_.block_size;
   const int32_t first = int32_t(c.request->tokens.size()) - 1;  // the first chained position
   const int32_t b0 = first / bs;
@@ -146,7 +156,7 @@ void MtpProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {
   }
 }
 
-Status MtpProposer::propose(std::span<ProposalRequest> requests) {
+Status HeadProposer::propose(std::span<ProposalRequest> requests) {
   const size_t E = size_t(forward_.model().config().n_embd);
   const size_t n_vocab = size_t(forward_.model().config().n_vocab);
   chained_.clear();
@@ -188,7 +198,8 @@ Status MtpProposer::propose(std::span<ProposalRequest> requests) {
       chain_table(c, int32_t(i), j == 1);
     }
     const auto start = std::chrono::steady_clock::now();
-    if (auto st = run_pass(int32_t(chained_.size()), int32_t(chained_.size())); !st) return st;
+    if (auto st = run_pass(int32_t(chained_.size()), int32_t(chained_.size()), false); !st)
+      return st;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     pass_seconds_ = pass_seconds_ > 0 ? 0.8 * pass_seconds_ + 0.2 * seconds : seconds;

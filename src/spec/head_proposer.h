@@ -1,20 +1,22 @@
 #pragma once
-// Proposals from the model's own multi-token-prediction block (MTP, "NextN": Qwen3.5, GLM-4.5,
-// DeepSeek-V3), a decoder layer trained with the model to predict the token after the next from
-// the model's final hidden state and the next token's embedding (Model::mtp_block).
+// Proposals from a draft head that reads the target's hidden states: the model's own
+// multi-token-prediction block (MTP, "NextN": Qwen3.5, GLM-4.5, DeepSeek-V3; Model::mtp_block), a
+// decoder layer trained with the model to predict the token after the next from the model's final
+// hidden state and the next token's embedding; or an EAGLE-3 head (Model::eagle3_head), a layer
+// trained on a fusion of three of the target's layer inputs (low, middle, high).
 //
-// The block follows every target pass: each row the target computed and kept whose next token is
-// known runs through the block with (that row's hidden state, that next token), and its K/V goes
-// where the target's block table puts that position, in a one-layer companion cache indexed by
-// the target's block ids. So the block's rows follow the target's sequences, prefix-cache hits,
-// preemptions and rollbacks without bookkeeping of their own. The last kept row of a decoding
-// sequence gives the first proposal and the block's output hidden state. Each further proposal is
-// one more pass of the block on its own output and the previous proposal, batched over the
-// sequences, writing its K/V into scratch blocks past the target's ids, so that a sequence's own
-// blocks only ever hold rows of verified tokens.
-// Proposals are the block's most likely tokens, verified as point masses: the target's
+// The head follows every target pass: each row the target computed and kept whose next token is
+// known runs through the head with (that row's hidden state or features, that next token), and
+// its K/V goes where the target's block table puts that position, in a one-layer companion cache
+// indexed by the target's block ids. So the head's rows follow the target's sequences,
+// prefix-cache hits, preemptions and rollbacks without bookkeeping of their own. The last kept
+// row of a decoding sequence gives the first proposal and the head's output hidden state. Each
+// further proposal is one more pass of the head on its own output and the previous proposal,
+// batched over the sequences, writing its K/V into scratch blocks past the target's ids, so that
+// a sequence's own blocks only ever hold rows of verified tokens.
+// Proposals are the head's most likely tokens, verified as point masses: the target's
 // distribution is kept exactly at any temperature.
-// A prefix-cache hit reuses the block's rows of the cached blocks. The row at a cached prefix's
+// A prefix-cache hit reuses the head's rows of the cached blocks. The row at a cached prefix's
 // last position was computed with the token that followed it where it was cached; a request that
 // continues differently gets proposals from that row as it is (their quality, never the output,
 // depends on it).
@@ -31,7 +33,13 @@
 
 namespace vela {
 
-struct MtpProposerOptions {
+enum class HeadKind {
+  kMtp,     // follows the target's final hidden states (after its output norm)
+  kEagle3,  // follows the target's inputs of three layers, fused by the head's fc
+};
+
+struct HeadProposerOptions {
+  HeadKind kind = HeadKind::kMtp;
   int32_t max_seqs = 64;       // sequences one pass takes
   int32_t max_tokens = 512;    // tokens one target pass takes (a following pass takes as many)
   int32_t max_context = 2048;  // positions < max_context
@@ -43,30 +51,32 @@ struct MtpProposerOptions {
   double pass_share = 0.1;
 };
 
-class MtpProposer final : public Proposer {
+class HeadProposer final : public Proposer {
  public:
-  // block: Model::mtp_block of the target. pool: the target's (the passes take turns).
-  MtpProposer(std::shared_ptr<const Model> block, const MtpProposerOptions& options,
-              std::shared_ptr<ThreadPool> pool);
+  // head: Model::mtp_block or Model::eagle3_head of the target. pool: the target's (the passes
+  // take turns).
+  HeadProposer(std::shared_ptr<const Model> head, const HeadProposerOptions& options,
+               std::shared_ptr<ThreadPool> pool);
 
   bool runs_passes() const override { return true; }
   int32_t free_proposals() const override { return 1; }
   double pass_seconds(double target_step_seconds) const override;
   Status propose(std::span<ProposalRequest> requests) override;
   bool follows_passes() const override { return true; }
+  std::span<const int32_t> followed_layer_inputs() const override { return captured_; }
   Status follow(std::span<const PassRows> rows) override;
-  // The block's rows live in the target's blocks: only the pending first proposal goes.
+  // The head's rows live in the target's blocks: only the pending first proposal goes.
   void drop_kv(uint64_t id) override { seqs_.erase(id); }
   void release(uint64_t id) override { seqs_.erase(id); }
 
-  // The block's cache (tests compare its rows).
+  // The head's cache (tests compare its rows).
   const KvCache& cache() const { return cache_; }
 
  private:
   struct Sequence {
     int32_t n_tokens = 0;       // the sequence's length when `first` was proposed
     int32_t first = -1;         // the proposal for position n_tokens
-    std::vector<float> hidden;  // [n_embd] the block's output at position n_tokens - 2
+    std::vector<float> hidden;  // [n_embd] the head's output at position n_tokens - 2
   };
   // A sequence proposing further in a chained pass.
   struct Chained {
@@ -76,15 +86,19 @@ class MtpProposer final : public Proposer {
     int32_t scratch;  // its first scratch block
   };
 
-  // Runs one pass over the batch buffers' [0, n_tokens) with outputs for rows_[0, n_rows).
-  Status run_pass(int32_t n_tokens, int32_t n_rows);
+  // Runs one pass over the batch buffers' [0, n_tokens) with outputs for rows_[0, n_rows);
+  // features: hidden_in_ rows are followed target rows (follow_width_ wide), else the head's own
+  // outputs (n_embd).
+  Status run_pass(int32_t n_tokens, int32_t n_rows, bool features);
   // Row i of the block tables for a chained pass of `c`: the target's blocks before the one
   // holding position n - 1, then its scratch blocks, the first holding a copy of the rows
   // before n - 1 in that block.
   void chain_table(const Chained& c, int32_t i, bool copy_rows);
   static int32_t argmax(std::span<const float> logits);
 
-  MtpProposerOptions options_;
+  HeadProposerOptions options_;
+  std::vector<int32_t> captured_;  // the target layers whose inputs an EAGLE-3 head follows
+  int64_t follow_width_ = 0;       // floats of one followed row: n_embd, or 3 target n_embd
   DecoderForward forward_;
   KvCache cache_;  // one layer: the target's n_blocks, then max_seqs runs of scratch blocks
   int32_t scratch_per_seq_ = 0;
@@ -97,7 +111,7 @@ class MtpProposer final : public Proposer {
   std::vector<int32_t> positions_;     // [max_tokens]
   std::vector<int32_t> seq_index_;     // [max_tokens]
   std::vector<int32_t> block_tables_;  // [max_seqs, max_blocks_per_seq]
-  std::vector<float> hidden_in_;       // [max_tokens, n_embd] the block's hidden-state input
+  std::vector<float> hidden_in_;       // [max_tokens, follow_width_] the head's hidden input
   std::vector<int32_t> rows_;          // [max_seqs] rows with outputs
   std::vector<uint64_t> row_ids_;      // [max_seqs] their sequences (following passes)
   std::vector<int32_t> row_lengths_;   // [max_seqs] and those sequences' lengths
