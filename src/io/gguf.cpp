@@ -319,10 +319,27 @@ Result<GgufFile> GgufFile::parse(GgufFile f) {
     }
     if (!c.read(t.type) || !c.read(t.offset))
       return make_error("truncated file while reading tensor '" + name + "'");
-    if (!is_supported_weight_type(t.type))
+    // Integer tensors (an EAGLE-3 head's d2t ids) are data, not weights: one element per block.
+    const auto integer_size = [](uint32_t type) -> int64_t {
+      switch (static_cast<GgmlType>(type)) {
+        case GgmlType::I8:
+          return 1;
+        case GgmlType::I16:
+          return 2;
+        case GgmlType::I32:
+          return 4;
+        case GgmlType::I64:
+          return 8;
+        default:
+          return 0;
+      }
+    };
+    const int64_t int_size = integer_size(t.type);
+    if (!is_supported_weight_type(t.type) && int_size == 0)
       return make_error("unsupported tensor type " + ggml_type_name(t.type) + " in tensor '" +
                         name + "'");
-    const GgmlTypeInfo info = *ggml_type_info(t.type);
+    const GgmlTypeInfo info =
+        int_size > 0 ? GgmlTypeInfo{"integer", 1, int_size} : *ggml_type_info(t.type);
     // Element count with overflow checks: each dim <= 2^40, product must stay < 2^62.
     uint64_t n = 1;
     for (int d = 0; d < 4; ++d) {

@@ -54,10 +54,13 @@ Result<WeightMatrix> expert_matrix(const GgufFile& g, const std::string& name, i
     return make_error("missing tensor '" + name +
                       "' (the file stores its experts one tensor each, and every expert needs "
                       "its gate, up and down)");
+  if (!is_supported_weight_type(t->type))
+    return make_error("tensor '" + name + "' has type " + ggml_type_name(t->type) +
+                      ", not a weight type");
   if (t->n_dims != 2 || t->ne[0] != n_cols || t->ne[1] != n_rows)
     return make_error("tensor '" + name + "' has shape " + shape_text(*t) + ", expected [" +
                       std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
-  const GgmlTypeInfo info = *ggml_type_info(t->type);  // the reader only admits supported types
+  const GgmlTypeInfo info = *ggml_type_info(t->type);
   return WeightMatrix{t->ggml_type(), t->data, n_rows, n_cols, row_bytes(info, n_cols)};
 }
 

@@ -39,7 +39,7 @@ Result<WeightMatrix> get_matrix(const GgufFile& g, const std::string& name, int6
     return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" +
                       std::to_string(n_cols) + ", " + std::to_string(n_rows) +
                       (n_stack > 0 ? ", " + std::to_string(n_stack) : std::string()) + "]");
-  const GgmlTypeInfo info = *ggml_type_info(t->type);  // the reader only admits supported types
+  const GgmlTypeInfo info = *ggml_type_info(t->type);
   return WeightMatrix{t->ggml_type(), t->data, n_rows * std::max<int64_t>(n_stack, 1), n_cols,
                       row_bytes(info, n_cols)};
 }

@@ -38,16 +38,17 @@ struct Eagle3HeadEdits {
   int64_t fc_cols = 0;                      // fc's input width when not 0 (else 3 * n_embd)
 };
 
-// n_draft_vocab distinct target ids, ascending: the target's 16 first (its most common ones in
-// these tests) and a random choice of the rest.
+// n_draft_vocab (<= n_vocab) distinct target ids, ascending: the target's 16 first (its most
+// common ones in these tests) and a random choice of the rest.
 inline std::vector<int64_t> random_d2t(int32_t n_vocab, int32_t n_draft_vocab, uint32_t seed) {
-  std::vector<int64_t> rest(size_t(n_vocab - 16));
-  std::iota(rest.begin(), rest.end(), 16);
+  const int32_t n_first = std::min(16, n_draft_vocab);
+  std::vector<int64_t> rest(size_t(n_vocab - n_first));
+  std::iota(rest.begin(), rest.end(), n_first);
   std::mt19937 rng(seed);
   std::shuffle(rest.begin(), rest.end(), rng);
-  std::vector<int64_t> ids(16);
+  std::vector<int64_t> ids(static_cast<size_t>(n_first));
   std::iota(ids.begin(), ids.end(), 0);
-  ids.insert(ids.end(), rest.begin(), rest.begin() + (n_draft_vocab - 16));
+  ids.insert(ids.end(), rest.begin(), rest.begin() + (n_draft_vocab - n_first));
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -87,9 +88,8 @@ inline std::vector<uint8_t> random_eagle3_head(const Model& target, uint32_t see
     w.add_f32("eagle3.attention.layer_norm_rms_epsilon", 1e-5f);
   if (!key_dropped("eagle3.rope.freq_base")) w.add_f32("eagle3.rope.freq_base", 10000.0f);
   u32("eagle3.target_hidden_size", edits.target_hidden_size.value_or(int32_t(E)));
-  const std::vector<int32_t> layers =
-      edits.extract_layers.value_or(std::vector<int32_t>(extract_layers.begin(),
-                                                         extract_layers.end()));
+  const std::vector<int32_t> layers = edits.extract_layers.value_or(
+      std::vector<int32_t>(extract_layers.begin(), extract_layers.end()));
   if (!key_dropped("eagle3.extract_layers")) w.add_i32s("eagle3.extract_layers", layers);
   if (edits.norm_before_residual) w.add_bool("eagle3.norm_before_residual", true);
 
@@ -106,7 +106,7 @@ inline std::vector<uint8_t> random_eagle3_head(const Model& target, uint32_t see
     EXPECT_TRUE(w.add_tensor(name, GgmlType::F32, ne, {bytes, v.size() * sizeof(float)}).ok());
   };
   const auto norm_weight = [&](const std::string& name, int64_t n) {
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = 1.0f + 0.2f * normal(rng);
     if (dropped(name)) return;
     const std::vector<int64_t> ne = {n};
@@ -134,8 +134,9 @@ inline std::vector<uint8_t> random_eagle3_head(const Model& target, uint32_t see
   norm_weight("output_norm.weight", E);
   if (n_draft_vocab > 0 || edits.own_output_without_d2t) matrix("output.weight", n_draft, E);
   norm_weight("blk.0.attn_norm.weight", E);
-  norm_weight(edits.hidden_norm_as_attn_norm_2 ? "blk.0.attn_norm_2.weight" : "blk.0.hidden_norm.weight",
-         E);
+  norm_weight(
+      edits.hidden_norm_as_attn_norm_2 ? "blk.0.attn_norm_2.weight" : "blk.0.hidden_norm.weight",
+      E);
   matrix("blk.0.attn_q.weight", n_head * hd, edits.attn_q_cols > 0 ? edits.attn_q_cols : 2 * E);
   matrix("blk.0.attn_k.weight", n_head_kv * hd, 2 * E);
   matrix("blk.0.attn_v.weight", n_head_kv * hd, 2 * E);

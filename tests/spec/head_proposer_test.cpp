@@ -1,9 +1,9 @@
-// The MTP proposer against the block run from scratch: fed the target's hidden states of a prompt
-// in two chunks through the target's (shuffled) block ids, its first and chained proposals equal
-// the argmax of a fresh block pass over the whole sequence and a fresh chain after it; after a
-// verified run it goes on from the rows it followed (its chains wrote only to scratch blocks); a
-// second sequence reusing the first's leading blocks (a prefix-cache hit) proposes as a fresh
-// computation does.
+// The head proposer (the model's MTP block, an EAGLE-3 head) against the head run from scratch: fed
+// the target's hidden states of a prompt in two chunks through the target's (shuffled) block ids,
+// its first and chained proposals equal the argmax of a fresh block pass over the whole sequence
+// and a fresh chain after it; after a verified run it goes on from the rows it followed (its chains
+// wrote only to scratch blocks); a second sequence reusing the first's leading blocks (a
+// prefix-cache hit) proposes as a fresh computation does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "../model/eagle3_head_writer.h"
 #include "kv/kv_cache.h"
 #include "model/decoder_forward.h"
 #include "spec/head_proposer.h"
@@ -32,14 +33,16 @@ int32_t argmax(std::span<const float> v) {
 }
 
 // One pass of `model` over one sequence's tokens at positions [first, first + n), through
-// block ids 0, 1, 2, ... of `cache`, with an MTP block's hidden input when given: the logits and
-// hidden rows of every token.
+// block ids 0, 1, 2, ... of `cache`, with a head's hidden input when given (target features when
+// `features`): the logits and hidden rows of every token, and the inputs of the layers the
+// forward pass captures.
 struct PassOut {
-  std::vector<float> logits;  // [n, n_vocab]
-  std::vector<float> hidden;  // [n, n_embd]
+  std::vector<float> logits;        // [n, n_vocab]
+  std::vector<float> hidden;        // [n, n_embd]
+  std::vector<float> layer_inputs;  // [n, n_captured * n_embd]
 };
 PassOut run(DecoderForward& f, KvCache& cache, std::span<const int32_t> tokens, int32_t first,
-            std::span<const float> input_hidden = {}) {
+            std::span<const float> input_hidden = {}, bool features = false) {
   const ModelConfig& c = f.model().config();
   const int32_t n = int32_t(tokens.size());
   const size_t count = static_cast<size_t>(n);
@@ -57,16 +60,20 @@ PassOut run(DecoderForward& f, KvCache& cache, std::span<const int32_t> tokens, 
   b.logits_indices = rows;
   b.hidden_indices = rows;
   b.input_hidden = input_hidden;
+  b.input_is_target_features = features;
   PassOut out;
   out.logits.resize(size_t(n) * size_t(c.n_vocab));
   out.hidden.resize(size_t(n) * size_t(c.n_embd));
+  out.layer_inputs.resize(size_t(n) * f.options().capture_layer_inputs.size() * size_t(c.n_embd));
+  b.layer_inputs = out.layer_inputs;
   const Status st = f.forward(b, cache, out.logits, out.hidden);
   EXPECT_TRUE(st.ok()) << st.message();
   return out;
 }
 
-ForwardOptions small_options() {
+ForwardOptions small_options(std::vector<int32_t> capture = {}) {
   ForwardOptions o;
+  o.capture_layer_inputs = std::move(capture);
   o.max_batch_tokens = kMaxContext;
   o.max_logits = kMaxContext;
   o.max_context = kMaxContext;
@@ -74,28 +81,44 @@ ForwardOptions small_options() {
   return o;
 }
 
+// A target and a head for it: glm4moe's own MTP block, or a random EAGLE-3 head for a Llama.
 struct Fixture {
+  HeadKind kind;
   std::shared_ptr<const Model> target, block;
   std::unique_ptr<DecoderForward> target_forward, block_forward;
   int32_t n_embd = 0, n_vocab = 0;
 
-  Fixture() {
-    auto t = Model::load(test::shared_path("models/tiny-glm4moe-F32.gguf").string());
+  explicit Fixture(HeadKind head_kind) : kind(head_kind) {
+    const char* name = kind == HeadKind::kMtp ? "tiny-glm4moe-F32" : "tiny-llama-256-F32";
+    auto t = Model::load(test::shared_path(std::string("models/") + name + ".gguf").string());
     EXPECT_TRUE(t.ok()) << t.message();
     target = *t;
-    auto b = Model::mtp_block(target);
-    EXPECT_TRUE(b.ok()) << b.message();
-    block = *b;
-    target_forward = std::make_unique<DecoderForward>(target, small_options());
+    std::vector<int32_t> capture;
+    if (kind == HeadKind::kMtp) {
+      auto b = Model::mtp_block(target);
+      EXPECT_TRUE(b.ok()) << b.message();
+      block = *b;
+    } else {
+      capture = {0, 2, target->config().n_layer - 1};
+      auto file = GgufFile::from_bytes(
+          test::random_eagle3_head(*target, 11, 96, {capture[0], capture[1], capture[2]}));
+      EXPECT_TRUE(file.ok()) << file.message();
+      auto b = Model::eagle3_head(std::make_shared<const GgufFile>(std::move(*file)), target);
+      EXPECT_TRUE(b.ok()) << b.message();
+      block = *b;
+    }
+    target_forward = std::make_unique<DecoderForward>(target, small_options(capture));
     block_forward = std::make_unique<DecoderForward>(block, small_options());
     n_embd = target->config().n_embd;
     n_vocab = target->config().n_vocab;
   }
 
-  // The target's final hidden states of every position of `tokens` (a fresh cache).
+  // What the head follows at every position of `tokens` (a fresh cache): the target's final
+  // hidden states, or its captured layer inputs.
   std::vector<float> target_hidden(std::span<const int32_t> tokens) {
     KvCache cache(model_cache_config(target->config(), kBlockSize, kBlocks, KvType::kF32));
-    return run(*target_forward, cache, tokens, 0).hidden;
+    PassOut out = run(*target_forward, cache, tokens, 0);
+    return kind == HeadKind::kMtp ? out.hidden : out.layer_inputs;
   }
 
   // What the proposer should propose for `tokens` (all verified; the last one sampled): the block
@@ -105,7 +128,7 @@ struct Fixture {
     const int32_t n = int32_t(tokens.size());
     const std::vector<float> h = target_hidden(tokens.first(size_t(n - 1)));
     KvCache cache(model_cache_config(block->config(), kBlockSize, kBlocks, KvType::kF32));
-    PassOut out = run(*block_forward, cache, tokens.subspan(1), 0, h);
+    PassOut out = run(*block_forward, cache, tokens.subspan(1), 0, h, kind == HeadKind::kEagle3);
     std::vector<int32_t> proposals = {
         argmax(std::span<const float>(out.logits)
                    .subspan(size_t(n - 2) * size_t(n_vocab), size_t(n_vocab)))};
@@ -120,8 +143,9 @@ struct Fixture {
   }
 };
 
-HeadProposerOptions proposer_options() {
+HeadProposerOptions proposer_options(HeadKind kind) {
   HeadProposerOptions o;
+  o.kind = kind;
   o.max_seqs = 4;
   o.max_tokens = kMaxContext;
   o.max_context = kMaxContext;
@@ -135,7 +159,7 @@ HeadProposerOptions proposer_options() {
 // Tells the proposer that a pass computed `tokens`' positions [first, first + n) (with the
 // target's hidden rows `hidden` of the whole sequence); decoding when the last token is sampled.
 Status follow(HeadProposer& p, uint64_t id, std::span<const int32_t> tokens,
-              std::span<const int32_t> table, const std::vector<float>& hidden, int32_t n_embd,
+              std::span<const int32_t> table, const std::vector<float>& hidden, int32_t width,
               int32_t first, int32_t n, bool decoding) {
   PassRows rows;
   rows.id = id;
@@ -143,8 +167,8 @@ Status follow(HeadProposer& p, uint64_t id, std::span<const int32_t> tokens,
   rows.block_table = table;
   rows.first_position = first;
   rows.n_rows = n;
-  rows.hidden = std::span<const float>(hidden).subspan(size_t(first) * size_t(n_embd),
-                                                       size_t(n) * size_t(n_embd));
+  rows.hidden = std::span<const float>(hidden).subspan(size_t(first) * size_t(width),
+                                                       size_t(n) * size_t(width));
   rows.decoding = decoding;
   return p.follow({&rows, 1});
 }
@@ -166,10 +190,16 @@ std::vector<int32_t> propose(HeadProposer& p, uint64_t id, std::span<const int32
   return out;
 }
 
-TEST(HeadProposer, ProposalsEqualTheBlockRunFromScratch) {
+class HeadProposerKinds : public ::testing::TestWithParam<HeadKind> {};
+
+TEST_P(HeadProposerKinds, ProposalsEqualTheHeadRunFromScratch) {
   VELA_REQUIRE_SHARED();
-  Fixture fx;
-  HeadProposer proposer(fx.block, proposer_options(), nullptr);
+  Fixture fx(GetParam());
+  HeadProposer proposer(fx.block, proposer_options(GetParam()), nullptr);
+  // Floats of one followed row.
+  const int32_t width = int32_t(proposer.followed_layer_inputs().empty()
+                                    ? fx.n_embd
+                                    : proposer.followed_layer_inputs().size() * fx.n_embd);
   std::mt19937 rng(7);
   std::vector<int32_t> tokens(26);
   for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(fx.n_vocab));
@@ -178,9 +208,9 @@ TEST(HeadProposer, ProposalsEqualTheBlockRunFromScratch) {
 
   // The prompt (25 tokens) in chunks of 11 and 14; then token 25 is sampled.
   const std::vector<float> h = fx.target_hidden(std::span<const int32_t>(tokens).first(25));
-  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, fx.n_embd, 0, 11, false).ok());
+  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, width, 0, 11, false).ok());
   EXPECT_TRUE(propose(proposer, 1, tokens, table, kK).empty()) << "mid-prompt: no proposal";
-  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, fx.n_embd, 11, 14, true).ok());
+  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, width, 11, 14, true).ok());
   const std::vector<int32_t> got = propose(proposer, 1, tokens, table, kK);
   EXPECT_EQ(got, fx.expected(tokens, kK));
   EXPECT_EQ(propose(proposer, 1, tokens, table, 1),
@@ -190,7 +220,7 @@ TEST(HeadProposer, ProposalsEqualTheBlockRunFromScratch) {
   std::vector<int32_t> longer = tokens;
   longer.insert(longer.end(), {got[0], got[1], int32_t((got[2] + 1) % fx.n_vocab)});
   const std::vector<float> h2 = fx.target_hidden(std::span<const int32_t>(longer).first(28));
-  ASSERT_TRUE(follow(proposer, 1, longer, table, h2, fx.n_embd, 25, 3, true).ok());
+  ASSERT_TRUE(follow(proposer, 1, longer, table, h2, width, 25, 3, true).ok());
   EXPECT_EQ(propose(proposer, 1, longer, table, kK), fx.expected(longer, kK));
   // A stale length gets nothing (the sequence moved on without a pass the proposer saw).
   EXPECT_TRUE(propose(proposer, 1, tokens, table, kK).empty());
@@ -201,7 +231,7 @@ TEST(HeadProposer, ProposalsEqualTheBlockRunFromScratch) {
   for (int i = 0; i < 8; ++i) other.push_back(int32_t(rng() % uint32_t(fx.n_vocab)));
   std::vector<int32_t> other_table = {13, 2, 21, 6, 10, 14, 23};
   const std::vector<float> h3 = fx.target_hidden(std::span<const int32_t>(other).first(20));
-  ASSERT_TRUE(follow(proposer, 2, other, other_table, h3, fx.n_embd, 12, 8, true).ok());
+  ASSERT_TRUE(follow(proposer, 2, other, other_table, h3, width, 12, 8, true).ok());
   EXPECT_EQ(propose(proposer, 2, other, other_table, kK), fx.expected(other, kK));
   // The first sequence is untouched by the second's rows and chains.
   EXPECT_EQ(propose(proposer, 1, longer, table, kK), fx.expected(longer, kK));
@@ -209,6 +239,12 @@ TEST(HeadProposer, ProposalsEqualTheBlockRunFromScratch) {
   proposer.release(1);
   EXPECT_TRUE(propose(proposer, 1, longer, table, kK).empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Heads, HeadProposerKinds,
+                         ::testing::Values(HeadKind::kMtp, HeadKind::kEagle3),
+                         [](const auto& info) {
+                           return info.param == HeadKind::kMtp ? "Mtp" : "Eagle3";
+                         });
 
 }  // namespace
 }  // namespace vela
