@@ -162,6 +162,25 @@ def block_types_gguf():
     return blob + data
 
 
+def eagle3_head_ggufs():
+    """An EAGLE-3 head's keys (its config reader), and a file whose tensors are integer data (an
+    I64 d2t and an I32 table): the reader admits them as data, the decoders must leave them."""
+    head = tiny_gguf("eagle3", extra=[("extract_layers", GGUF_ARRAY, (GGUF_INT32, [0, 0, 0])),
+                                      ("target_hidden_size", GGUF_UINT32, 8),
+                                      ("norm_before_residual", GGUF_BOOL, True)])
+    header = b"GGUF" + struct.pack("<IQQ", 3, 2, 1)
+    header += gguf_string("general.architecture") + struct.pack("<I", GGUF_STRING)
+    header += gguf_string("eagle3")
+    infos = gguf_string("d2t") + struct.pack("<I", 1) + struct.pack("<Q", 8)
+    infos += struct.pack("<IQ", 27, 0)  # GGML_TYPE_I64
+    infos += gguf_string("ids") + struct.pack("<I", 1) + struct.pack("<Q", 8)
+    infos += struct.pack("<IQ", 26, 64)  # GGML_TYPE_I32
+    blob = header + infos
+    blob += b"\0" * (-len(blob) % 32)
+    data = struct.pack("<8q", *range(8)) + struct.pack("<8i", *range(8, 0, -1))
+    return [head, blob + data]
+
+
 def family_config_ggufs():
     """Files whose metadata drives the per-layer and per-family config readers: Gemma 4's
     per-layer arrays, window pattern and shared K/V; gpt-oss's YaRN; GLM-4.5's routing keys."""
@@ -194,7 +213,7 @@ def main():
     seeds = {name: [] for name in ("gguf_fuzzer", "request_fuzzer", "chat_template_fuzzer",
                                     "tokenizer_fuzzer", "grammar_fuzzer")}
     seeds["gguf_fuzzer"] += [tiny_gguf("llama"), tiny_gguf("qwen2", n_vocab=12, layers=2),
-                             block_types_gguf()] + family_config_ggufs()
+                             block_types_gguf()] + family_config_ggufs() + eagle3_head_ggufs()
     seeds["request_fuzzer"] += [json.dumps(r).encode() for r in REQUESTS]
     seeds["chat_template_fuzzer"] += [t.encode() for t in TEMPLATES]
     seeds["tokenizer_fuzzer"] += [bytes([selector]) + t.encode("utf-8", "surrogateescape")
