@@ -41,6 +41,17 @@ const std::vector<ModelShape>& known_shapes() {
        .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 128,
        .qk_norm = QkNorm::kPerHead, .post_norms = true, .sliding_window = 8,
        .sliding_window_pattern = 3, .rope_freq_base_swa = 10000.0f},
+      // Gemma 4 at test size, as ../shared's tiny-gemma4: windowed (even) layers with 2 KV heads
+      // of 32, global ones with 1 of 64 (a quarter of it turning), the last 2 layers reading
+      // layers 0 and 1's K/V with a double-wide FFN, per-layer embeddings of 64.
+      {.name = "tiny-gemma4", .architecture = "gemma4", .n_embd = 128, .n_layer = 4, .n_head = 4,
+       .n_head_kv = 2, .n_ff = 192, .n_vocab = 512, .n_ctx = 2048, .rope_freq_base = 1e6f,
+       .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 64,
+       .qk_norm = QkNorm::kPerHead, .post_norms = true, .sliding_window = 8,
+       .sliding_window_pattern = 2, .rope_freq_base_swa = 10000.0f, .final_softcap = 30.0f,
+       .head_size_swa = 32, .n_head_kv_global = 1, .window_pattern_per_layer = true,
+       .n_kv_shared = 2, .n_ff_kv_shared = 384, .n_embd_per_layer = 64,
+       .layer_output_scale = true, .rope_freqs_rotated = 16},
       // Phi-3-mini's window (2047) is wider than the tiny context: every layer sees it all.
       {.name = "tiny-phi3", .architecture = "phi3", .n_embd = 256, .n_layer = 2, .n_head = 4,
        .n_head_kv = 4, .n_ff = 512, .n_vocab = 512, .n_ctx = 512, .fused_qkv = true,
@@ -93,6 +104,20 @@ const std::vector<ModelShape>& known_shapes() {
        .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 256,
        .qk_norm = QkNorm::kPerHead, .post_norms = true, .sliding_window = 512,
        .rope_freq_base_swa = 10000.0f},
+      // Gemma 4 E2B's text model as the reference converter writes it (google/gemma-4-E2B
+      // text_config): 35 layers, 4 windowed (512 tokens, heads of 256, RoPE base 1e4) then 1
+      // global (heads of 512, a quarter turning at base 1e6), 8 query heads and 1 KV head in
+      // both kinds (so head_count_kv stays one value); the last 20 layers read layers 13 and
+      // 14's K/V and have a double-wide FFN (12288); per-layer embeddings of 256. No vision or
+      // audio encoder: 4.63 B parameters, 2.35 B of them per_layer_token_embd.
+      {.name = "gemma4-e2b", .architecture = "gemma4", .n_embd = 1536, .n_layer = 35,
+       .n_head = 8, .n_head_kv = 1, .n_ff = 6144, .n_vocab = 262144, .n_ctx = 131072,
+       .rope_freq_base = 1e6f, .rms_eps = 1e-6f, .tied_embeddings = true, .head_size = 512,
+       .qk_norm = QkNorm::kPerHead, .post_norms = true, .sliding_window = 512,
+       .sliding_window_pattern = 5, .rope_freq_base_swa = 10000.0f, .final_softcap = 30.0f,
+       .head_size_swa = 256, .window_pattern_per_layer = true, .n_kv_shared = 20,
+       .n_ff_kv_shared = 12288, .n_embd_per_layer = 256, .layer_output_scale = true,
+       .rope_freqs_rotated = 128},
       {.name = "phi3-mini", .architecture = "phi3", .n_embd = 3072, .n_layer = 32, .n_head = 32,
        .n_head_kv = 32, .n_ff = 8192, .n_vocab = 32064, .n_ctx = 4096, .fused_qkv = true,
        .fused_gate_up = true, .sliding_window = 2047},
@@ -246,6 +271,29 @@ std::string shape_problem(const ModelShape& s) {
   if (s.n_nextn < 0) return "a size is not positive";
   if (s.ffn_norm_post_attention && s.post_norms)
     return "post_attention_norm cannot be both the FFN's norm and a post-norm";
+  if (s.head_size_swa < 0 || s.n_head_kv_global < 0 || s.n_kv_shared < 0 || s.n_ff_kv_shared < 0 ||
+      s.n_embd_per_layer < 0 || s.rope_freqs_rotated < 0)
+    return "a size is not positive";
+  if ((s.head_size_swa > 0 || s.n_head_kv_global > 0 || s.window_pattern_per_layer) &&
+      s.sliding_window_pattern == 0)
+    return "per-layer window geometry needs a sliding-window pattern";
+  if (s.head_size_swa % 2 != 0) return "head_size_swa must be even";
+  if (s.n_head_kv_global > 0 && s.n_head % s.n_head_kv_global != 0)
+    return "n_head_kv_global does not divide n_head";
+  if (s.rope_freqs_rotated % 2 != 0 || s.rope_freqs_rotated > s.head_dim())
+    return "rope_freqs_rotated must be even and at most the head size";
+  if (s.n_kv_shared > 0) {
+    if (s.hybrid() || s.latent_attention() || s.n_nextn > 0)
+      return "KV sharing needs plain attention layers";
+    // Each sharing layer reads the last earlier layer of its kind that keeps K/V.
+    const int32_t first = s.n_layer - s.n_kv_shared;
+    for (int32_t i = first; i < s.n_layer; ++i) {
+      int32_t j = first - 1;
+      while (j >= 0 && s.windowed_layer(j) != s.windowed_layer(i)) --j;
+      if (j < 0)
+        return "layer " + std::to_string(i) + " shares K/V with no earlier layer of its kind";
+    }
+  }
   return "";
 }
 
@@ -256,16 +304,27 @@ int64_t TensorSpec::n_rows() const {
 }
 
 std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
-  const int64_t embd = s.n_embd, head = s.head_dim(), q_dim = int64_t(s.n_head) * head,
-                kv_dim = int64_t(s.n_head_kv) * head, ff = s.n_ff, ff_exp = s.expert_ff(),
-                n_exp = s.n_expert;
+  const int64_t embd = s.n_embd, ff_exp = s.expert_ff(), n_exp = s.n_expert,
+                per_layer = s.n_embd_per_layer, all_per_layer = int64_t(s.n_layer) * per_layer;
   std::vector<TensorSpec> t;
   t.push_back({"token_embd.weight", {embd, n_vocab}, TensorKind::kTokenEmbd, -1});
   t.push_back({"output_norm.weight", {embd}, TensorKind::kOutputNorm, -1});
   if (!s.tied_embeddings) t.push_back({"output.weight", {embd, n_vocab}, TensorKind::kOutput, -1});
+  if (s.rope_freqs_rotated > 0)
+    t.push_back({"rope_freqs.weight", {s.head_dim() / 2}, TensorKind::kRopeFreqs, -1});
+  if (per_layer > 0) {
+    t.push_back(
+        {"per_layer_token_embd.weight", {all_per_layer, n_vocab}, TensorKind::kTokenEmbd, -1});
+    t.push_back({"per_layer_model_proj.weight", {embd, all_per_layer}, TensorKind::kMatrix, -1});
+    t.push_back({"per_layer_proj_norm.weight", {per_layer}, TensorKind::kNorm, -1});
+  }
   // The decoder's layers, then the multi-token-prediction blocks (delta_net_layer and moe_layer
   // give those theirs).
   for (int32_t i = 0; i < s.n_blocks(); ++i) {
+    // This layer's geometry (the model's but in Gemma 4).
+    const int64_t head = s.layer_head_dim(i), q_dim = int64_t(s.n_head) * head,
+                  kv_dim = int64_t(s.layer_head_kv(i)) * head, ff = s.layer_ff(i);
+    const bool own_kv = !s.kv_shared_layer(i);
     const std::string p = "blk." + std::to_string(i) + ".";
     const auto add = [&](const std::string& name, std::vector<int64_t> ne, TensorKind kind) {
       t.push_back({p + name, std::move(ne), kind, i});
@@ -305,10 +364,12 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
     } else {
       add("attn_q.weight", {embd, s.attn_output_gate ? 2 * q_dim : q_dim}, TensorKind::kMatrix);
       if (s.qkv_bias) add("attn_q.bias", {q_dim}, TensorKind::kBias);
-      add("attn_k.weight", {embd, kv_dim}, TensorKind::kMatrix);
-      if (s.qkv_bias) add("attn_k.bias", {kv_dim}, TensorKind::kBias);
-      add("attn_v.weight", {embd, kv_dim}, TensorKind::kMatrix);
-      if (s.qkv_bias) add("attn_v.bias", {kv_dim}, TensorKind::kBias);
+      if (own_kv) {
+        add("attn_k.weight", {embd, kv_dim}, TensorKind::kMatrix);
+        if (s.qkv_bias) add("attn_k.bias", {kv_dim}, TensorKind::kBias);
+        add("attn_v.weight", {embd, kv_dim}, TensorKind::kMatrix);
+        if (s.qkv_bias) add("attn_v.bias", {kv_dim}, TensorKind::kBias);
+      }
     }
     if (!s.delta_net_layer(i) && !s.latent_attention()) {
       add("attn_output.weight", {q_dim, embd}, TensorKind::kMatrix);
@@ -317,10 +378,11 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
       if (s.qk_norm != QkNorm::kNone) {
         const bool full = s.qk_norm == QkNorm::kWhole;
         add("attn_q_norm.weight", {full ? q_dim : head}, TensorKind::kNorm);
-        add("attn_k_norm.weight", {full ? kv_dim : head}, TensorKind::kNorm);
+        if (own_kv) add("attn_k_norm.weight", {full ? kv_dim : head}, TensorKind::kNorm);
       }
     }
     if (s.post_norms) add("post_attention_norm.weight", {embd}, TensorKind::kNorm);
+    if (s.layer_output_scale) add("layer_output_scale.weight", {1}, TensorKind::kScale);
     if (!s.ffn_norm_post_attention) add("ffn_norm.weight", {embd}, TensorKind::kNorm);
     if (s.moe_layer(i)) {
       add("ffn_gate_inp.weight", {embd, n_exp}, TensorKind::kMatrix);
@@ -347,6 +409,11 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s, int32_t n_vocab) {
       add("ffn_down.weight", {ff, embd}, TensorKind::kMatrix);
     }
     if (s.post_norms) add("post_ffw_norm.weight", {embd}, TensorKind::kNorm);
+    if (per_layer > 0) {
+      add("inp_gate.weight", {embd, per_layer}, TensorKind::kMatrix);
+      add("proj.weight", {per_layer, embd}, TensorKind::kMatrix);
+      add("post_norm.weight", {embd}, TensorKind::kNorm);
+    }
     if (i >= s.n_layer) {
       // eh_proj's row is [enorm(embedding) | hnorm(hidden state)]; shared_head_norm is the
       // block's output norm before the model's head.

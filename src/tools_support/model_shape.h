@@ -2,11 +2,11 @@
 // Named model shapes for `vela synth` (the hyper-parameters of well-known checkpoints, plus tiny
 // shapes for tests) and the GGUF tensor layout of a model of a given shape, with the tensor names
 // and metadata of the common GGUF converters: Llama, Qwen2, Qwen3, Qwen3-MoE, OLMoE, Mixtral
-// (Llama with experts), Gemma 2, Gemma 3, Phi-3, Qwen3.5 (dense and MoE: Gated DeltaNet layers
-// beside gated attention ones), DeepSeek-V3, gpt-oss and GLM-4.5 (the Qwen3.5, DeepSeek-V3 and
-// GLM-4.5 shapes with the multi-token-prediction block of their checkpoints after the decoder's
-// layers). A shape is a plain description: each family differs from the Llama layout only
-// through the optional fields below.
+// (Llama with experts), Gemma 2, Gemma 3, Gemma 4 (dense), Phi-3, Qwen3.5 (dense and MoE: Gated
+// DeltaNet layers beside gated attention ones), DeepSeek-V3, gpt-oss and GLM-4.5 (the Qwen3.5,
+// DeepSeek-V3 and GLM-4.5 shapes with the multi-token-prediction block of their checkpoints after
+// the decoder's layers). A shape is a plain description: each family differs from the Llama layout
+// only through the optional fields below.
 // Plain value types and pure functions; no thread-safety concerns.
 #include <algorithm>
 #include <array>
@@ -111,6 +111,31 @@ struct ModelShape {
   // [embedding | hidden state]) and nextn.{enorm, hnorm, shared_head_norm} [n_embd]; it shares
   // token_embd and the output head. 0: none.
   int32_t n_nextn = 0;
+  // Gemma 4: layers of their own geometry, KV sharing, per-layer embeddings (all 0 elsewhere).
+  // The windowed layers' head size, written as attention.key_length_swa / value_length_swa and
+  // rope.dimension_count_swa (their whole head turns); 0: head_dim(), nothing written.
+  int32_t head_size_swa = 0;
+  // The global layers' KV heads when they differ from n_head_kv (the windowed layers'):
+  // attention.head_count_kv is then written with one entry per layer; 0: n_head_kv everywhere.
+  int32_t n_head_kv_global = 0;
+  // attention.sliding_window_pattern written as one bool per layer (true: windowed) rather than
+  // the period sliding_window_pattern, which still says which layers slide.
+  bool window_pattern_per_layer = false;
+  // The last n_kv_shared layers (attention.shared_kv_layers) attend over the cache of the last
+  // earlier layer of their kind: no attn_k / attn_v / attn_k_norm of their own. 0: none.
+  int32_t n_kv_shared = 0;
+  // Their FFN width when it differs (E2B's double-wide MLP): feed_forward_length is then written
+  // with one entry per layer; 0: n_ff everywhere.
+  int32_t n_ff_kv_shared = 0;
+  // Per-layer embeddings (embedding_length_per_layer_input): per_layer_token_embd [n_layer *
+  // width, n_vocab], per_layer_model_proj [n_embd, n_layer * width], per_layer_proj_norm [width],
+  // and in each layer inp_gate [n_embd, width], proj [width, n_embd], post_norm [n_embd]. 0: none.
+  int32_t n_embd_per_layer = 0;
+  bool layer_output_scale = false;  // blk.N.layer_output_scale.weight [1]
+  // Proportional RoPE of the global layers: rope_freqs.weight [head_dim() / 2] turns the pairs
+  // of the first rope_freqs_rotated dimensions (factor 1) and stops the rest (factor 1e30), as
+  // the converter writes it; rope.dimension_count stays the whole head. 0: no rope_freqs.
+  int32_t rope_freqs_rotated = 0;
 
   int32_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   // <arch>.block_count: the decoder's layers and the multi-token-prediction blocks.
@@ -138,6 +163,25 @@ struct ModelShape {
   int64_t ssm_conv_channels() const {
     return 2 * int64_t(ssm_k_heads) * ssm_head_dim + ssm_value_dim();
   }
+  // Whether layer i is windowed by the period sliding_window_pattern (the last layer of each
+  // period is global). Without a pattern the family's default decides, which only the loader
+  // knows; the per-layer fields above need a pattern (shape_problem).
+  bool windowed_layer(int32_t i) const {
+    return sliding_window > 0 && sliding_window_pattern > 0 &&
+           i % sliding_window_pattern < sliding_window_pattern - 1;
+  }
+  // Whether layer i reads an earlier layer's K/V instead of keeping its own.
+  bool kv_shared_layer(int32_t i) const { return n_kv_shared > 0 && i >= n_layer - n_kv_shared; }
+  // Layer i's head size, KV heads and FFN width.
+  int32_t layer_head_dim(int32_t i) const {
+    return head_size_swa > 0 && windowed_layer(i) ? head_size_swa : head_dim();
+  }
+  int32_t layer_head_kv(int32_t i) const {
+    return n_head_kv_global > 0 && !windowed_layer(i) ? n_head_kv_global : n_head_kv;
+  }
+  int32_t layer_ff(int32_t i) const {
+    return n_ff_kv_shared > 0 && kv_shared_layer(i) ? n_ff_kv_shared : n_ff;
+  }
 };
 
 // The shapes synth knows, in a fixed order.
@@ -158,8 +202,10 @@ enum class TensorKind {
   kNorm,
   kMatrix,
   kBias,
-  kConv,   // depthwise convolution taps [kernel, channels] (ssm_conv1d)
-  kDecay,  // a DeltaNet's decay scale per value head, -exp(A_log) (ssm_a)
+  kConv,       // depthwise convolution taps [kernel, channels] (ssm_conv1d)
+  kDecay,      // a DeltaNet's decay scale per value head, -exp(A_log) (ssm_a)
+  kScale,      // a learned multiplier of the residual stream (layer_output_scale), 1 as a norm
+  kRopeFreqs,  // RoPE frequency factors (rope_freqs), set by the shape's rope_freqs_rotated
 };
 
 struct TensorSpec {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "io/gguf.h"
 #include "tools_support/gguf_stream_writer.h"
@@ -51,7 +52,7 @@ GgufValue padded_vocab_array(std::string_view key, const GgufValue& v, int32_t n
 void synth_rows(uint64_t seed, size_t tensor_index, TensorKind kind, float weight_std,
                 int64_t n_cols, int64_t row_begin, int64_t row_end, float* dst) {
   const int64_t n = (row_end - row_begin) * n_cols;
-  if (kind == TensorKind::kNorm || kind == TensorKind::kOutputNorm) {
+  if (kind == TensorKind::kNorm || kind == TensorKind::kOutputNorm || kind == TensorKind::kScale) {
     std::fill(dst, dst + n, 1.0f);
     return;
   }
@@ -112,12 +113,29 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
   w.add_u32(a + "embedding_length", uint32_t(s.n_embd));
   w.add_u32(a + "block_count", uint32_t(s.n_blocks()));
   if (s.n_nextn > 0) w.add_u32(a + "nextn_predict_layers", uint32_t(s.n_nextn));
-  w.add_u32(a + "feed_forward_length", uint32_t(s.n_ff));
+  // Keys of one value per layer where the layers differ, as the Gemma 4 converter writes them.
+  const auto per_layer = [&](int32_t (ModelShape::*of)(int32_t) const) {
+    std::vector<int32_t> v;
+    for (int32_t i = 0; i < s.n_layer; ++i) v.push_back((s.*of)(i));
+    return v;
+  };
+  if (s.n_ff_kv_shared > 0)
+    w.add_i32s(a + "feed_forward_length", per_layer(&ModelShape::layer_ff));
+  else
+    w.add_u32(a + "feed_forward_length", uint32_t(s.n_ff));
   w.add_u32(a + "attention.head_count", uint32_t(s.n_head));
-  w.add_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
+  if (s.n_head_kv_global > 0)
+    w.add_i32s(a + "attention.head_count_kv", per_layer(&ModelShape::layer_head_kv));
+  else
+    w.add_u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
   if (s.head_size > 0 && !s.latent_attention()) {
     w.add_u32(a + "attention.key_length", uint32_t(s.head_size));
     w.add_u32(a + "attention.value_length", uint32_t(s.head_size));
+  }
+  if (s.head_size_swa > 0) {
+    w.add_u32(a + "attention.key_length_swa", uint32_t(s.head_size_swa));
+    w.add_u32(a + "attention.value_length_swa", uint32_t(s.head_size_swa));
+    w.add_u32(a + "rope.dimension_count_swa", uint32_t(s.head_size_swa));
   }
   w.add_u32(a + "rope.dimension_count", uint32_t(s.rotated_dim()));
   if (s.rope_sections != std::array<int32_t, 4>{})
@@ -131,8 +149,24 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
     w.add_u32(a + "rope.scaling.original_context_length", uint32_t(s.yarn_original_context));
   }
   if (s.sliding_window > 0) w.add_u32(a + "attention.sliding_window", uint32_t(s.sliding_window));
-  if (s.sliding_window_pattern > 0)
+  if (s.window_pattern_per_layer) {
+    GgufValue pattern;
+    pattern.type = GgufValueType::ARRAY;
+    pattern.array = std::make_shared<GgufArray>();
+    pattern.array->elem_type = GgufValueType::BOOL;
+    for (int32_t i = 0; i < s.n_layer; ++i) {
+      GgufValue windowed;
+      windowed.type = GgufValueType::BOOL;
+      windowed.u64 = s.windowed_layer(i) ? 1 : 0;
+      pattern.array->items.push_back(windowed);
+    }
+    w.add_value(a + "attention.sliding_window_pattern", pattern);
+  } else if (s.sliding_window_pattern > 0) {
     w.add_u32(a + "attention.sliding_window_pattern", uint32_t(s.sliding_window_pattern));
+  }
+  if (s.n_kv_shared > 0) w.add_u32(a + "attention.shared_kv_layers", uint32_t(s.n_kv_shared));
+  if (s.n_embd_per_layer > 0)
+    w.add_u32(a + "embedding_length_per_layer_input", uint32_t(s.n_embd_per_layer));
   if (s.attn_softcap > 0) w.add_f32(a + "attn_logit_softcapping", s.attn_softcap);
   if (s.final_softcap > 0) w.add_f32(a + "final_logit_softcapping", s.final_softcap);
   if (s.n_expert > 0) {
@@ -205,6 +239,10 @@ Result<SynthSummary> synthesize_model(const SynthOptions& o) {
     const TensorSpec& t = specs[i];
     if (o.on_tensor) o.on_tensor(i, specs.size(), t.name, types[i]);
     const RowSource source = [&](int64_t r0, int64_t r1, float* dst) {
+      if (t.kind == TensorKind::kRopeFreqs) {  // one row: pair k turns while 2k < rotated
+        for (int64_t k = 0; k < t.ne[0]; ++k) dst[k] = 2 * k < s.rope_freqs_rotated ? 1.0f : 1e30f;
+        return;
+      }
       synth_rows(o.seed, i, t.kind, o.weight_std, t.ne[0], r0, r1, dst);
     };
     if (auto st = streamer.write(w, types[i], t.n_rows(), t.ne[0], source); !st) return st.error();

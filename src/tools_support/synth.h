@@ -5,13 +5,14 @@
 //
 // Weights: matrices and biases are drawn from a normal-like distribution (mean 0, std
 // `weight_std`, default 0.02, as the common initialisers use; an Irwin-Hall sum of four
-// uniforms, bounded at ~3.5 sigma); every norm (Q/K, post and DeltaNet output norms included) is
-// 1. With unit-RMS inputs every projection then has activations of order std * sqrt(n_in) ~ 1, so
-// a deep stack stays finite. A Gated DeltaNet's convolution taps have std 1/sqrt(taps) (the
-// convolution keeps its input's scale) and its decay scales ssm_a are -exp(A_log) with A_log
-// uniform in [0, ln 16) (the reference initialisation's range; the state decays, never grows). Each
-// row's values depend only on (seed, tensor index, row), never on the type or thread count: the
-// same seed gives the same model in every type.
+// uniforms, bounded at ~3.5 sigma); every norm (Q/K, post and DeltaNet output norms included) and
+// Gemma 4's layer_output_scale is 1, and its rope_freqs turns the shape's rotated pairs (1e30 on
+// the others, as the converter writes it). With unit-RMS inputs every projection then has
+// activations of order std * sqrt(n_in) ~ 1, so a deep stack stays finite. A Gated DeltaNet's
+// convolution taps have std 1/sqrt(taps) (the convolution keeps its input's scale) and its decay
+// scales ssm_a are -exp(A_log) with A_log uniform in [0, ln 16) (the reference initialisation's
+// range; the state decays, never grows). Each row's values depend only on (seed, tensor index,
+// row), never on the type or thread count: the same seed gives the same model in every type.
 //
 // Vocabulary: every `tokenizer.*` key is copied from the vocab file and its token count sets
 // n_vocab, overriding the shape's nominal size; pass the matching vocabulary to reproduce a

@@ -50,6 +50,16 @@ TEST(Synth, KnownShapesHaveThePublishedParameterCounts) {
   // such layer and MoE FFN, eh_proj 4096 x 2048 and 3 norms of 2048.
   EXPECT_EQ(count_params(*find_shape("deepseek3-mini")),
             2998872768u + 15341568u + 204603456u + 8388608u + 6144u);
+  // Gemma 4 E2B's text model: token_embd 262144 x 1536, per_layer_token_embd 262144 x 35 x 256,
+  // per_layer_model_proj 1536 x 8960, output_norm, rope_freqs (256), per_layer_proj_norm (256);
+  // attention: 12 windowed layers with K/V (7078400 each, heads of 256), 3 global (14156800,
+  // heads of 512), 16 windowed and 4 global layers reading another's K/V (q, o and q_norm only:
+  // 6291712 and 12583424); FFNs: 15 of 3 x 1536 x 6144, 20 of 3 x 1536 x 12288; in every layer
+  // 5 norms of 1536, the output scale and the per-layer gate and projection (2 x 1536 x 256).
+  EXPECT_EQ(count_params(*find_shape("gemma4-e2b")),
+            402653184ull + 2348810240u + 13762560u + 1536u + 256u + 256u +  // outside the layers
+                12u * 7078400u + 3u * 14156800u + 16u * 6291712u + 4u * 12583424u +
+                15u * 28311552u + 20u * 56623104u + 35u * (5u * 1536u + 1u + 786432u));
   EXPECT_EQ(find_shape("no-such-shape"), nullptr);
 }
 
@@ -229,6 +239,15 @@ TEST(Synth, ShapeConsistencyAllowsAnExplicitHeadSize) {
   EXPECT_NE(shape_problem(s), "");
   s = *find_shape("tiny-qwen35");
   s.n_nextn = -1;
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-gemma4");
+  s.n_kv_shared = 3;  // layer 1 (global) would share with no earlier global layer
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-gemma4");
+  s.sliding_window_pattern = 0;  // per-layer head sizes without a layer pattern
+  EXPECT_NE(shape_problem(s), "");
+  s = *find_shape("tiny-gemma4");
+  s.n_head_kv_global = 3;  // does not divide the 4 query heads
   EXPECT_NE(shape_problem(s), "");
 }
 
@@ -600,6 +619,141 @@ TEST(Synth, GlmShapeMatchesTheConvertersTensorsAndRuns) {
   std::vector<int32_t> tokens(40);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
   const std::vector<float> logits = sequence_logits(*model, tokens, 40);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  std::filesystem::remove(o.output_path);
+  std::filesystem::remove(vocab);
+}
+
+// A key's array entries (integers or bools) and their type; empty when absent.
+std::pair<GgufValueType, std::vector<uint64_t>> array_entries(const GgufFile& g,
+                                                              const std::string& key) {
+  auto array = g.get_array(key);
+  if (!array.ok() || !array->has_value()) return {};
+  std::vector<uint64_t> v;
+  for (const GgufValue& item : (***array).items) v.push_back(item.u64);
+  return {(***array).elem_type, v};
+}
+
+// tiny-gemma4 writes ../shared's tiny-gemma4 (tensor names and shapes, its keys with the
+// per-layer arrays, the rope_freqs factors), which loads with each layer's geometry and runs.
+TEST(Synth, Gemma4ShapeMatchesTheConvertersLayoutAndRuns) {
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_gemma4_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  const SynthOptions o = padded_tiny_options("tiny-gemma4", "F32", vocab);
+  ASSERT_TRUE(synthesize_model(o).ok());
+  auto g = GgufFile::open(o.output_path);
+  ASSERT_TRUE(g.ok()) << g.message();
+  EXPECT_EQ(array_entries(*g, "gemma4.attention.head_count_kv").second,
+            (std::vector<uint64_t>{2, 1, 2, 1}));
+  if (!vela::test::shared_dir().empty()) {
+    auto ref = GgufFile::open(vela::test::shared_path("models/tiny-gemma4-F32.gguf").string());
+    ASSERT_TRUE(ref.ok()) << ref.message();
+    std::vector<std::string> ours = tensor_rows(*g), theirs = tensor_rows(*ref);
+    std::sort(ours.begin(), ours.end());
+    std::sort(theirs.begin(), theirs.end());
+    EXPECT_EQ(ours, theirs);
+    for (const char* key :
+         {"context_length", "embedding_length", "block_count", "attention.head_count",
+          "attention.key_length", "attention.value_length", "attention.key_length_swa",
+          "attention.value_length_swa", "rope.dimension_count", "rope.dimension_count_swa",
+          "attention.sliding_window", "attention.shared_kv_layers",
+          "embedding_length_per_layer_input"}) {
+      const std::string k = std::string("gemma4.") + key;
+      EXPECT_EQ(g->get_uint(k)->value_or(0), ref->get_uint(k)->value_or(1)) << k;
+    }
+    for (const char* key : {"rope.freq_base", "rope.freq_base_swa", "final_logit_softcapping",
+                            "attention.layer_norm_rms_epsilon"}) {
+      const std::string k = std::string("gemma4.") + key;
+      EXPECT_FLOAT_EQ(float(g->get_float(k)->value_or(0)), float(ref->get_float(k)->value_or(1)))
+          << k;
+    }
+    for (const char* key :
+         {"feed_forward_length", "attention.head_count_kv", "attention.sliding_window_pattern"}) {
+      const std::string k = std::string("gemma4.") + key;
+      EXPECT_EQ(array_entries(*g, k), array_entries(*ref, k)) << k;
+      EXPECT_FALSE(array_entries(*g, k).second.empty()) << k;
+    }
+    const GgufTensorInfo* freqs = g->find_tensor("rope_freqs.weight");
+    const GgufTensorInfo* ref_freqs = ref->find_tensor("rope_freqs.weight");
+    ASSERT_TRUE(freqs && ref_freqs);
+    ASSERT_EQ(freqs->n_bytes, ref_freqs->n_bytes);
+    EXPECT_TRUE(std::equal(freqs->data, freqs->data + freqs->n_bytes, ref_freqs->data));
+  }
+  auto model = Model::load(o.output_path);
+  ASSERT_TRUE(model.ok()) << model.message();
+  const ModelConfig& c = (*model)->config();
+  const int32_t head_dim[] = {32, 64, 32, 64}, n_ff[] = {192, 192, 384, 384},
+                kv_source[] = {0, 1, 0, 1};
+  for (int32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(c.layers[size_t(i)].head_dim, head_dim[i]) << i;
+    EXPECT_EQ(c.layers[size_t(i)].n_ff, n_ff[i]) << i;
+    EXPECT_EQ(c.layers[size_t(i)].kv_source, kv_source[i]) << i;
+  }
+  EXPECT_EQ(c.n_kv_layers, 2);
+  EXPECT_EQ(c.n_embd_per_layer, 64);
+  std::vector<int32_t> tokens(24);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
+  const std::vector<float> logits = sequence_logits(*model, tokens, 24);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  std::filesystem::remove(o.output_path);
+  std::filesystem::remove(vocab);
+}
+
+// gemma4-e2b's layout, narrowed so a test can write it (64 wide, FFNs of 64 and 128, per-layer
+// embeddings of 16, 512 tokens) but with E2B's 35 layers, heads, windows and KV sharing: its keys
+// as the converter writes them (one KV head count for both kinds, FFN widths per layer), and the
+// loaded layers: 4 windowed ones of 256 then a global one of 512, the first 15 keeping K/V, the
+// rest reading layer 13's (windowed) or 14's (global).
+TEST(Synth, Gemma4E2bLayoutLoads) {
+  const ModelShape& e2b = *find_shape("gemma4-e2b");
+  EXPECT_EQ(e2b.layer_ff(14), 6144);
+  EXPECT_EQ(e2b.layer_ff(15), 12288);
+  EXPECT_EQ(e2b.layer_head_dim(3), 256);
+  EXPECT_EQ(e2b.layer_head_dim(4), 512);
+  const std::string vocab = vela::test::unique_temp_path("vela_synth_e2b_vocab.gguf");
+  ASSERT_TRUE(write_builtin_vocab(vocab).ok());
+  SynthOptions o = padded_tiny_options("gemma4-e2b", "F32", vocab);
+  o.shape.n_embd = 64;
+  o.shape.n_ff = 64;
+  o.shape.n_ff_kv_shared = 128;
+  o.shape.n_embd_per_layer = 16;
+  o.shape.n_vocab = 512;
+  ASSERT_TRUE(synthesize_model(o).ok());
+  auto g = GgufFile::open(o.output_path);
+  ASSERT_TRUE(g.ok()) << g.message();
+  EXPECT_EQ(g->get_uint("gemma4.attention.head_count_kv")->value_or(0), 1u);
+  std::vector<uint64_t> ff(35, 64), windowed(35, 1);
+  std::fill(ff.begin() + 15, ff.end(), 128);
+  for (size_t i = 4; i < 35; i += 5) windowed[i] = 0;
+  EXPECT_EQ(array_entries(*g, "gemma4.feed_forward_length"),
+            std::make_pair(GgufValueType::INT32, ff));
+  EXPECT_EQ(array_entries(*g, "gemma4.attention.sliding_window_pattern"),
+            std::make_pair(GgufValueType::BOOL, windowed));
+  EXPECT_EQ(g->find_tensor("blk.15.attn_k.weight"), nullptr);
+  ASSERT_NE(g->find_tensor("blk.14.attn_k.weight"), nullptr);
+
+  auto model = Model::load(o.output_path);
+  ASSERT_TRUE(model.ok()) << model.message();
+  const ModelConfig& c = (*model)->config();
+  ASSERT_EQ(c.n_layer, 35);
+  for (int32_t i = 0; i < 35; ++i) {
+    const LayerConfig& l = c.layers[size_t(i)];
+    const bool global = i % 5 == 4;
+    EXPECT_EQ(l.sliding_window, global ? 0 : 512) << i;
+    EXPECT_EQ(l.head_dim, global ? 512 : 256) << i;
+    EXPECT_EQ(l.n_head_kv, 1) << i;
+    EXPECT_EQ(l.n_ff, i < 15 ? 64 : 128) << i;
+    EXPECT_EQ(l.kv_source, i < 15 ? i : global ? 14 : 13) << i;
+  }
+  EXPECT_EQ(c.n_kv_layers, 15);
+  EXPECT_EQ(c.n_shared_kv_layers, 20);
+  EXPECT_EQ(c.n_rot_local, 256);
+  const std::vector<float>& factors = (*model)->weights().rope_freq_factors;
+  ASSERT_EQ(factors.size(), 256u);
+  EXPECT_EQ(std::count(factors.begin(), factors.end(), 1.0f), 64);
+  std::vector<int32_t> tokens(12);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
+  const std::vector<float> logits = sequence_logits(*model, tokens, 12);
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   std::filesystem::remove(o.output_path);
   std::filesystem::remove(vocab);
