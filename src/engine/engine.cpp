@@ -351,11 +351,14 @@ Status Engine::propose() {
   proposal_requests_.clear();
   if (proposer_ == nullptr) return {};
   // A refused proposal holds for the step it was made in only.
-  for (const auto& [id, live] : requests_)
-    if (!live->request.in_flight && live->refused_proposal >= 0) {
+  for (const auto& [id, live] : requests_) {
+    if (live->request.in_flight) continue;
+    live->granted = false;
+    if (live->refused_proposal >= 0) {
       live->refused_proposal = -1;
       live->draft_q = {};
     }
+  }
   Proposer& proposer = *proposer_;
   StepShape decodes;
   for (const auto& [id, live] : requests_) {
@@ -396,12 +399,15 @@ Status Engine::propose() {
       int32_t k = spec_policy_.choose(
           r.num_computed, max_k, acceptance,
           proposer.upfront_seconds(r.id, int32_t(r.tokens.size()), pass_seconds), remaining);
-      // A request that speculated before but has been kept from it for a while probes again.
+      // A request that speculated before but has been kept from it for a while probes again, on
+      // the steps all such requests probe together: their proposer's passes (a draft's, an MTP
+      // head's output layer) are then shared rather than paid on every step by someone.
       if (k == 0 && live->acceptance.proposed > 0 &&
-          ++live->steps_undrafted >= SpeculationPolicy::kReprobeSteps)
+          ++live->steps_undrafted >= SpeculationPolicy::kReprobeSteps && probe_step())
         k = spec_policy_.probe(r.num_computed);
       if (k == 0) continue;
       live->steps_undrafted = 0;
+      live->granted = true;
       pr.max_k = k;
       pr.proposals = pr.proposals.first(size_t(k));
       proposal_requests_.push_back(pr);
@@ -475,7 +481,16 @@ void Engine::follow_pass() {
     const size_t W = layer_input_width_ > 0 ? size_t(layer_input_width_) : E;
     const float* rows = layer_input_width_ > 0 ? layer_inputs_.data() : hidden_.data();
     p.hidden = std::span<const float>(rows + size_t(n_hidden_ + f.first_hidden) * W, size_t(n) * W);
-    p.decoding = r.num_computed == int32_t(r.tokens.size()) - 1;
+    // The first proposal (the head's output layer, as costly as the model's) only for a sequence
+    // the policy is likely to grant next step: granted in this one, just past its prompt, about
+    // to probe again, or every sequence when the policy is off.
+    const Live& live = *it->second;
+    const bool wanted =
+        !config_.speculative.adaptive || live.granted ||
+        (live.acceptance.proposed == 0 && r.n_output() <= 1) ||
+        (live.steps_undrafted + 1 >= SpeculationPolicy::kReprobeSteps && probe_step());
+    p.decoding =
+        r.num_computed == int32_t(r.tokens.size()) - 1 && wanted && !live.speculation_blocked();
     pass_rows_.push_back(p);
   }
   followed_.clear();

@@ -272,6 +272,9 @@ class Engine {
     return speculation_slots_ + slot * config_.speculative.num_speculative_tokens + j;
   }
   int64_t request_capacity() const;  // most tokens (prompt + output) one request can hold
+  // Requests kept from speculating probe on these steps only (one in SpeculationPolicy's
+  // kReprobeSteps); the same answer from the previous step's completion to this step's proposals.
+  bool probe_step() const { return counters_.steps % SpeculationPolicy::kReprobeSteps == 0; }
 
   EngineConfig config_;
   Tokenizer tokenizer_;

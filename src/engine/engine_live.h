@@ -27,6 +27,7 @@ struct Engine::Live {
   AcceptanceEstimate acceptance;
   int32_t shadow_proposal = -1;  // a proposal not verified: checked against the next token
   int32_t steps_undrafted = 0;   // decode steps the policy kept a draft-model request from drafting
+  bool granted = false;          // the policy granted it proposals in this step
   // [n_draft (+ 1 with a refused proposal), n_vocab] this step's sampled draft proposals' q
   std::span<const float> draft_q;
   // This step's drawn proposal after the n_draft kept ones that the grammar refused (its row is

@@ -47,7 +47,9 @@ struct PassRows {
   // [n_rows, n_embd] the target's final hidden states, or [n_rows, k * n_embd] its inputs of the
   // k layers the proposer follows
   std::span<const float> hidden;
-  bool decoding = false;  // it samples its next token from the last row's successor
+  // It samples its next token from the last row's successor and may be granted proposals next
+  // step: a proposer computes its first proposal only for these.
+  bool decoding = false;
 };
 
 class Proposer {
