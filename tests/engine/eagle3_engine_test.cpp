@@ -27,13 +27,7 @@ using test::ids;
 using test::load_model;
 using test::params;
 using test::SpecModel;
-
-std::string write_temp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  return path.string();
-}
+using test::write_temp;
 
 std::shared_ptr<const Model> head_for(const SpecModel& m, int32_t n_draft_vocab, uint32_t seed) {
   const int32_t last = m.model->config().n_layer - 1;

@@ -28,6 +28,7 @@ using test::ids;
 using test::load_model;
 using test::params;
 using test::SpecModel;
+using test::write_temp;
 
 std::shared_ptr<const Model> block_of(const SpecModel& m) {
   auto b = Model::mtp_block(m.model);
@@ -182,13 +183,6 @@ TEST(MtpSampling, PerPositionHistogramsMatchPlainSampling) {
     }
     expect_pool_whole(spec);
   }
-}
-
-std::string write_temp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  return path.string();
 }
 
 TEST(MtpSpeculation, AutoPicksTheBlockAndBrokenBlocksAreNamed) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -101,6 +103,14 @@ inline double homogeneity_chi_square(const std::vector<int>& a, const std::vecto
 inline double critical_0_001(int df) {
   const double z = 3.0902, v = 2.0 / (9.0 * df);
   return df * std::pow(1 - v + z * std::sqrt(v), 3);
+}
+
+// Writes `bytes` to a file of that name in the temporary directory; returns its path.
+inline std::string write_temp(const std::vector<uint8_t>& bytes, const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  return path.string();
 }
 
 }  // namespace vela::test
