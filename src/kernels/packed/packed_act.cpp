@@ -83,6 +83,8 @@ int packed_act_sums_per_block(GgmlType w_type) {
       return 4;
     case GgmlType::Q6_K:
       return 16;
+    case GgmlType::IQ4_XS:
+      return 8;
     default:
       return 0;
   }
@@ -120,6 +122,14 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
                                     o[s] = -kQ6_KOffset * int32_t(a.bsums[s]);
                                 });
       return;
+    case GgmlType::IQ4_XS:
+      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_K& a, int32_t* o) {
+                                  for (int j = 0; j < 8; ++j)
+                                    o[j] = -kCodebookPackedBias * (int32_t(a.bsums[2 * j]) +
+                                                                   int32_t(a.bsums[2 * j + 1]));
+                                });
+      return;
     default:
       return;
   }
@@ -145,6 +155,8 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
       return {sums_bytes<GgmlType::Q5_K>, write_sums<GgmlType::Q5_K>};
     case GgmlType::Q6_K:
       return {sums_bytes<GgmlType::Q6_K>, write_sums<GgmlType::Q6_K>};
+    case GgmlType::IQ4_XS:
+      return {sums_bytes<GgmlType::IQ4_XS>, write_sums<GgmlType::IQ4_XS>};
     default:
       return {};
   }

@@ -18,7 +18,9 @@ namespace vela {
 // kernels): 1, the start of each block's integer sum, -8 (Q5_0: -16) * its quants' sum; Q4_K /
 // Q5_K: 4, the sums of sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), the operand
 // vpmaddwd / vpdpwssd meets the packed (min, min) pairs with; Q6_K: 16, the start of each
-// 16-element sub-block's sum, -32 * its activation sum. 0 for other types.
+// 16-element sub-block's sum, -32 * its activation sum; IQ4_XS: 8, the start of each 32-element
+// sub-block's sum, -128 * its activation sum (the AVX-512 kernel's levels + 128). 0 for other
+// types.
 int packed_act_sums_per_block(GgmlType w_type);
 
 // Rows [t_begin, t_end) of w_type's values for the activation rows at act (act_stride bytes

@@ -133,6 +133,19 @@ static_assert(sizeof(BlockQ6_Kx16) == 16 * 210, "16 Q6_K super-blocks");
 
 inline constexpr int kQ6_KOffset = 32;  // q - 32
 
+// 16 rows x one IQ4_XS super-block (256 elements, 8 sub-blocks of 32; value of element l of
+// sub-block j = d * (ls_j - 32) * kIQ4Levels[q], quant/blocks_nonlinear4.h). The 6-bit scales are
+// stored decoded, minus 32 (-32..31), for one sign-extending load per sub-block; the nibbles of
+// sub-block j in IQ4_NL's layout: qs[j][v][n][i] = row n's byte 16j + 4v + i (low nibble: element
+// 32j + 4v + i, high: 32j + 16 + 4v + i), so masking gives VNNI vectors 0-3 and shifting 4-7.
+// 32 bytes per 16 rows larger than the GGUF blocks (+1.5%): the decoded scales.
+struct BlockIQ4_XSx16 {
+  uint16_t d[kPackedRows];          // fp16 super-scale
+  int8_t scale[8][kPackedRows];     // [j][n] = ls_j - 32
+  uint8_t qs[8][4][kPackedRows][4];
+};
+static_assert(sizeof(BlockIQ4_XSx16) == 16 * 136 + 32, "16 IQ4_XS super-blocks + decoded scales");
+
 // F32, F16 and BF16 weights in 16-row groups of the whole row length: group g holds rows 16 g ..
 // 16 g + 15 with element k of row n at slot (k / P) * 16 P + n P + k % P, so one vector load at a
 // column (F32, F16: P = 1; 16 rows) or a column pair (BF16: P = 2, the pairs vdpbf16ps multiplies)

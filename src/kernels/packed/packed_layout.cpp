@@ -126,6 +126,33 @@ void pack_group(const BlockQ5_K* rows[kPackedRows], int64_t nb, BlockQ5_Kx16* ou
   }
 }
 
+// IQ4_XS: the scales decoded (minus 32), sub-block j's 16 nibble bytes as IQ4_NL's block.
+void pack_group(const BlockIQ4_XS* rows[kPackedRows], int64_t nb, BlockIQ4_XSx16* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockIQ4_XSx16& o = out[b];
+    for (int n = 0; n < kPackedRows; ++n) {
+      const BlockIQ4_XS& src = rows[n][b];
+      o.d[n] = src.d;
+      for (int j = 0; j < 8; ++j) {
+        o.scale[j][n] = int8_t(iq4_xs_scale(src, j));
+        for (int v = 0; v < 4; ++v) std::memcpy(o.qs[j][v][n], src.qs + 16 * j + 4 * v, 4);
+      }
+    }
+  }
+}
+
+void unpack_block(const BlockIQ4_XSx16& in, int n, BlockIQ4_XS* out) {
+  out->d = in.d[n];
+  out->scales_h = 0;
+  std::memset(out->scales_l, 0, sizeof(out->scales_l));
+  for (int j = 0; j < 8; ++j) {
+    const int ls = in.scale[j][n] + 32;  // 0..63
+    out->scales_l[j / 2] = uint8_t(out->scales_l[j / 2] | (ls & 0x0F) << (4 * (j % 2)));
+    out->scales_h = uint16_t(out->scales_h | (ls >> 4) << (2 * j));
+    for (int k = 0; k < 16; ++k) out->qs[16 * j + k] = in.qs[j][k / 4][n][k % 4];
+  }
+}
+
 // Q6_K element k of a GGUF block (dequantize_row_q6_k's order: half, quarter, position).
 struct Q6Index {
   int ql, ql_shift, qh, qh_shift;
@@ -227,7 +254,8 @@ void unpack_block(const Packed& in, int n, Block* out) {
 // Elements per packed block: the GGUF block's.
 template <class Block>
 constexpr int64_t kPackedK = std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
-                                     std::is_same_v<Block, BlockQ6_K>
+                                     std::is_same_v<Block, BlockQ6_K> ||
+                                     std::is_same_v<Block, BlockIQ4_XS>
                                  ? kPackedSuperK
                                  : kPackedBlockK;
 
@@ -277,6 +305,8 @@ bool with_packed_types(GgmlType w_type, Fn&& fn) {
       return fn.template operator()<BlockIQ4_NL, BlockIQ4_NLx16>(), true;
     case GgmlType::MXFP4:
       return fn.template operator()<BlockMXFP4, BlockMXFP4x16>(), true;
+    case GgmlType::IQ4_XS:
+      return fn.template operator()<BlockIQ4_XS, BlockIQ4_XSx16>(), true;
     default:
       return false;
   }
@@ -339,7 +369,8 @@ void unpack_float_row(const FloatInterleave& f, const void* packed, int64_t n_co
 
 int64_t interleaved16_block_cols(GgmlType w_type) {
   if (const auto f = float_interleave(w_type)) return f->pair;
-  return w_type == GgmlType::Q4_K || w_type == GgmlType::Q5_K || w_type == GgmlType::Q6_K
+  return w_type == GgmlType::Q4_K || w_type == GgmlType::Q5_K || w_type == GgmlType::Q6_K ||
+                 w_type == GgmlType::IQ4_XS
              ? kPackedSuperK
              : kPackedBlockK;
 }

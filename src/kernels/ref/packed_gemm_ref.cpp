@@ -65,6 +65,12 @@ inline int level(const BlockQ6_Kx16& b, int n, int k) {  // 0..63
   return low | (((b.qh[s][n][i] >> (2 * g)) & 3) << 4);
 }
 
+inline int level(const BlockIQ4_XSx16& b, int n, int k) {  // -127..113
+  const int j = k / 32, l = k % 32;
+  const uint8_t byte = b.qs[j][(l % 16) / 4][n][l % 4];
+  return kIQ4Levels[l < 16 ? byte & 0x0F : byte >> 4];
+}
+
 // Row n's block scale d_w as f32: f16 d, or MXFP4's e8m0 byte, 2^(e - 128).
 template <class Packed>
 inline float weight_scale(const Packed& b, int n) {
@@ -123,6 +129,18 @@ float step_q6_k(const BlockQ6_Kx16& w, int n, const BlockQ8_K& a, float acc) {
     int32_t dot = -kQ6_KOffset * int32_t(a.bsums[s]);
     for (int k = 0; k < 16; ++k) dot += level(w, n, 16 * s + k) * int32_t(a.qs[16 * s + k]);
     sum += int32_t(w.scale[s][n]) * dot;
+  }
+  return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
+}
+
+// IQ4_XS: the exact integer sum of (ls_j - 32) * dot_j over the 8 sub-blocks (at most
+// 8 * 32 * 32 * 127 * 127 in magnitude), then acc = fma(d_w * d_a, sum, acc), as Q6_K.
+float step_iq4_xs(const BlockIQ4_XSx16& w, int n, const BlockQ8_K& a, float acc) {
+  int32_t sum = 0;
+  for (int j = 0; j < 8; ++j) {
+    int32_t dot = 0;
+    for (int l = 0; l < 32; ++l) dot += level(w, n, 32 * j + l) * int32_t(a.qs[32 * j + l]);
+    sum += int32_t(w.scale[j][n]) * dot;
   }
   return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
 }
@@ -214,6 +232,8 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockQ5_Kx16, BlockQ8_K, kPackedSuperK, step_q4_k<BlockQ5_Kx16>>;
     case GgmlType::Q6_K:
       return gemm_ref<BlockQ6_Kx16, BlockQ8_K, kPackedSuperK, step_q6_k>;
+    case GgmlType::IQ4_XS:
+      return gemm_ref<BlockIQ4_XSx16, BlockQ8_K, kPackedSuperK, step_iq4_xs>;
     default:
       return nullptr;
   }
