@@ -365,6 +365,75 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedCodebook, testing::Values(GgmlType::IQ4_NL
                            return std::string(ggml_type_name(uint32_t(info.param)));
                          });
 
+// IQ4_XS over raw super-blocks: every code in every position, sub-block scales at both ends
+// (ls 0 and 63: -32 and 31) and random, the extreme levels (-127, 113) against activation quants
+// of +-127, where the AVX2 kernel's int16 pair sums and their scaling by vpmaddwd come closest to
+// overflowing. Packing round-trips bit for bit, the reference is the row kernels' dot product
+// within the float bound, and every SIMD kernel equals the reference bit for bit.
+TEST(PackedIQ4_XS, EveryCodeAndScaleExactAgainstReference) {
+  const GgmlType type = GgmlType::IQ4_XS;
+  const int64_t rows = 48, nb = 3, n = nb * kQK4_XS;
+  std::vector<BlockIQ4_XS> w(size_t(rows * nb));
+  uint32_t state = 4242;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    BlockIQ4_XS& b = w[size_t(i)];
+    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
+    const int64_t kind = i % 4;
+    const uint32_t scales = kind == 0 ? 0u : kind == 1 ? ~0u : next();
+    b.scales_h = uint16_t(scales >> 16);
+    std::memcpy(b.scales_l, &scales, 4);
+    for (int j = 0; j < kQK4_XS / 2; ++j)
+      b.qs[j] = kind < 2    ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF)
+                : kind == 2 ? uint8_t((j + i) % 16 | ((j + 3 * i) % 16) << 4)
+                            : uint8_t(next() >> 24);
+  }
+  std::vector<uint8_t> wb(w.size() * sizeof(BlockIQ4_XS));
+  std::memcpy(wb.data(), w.data(), wb.size());
+  const auto pw = packed(type, wb, rows, n);
+  const size_t row_bytes_w = size_t(nb) * sizeof(BlockIQ4_XS);
+  std::vector<uint8_t> row(row_bytes_w);
+  for (int64_t r = 0; r < rows; ++r) {
+    unpack_interleaved16_row(type, pw.data(), n, r, row.data());
+    ASSERT_EQ(std::memcmp(row.data(), &wb[size_t(r) * row_bytes_w], row_bytes_w), 0) << "row " << r;
+  }
+  const size_t stride = bytes_of(GgmlType::Q8_K, n);
+  for (int64_t n_act : {1, 2, 5, 17, 33}) {
+    std::vector<uint8_t> act(stride * size_t(n_act));
+    for (int64_t t = 0; t < n_act; ++t) {
+      auto* a = reinterpret_cast<BlockQ8_K*>(&act[size_t(t) * stride]);
+      for (int64_t b = 0; b < nb; ++b) {
+        a[b].d = float(1 + (t * nb + b) % 17) * 0.01f;
+        for (int k = 0; k < kQK_K; ++k)
+          a[b].qs[k] = t % 3 == 0   ? int8_t(k % 2 ? 127 : -127)
+                       : t % 3 == 1 ? int8_t(127)
+                                    : int8_t((int(next() >> 24) - 128) | 1);  // never -128
+        for (int s = 0; s < kQK_K / 16; ++s) {
+          int sum = 0;
+          for (int k = 0; k < 16; ++k) sum += a[b].qs[16 * s + k];
+          a[b].bsums[s] = int16_t(sum);
+        }
+      }
+    }
+    const auto want = run(packed_gemm_kernel(PackedKernelKind::kReference, type), pw, rows, n, act,
+                          stride, n_act, rows);
+    for (int64_t t = 0; t < n_act; ++t)
+      for (int64_t r = 0; r < rows; ++r) {
+        const auto ref =
+            test::dot_reference(type, &wb[size_t(r) * row_bytes_w], &act[size_t(t) * stride], n);
+        EXPECT_NEAR(want[size_t(t * rows + r)], ref.value, ref.tolerance)
+            << "row " << r << " token " << t;
+      }
+    for (PackedKernelKind kind : {PackedKernelKind::kAvx2, PackedKernelKind::kAvx512}) {
+      const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
+      if (kernel == nullptr) continue;
+      const auto got = run(kernel, pw, rows, n, act, stride, n_act, rows);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
+          << "kernel kind " << int(kind) << ", " << n_act << " tokens";
+    }
+  }
+}
+
 // The SIMD BF16 kernels this CPU can run: AVX2 and AVX-512 widened FMA, and vdpbf16ps (with
 // AVX512-BF16).
 std::vector<std::pair<const char*, PackedGemmFn>> simd_bf16_kernels() {
@@ -431,7 +500,7 @@ INSTANTIATE_TEST_SUITE_P(
     Types, PackedGemm,
     testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
-                    GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4),
+                    GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::IQ4_XS),
     [](const auto& info) { return std::string(ggml_type_name(uint32_t(info.param))); });
 
 }  // namespace

@@ -123,12 +123,11 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
                                 });
       return;
     case GgmlType::IQ4_XS:
-      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
-                                [](const BlockQ8_K& a, int32_t* o) {
-                                  for (int j = 0; j < 8; ++j)
-                                    o[j] = -kCodebookPackedBias * (int32_t(a.bsums[2 * j]) +
-                                                                   int32_t(a.bsums[2 * j + 1]));
-                                });
+      for_each_block<BlockQ8_K>(
+          act, act_stride, nb, per, t_begin, t_end, out, [](const BlockQ8_K& a, int32_t* o) {
+            for (int j = 0; j < 8; ++j)
+              o[j] = -kCodebookPackedBias * (int32_t(a.bsums[2 * j]) + int32_t(a.bsums[2 * j + 1]));
+          });
       return;
     default:
       return;

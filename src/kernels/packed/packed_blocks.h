@@ -140,8 +140,8 @@ inline constexpr int kQ6_KOffset = 32;  // q - 32
 // 32j + 4v + i, high: 32j + 16 + 4v + i), so masking gives VNNI vectors 0-3 and shifting 4-7.
 // 32 bytes per 16 rows larger than the GGUF blocks (+1.5%): the decoded scales.
 struct BlockIQ4_XSx16 {
-  uint16_t d[kPackedRows];          // fp16 super-scale
-  int8_t scale[8][kPackedRows];     // [j][n] = ls_j - 32
+  uint16_t d[kPackedRows];       // fp16 super-scale
+  int8_t scale[8][kPackedRows];  // [j][n] = ls_j - 32
   uint8_t qs[8][4][kPackedRows][4];
 };
 static_assert(sizeof(BlockIQ4_XSx16) == 16 * 136 + 32, "16 IQ4_XS super-blocks + decoded scales");

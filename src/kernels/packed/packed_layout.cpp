@@ -253,11 +253,11 @@ void unpack_block(const Packed& in, int n, Block* out) {
 
 // Elements per packed block: the GGUF block's.
 template <class Block>
-constexpr int64_t kPackedK = std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
-                                     std::is_same_v<Block, BlockQ6_K> ||
-                                     std::is_same_v<Block, BlockIQ4_XS>
-                                 ? kPackedSuperK
-                                 : kPackedBlockK;
+constexpr int64_t kPackedK =
+    std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
+            std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockIQ4_XS>
+        ? kPackedSuperK
+        : kPackedBlockK;
 
 template <class Block, class Packed>
 void pack_rows(const void* src, int64_t n_cols, int64_t row_begin, int64_t row_end, void* dst) {

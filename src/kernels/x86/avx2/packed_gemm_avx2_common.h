@@ -16,7 +16,7 @@
 
 namespace vela::kernels {
 
-PackedGemmFn packed_gemm_k_avx2(GgmlType w_type);  // Q4_K, Q5_K, Q6_K; else null
+PackedGemmFn packed_gemm_k_avx2(GgmlType w_type);  // Q4_K, Q5_K, Q6_K, IQ4_XS; else null
 
 namespace avx2 {
 
@@ -76,6 +76,8 @@ constexpr int64_t kQ5DecodeOnceMinTokens = 32;  // Q5_0, Q5_1
 constexpr int64_t kQ4_KDecodeOnceMinTokens = 32;
 constexpr int64_t kQ5_KDecodeOnceMinTokens = 16;
 constexpr int64_t kQ6_KDecodeOnceMinTokens = 32;
+// IQ4_XS (a vpshufb per vector beside the nibble's two operations): as Q4_K; not measured.
+constexpr int64_t kIQ4_XSDecodeOnceMinTokens = 32;
 
 // Every (group, token tile) of a call: fn(g, std::integral_constant<int, R>, t) with tiles of
 // kMaxR rows (4 or 2), then 2 and 1 for the rest.

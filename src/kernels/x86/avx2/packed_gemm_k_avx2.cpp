@@ -1,5 +1,5 @@
-// AVX2 kernels for 16-row interleaved Q4_K, Q5_K and Q6_K weights (packed_gemm.h), on the int8
-// scheme of packed_gemm_avx2.cpp: exact integer sums per sub-block by vpmaddubsw and vpmaddwd,
+// AVX2 kernels for 16-row interleaved Q4_K, Q5_K, Q6_K and IQ4_XS weights (packed_gemm.h), on the
+// int8 scheme of packed_gemm_avx2.cpp: exact integer sums per sub-block by vpmaddubsw and vpmaddwd,
 // scaled by the sub-block scales in int32, then the reference's float steps per super-block, so
 // results are bit-identical to the scalar reference and to the AVX-512 kernels. A lone token
 // walks two groups' weight streams in lockstep; token tiles take both halves of a group vector by
@@ -13,6 +13,7 @@
 #include "kernels/x86/avx2/avx2_common.h"
 #include "kernels/x86/avx2/packed_gemm_avx2_common.h"
 #include "quant/blocks.h"
+#include "quant/blocks_nonlinear4.h"
 
 namespace vela::kernels {
 namespace avx2 {
@@ -202,9 +203,10 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int sub, int h, __m256i q[4]
   for (int v = 0; v < 4; ++v) q[v] = decode_q6_k_vector(wb, sub, h, v);
 }
 
-// The reference's float steps for half h of a Q6_K block against activation block a: acc plus
-// d * a.d * the block's scaled sub-block sums.
-inline __m256 finish_half_block_q6_k(const BlockQ6_Kx16& wb, int h, __m256i sum, const BlockQ8_K& a,
+// The reference's float steps for half h of a Q6_K or IQ4_XS block against activation block a: acc
+// plus d * a.d * the block's scaled sub-block sums.
+template <class Packed>
+inline __m256 finish_half_block_q6_k(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
                                      __m256 acc) {
   const __m256 dw =
       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
@@ -304,6 +306,111 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m256i* decoded,
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
 }
 
+// Vector v (elements 4v .. 4v + 3 of the sub-block) of sub-block sub of rows 8h .. 8h + 7 of an
+// IQ4_XS block, decoded: the signed levels (-127..113), looked up from the nibbles by vpshufb.
+inline __m256i decode_iq4_xs_vector(const BlockIQ4_XSx16& wb, int sub, int h, int v) {
+  const __m256i raw = loadu256(wb.qs[sub][v % 4][kHalfRows * h]);
+  const __m256i nibbles =
+      _mm256_and_si256(v < 4 ? raw : _mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Levels)));
+  return _mm256_shuffle_epi8(table, nibbles);
+}
+
+inline void decode_iq4_xs_sub(const BlockIQ4_XSx16& wb, int sub, int h, __m256i w[8]) {
+  VELA_UNROLL
+  for (int v = 0; v < 8; ++v) w[v] = decode_iq4_xs_vector(wb, sub, h, v);
+}
+
+// Half h's sub-block scales (ls - 32) in both 16-bit halves of each row's lane, for vpmaddwd.
+inline __m256i iq4_xs_scale_pairs(const BlockIQ4_XSx16& wb, int sub, int h) {
+  const __m256i s32 = _mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[sub] + kHalfRows * h)));
+  return _mm256_or_si256(_mm256_and_si256(s32, _mm256_set1_epi32(0xFFFF)),
+                         _mm256_slli_epi32(s32, 16));
+}
+
+// The exact pair sums of signed levels w (|w| in w_abs) against one broadcast activation dword x,
+// as Q8_0's: vpmaddubsw of |w| against x with w's sign, each pair at most 2 * 127 * 127 (the
+// activations stay within +-127, so vpsignb never negates -128).
+inline __m256i iq4_xs_pair_sums(__m256i w_abs, __m256i w, __m256i x) {
+  return _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(x, w));
+}
+
+// A lone row's sub-block sub of rows 8h .. 8h + 7 of an IQ4_XS block against activation block a:
+// sum plus each vector's pair sums times the sub-block scale by vpmaddwd (at most 2 * 32 * 2 * 127
+// * 127 per vector), exact in int32.
+inline __m256i lone_step_iq4_xs(const BlockIQ4_XSx16& wb, int sub, int h, const BlockQ8_K& a,
+                                __m256i sum) {
+  const int8_t* qa = a.qs + 32 * sub;
+  const __m256i scale = iq4_xs_scale_pairs(wb, sub, h);
+  VELA_UNROLL
+  for (int v = 0; v < 8; ++v) {
+    const __m256i w = decode_iq4_xs_vector(wb, sub, h, v);
+    const __m256i s16 =
+        iq4_xs_pair_sums(_mm256_abs_epi8(w), w, _mm256_set1_epi32(load_i32(qa + 4 * v)));
+    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s16, scale));
+  }
+  return sum;
+}
+
+// IQ4_XS: rows r < R of the token tile against both halves of one group, sub-block by sub-block
+// and vector by vector: each vector of signed levels (decoded here, or loaded from decoded when
+// kDecoded: half h of block b's sub-block sub at decoded + 64 (h nb + b) + 8 sub) and its |w|
+// serve the R rows, each activation broadcast both halves. Every vector's pair sums go through
+// vpmaddwd by the sub-block scale on their own (two could overflow int16), then the reference's
+// float step per super-block, as Q6_K's. No activation sums: the levels are signed here.
+template <int R, bool kDecoded>
+void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m256i* decoded,
+                       const uint8_t* act, size_t act_stride, const int32_t* /*starts*/, float* y,
+                       int64_t y_stride) {
+  __m256 acc[2][R];
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XSx16& wb = wg[b];
+    const BlockQ8_K* a[R];
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+    __m256i sum[2][R];  // each (half, row)'s scaled sub-block sums
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r) sum[h][r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int sub = 0; sub < 8; ++sub) {
+      if constexpr (!kDecoded) prefetch_ahead_slice<BlockIQ4_XSx16, 8>(&wb, sub);
+      const __m256i scale[2] = {iq4_xs_scale_pairs(wb, sub, 0), iq4_xs_scale_pairs(wb, sub, 1)};
+      VELA_UNROLL
+      for (int v = 0; v < 8; ++v) {
+        __m256i w[2], w_abs[2];
+        VELA_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          w[h] = kDecoded ? _mm256_load_si256(decoded + 64 * (h * nb + b) + 8 * sub + v)
+                          : decode_iq4_xs_vector(wb, sub, h, v);
+          w_abs[h] = _mm256_abs_epi8(w[h]);
+        }
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const __m256i x = _mm256_set1_epi32(load_i32(a[r]->qs + 32 * sub + 4 * v));
+          VELA_UNROLL
+          for (int h = 0; h < 2; ++h)
+            sum[h][r] = _mm256_add_epi32(
+                sum[h][r], _mm256_madd_epi16(iq4_xs_pair_sums(w_abs[h], w[h], x), scale[h]));
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[h][r] = finish_half_block_q6_k(wb, h, sum[h][r], *a[r], acc[h][r]);
+  }
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
+}
+
 // The K formats' kernels: their block type and GGML type, sub-blocks per block and decoded
 // vectors per sub-block, largest token tile, activation sums per block, decoder and tile.
 template <class PackedBlock, GgmlType kGgmlType>  // Q4_K, Q5_K
@@ -347,6 +454,30 @@ struct Q6KKernel {
   static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
                            const int32_t* block_sums, __m256i sum) {
     return lone_step_q6_k(wb, step, h, a, block_sums, sum);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
+                            const int32_t* /*block_sums*/, __m256 acc) {
+    return finish_half_block_q6_k(wb, h, sum, a, acc);
+  }
+};
+
+// IQ4_XS's activation sums (the AVX-512 kernel's starts) go unused: its levels are signed here.
+struct IQ4XSKernel {
+  using Packed = BlockIQ4_XSx16;
+  static constexpr GgmlType kType = GgmlType::IQ4_XS;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = 8;
+  static constexpr int64_t kDecodeFrom = kIQ4_XSDecodeOnceMinTokens;
+  static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
+    decode_iq4_xs_sub(wb, sub, h, out);
+  }
+  template <int R, bool kDecoded, class... Args>
+  static void tile(Args... args) {
+    group_tile_iq4_xs<R, kDecoded>(args...);
+  }
+  static constexpr int kLoneSteps = 8;  // sub-blocks per block
+  static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
+                           const int32_t* /*block_sums*/, __m256i sum) {
+    return lone_step_iq4_xs(wb, step, h, a, sum);
   }
   static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
                             const int32_t* /*block_sums*/, __m256 acc) {
@@ -405,8 +536,8 @@ void lone_row_k(const typename K::Packed* wg, int64_t apart, int64_t nb, const u
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
 }
 
-// Q4_K, Q5_K and Q6_K (K: Q4KKernel, Q6KKernel): every tile takes both halves of a group; a lone
-// token reads each group once, more tokens go through for_group_tiles.
+// Q4_K, Q5_K, Q6_K and IQ4_XS (K: Q4KKernel, Q6KKernel, IQ4XSKernel): every tile takes both halves
+// of a group; a lone token reads each group once, more tokens go through for_group_tiles.
 template <class K>
 void gemm_k(const PackedGemmArgs& p) {
   using Packed = typename K::Packed;
@@ -451,6 +582,8 @@ PackedGemmFn packed_gemm_k_avx2(GgmlType w_type) {
       return avx2::gemm_k<avx2::Q4KKernel<BlockQ5_Kx16, GgmlType::Q5_K>>;
     case GgmlType::Q6_K:
       return avx2::gemm_k<avx2::Q6KKernel>;
+    case GgmlType::IQ4_XS:
+      return avx2::gemm_k<avx2::IQ4XSKernel>;
     default:
       return nullptr;
   }

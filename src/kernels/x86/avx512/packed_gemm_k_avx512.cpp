@@ -1,10 +1,12 @@
-// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K and Q6_K weights against Q8_K activations
+// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K and IQ4_XS weights against Q8_K
+// activations
 // (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of one row, so vpdpbusd
 // with one broadcast activation dword feeds the exact integer sums of all 16 rows at once.
 // (Measured: 16-row token tiles over a block-major activation copy, which pay for Q8_0 / Q4_0,
 // made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
 #include <type_traits>
 
+#include "kernels/packed/nibble_format.h"
 #include "kernels/packed/packed_act.h"
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
@@ -58,6 +60,9 @@ inline void load_decoded(const __m512i* decoded, __m512i* v) {
 // Q6_K 1.23x; Q4_K was 8% slower at 16 tokens and even at 24, Q6_K faster from 16 on.
 constexpr int64_t kQ4_KDecodeOnceMinTokens = 32;
 constexpr int64_t kQ6_KDecodeOnceMinTokens = 16;
+// IQ4_XS: Q6_K's (a sub-block's 8 vectors cost 4 loads, 8 masks or shifts and 8 shuffles); not
+// measured on its own.
+constexpr int64_t kIQ4_XSDecodeOnceMinTokens = 16;
 
 // The nb blocks of group wg decoded into this thread's buffer by decode(block, out), block b at
 // kDecodedBlockVectors b.
@@ -214,6 +219,93 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
+// Sub-block j of an IQ4_XS block decoded: its 8 vectors of levels + 128 (1..241, unsigned for
+// vpdpbusd), each looked up from its nibbles by one byte shuffle of IQ4_NL's biased table.
+inline void decode_iq4_xs_sub(const BlockIQ4_XSx16& wb, int j, __m512i q[8]) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(
+      reinterpret_cast<const __m128i*>(NibbleTraits<BlockIQ4_NLx16>::kBiasedLevels.data())));
+  static_assert(NibbleTraits<BlockIQ4_NLx16>::kBias == kCodebookPackedBias);
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) {
+    const __m512i raw = _mm512_loadu_si512(wb.qs[j][v]);
+    q[v] = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, low));
+    q[v + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low));
+  }
+}
+
+// IQ4_XS: rows r < R of the token tile against one group, as Q6_K's: per 32-element sub-block the
+// 8 vectors of biased levels decoded once for the tile, each row's exact dot by vpdpbusd starting
+// from -128 * the activations' sub-block sum (starts), times the sub-block scales (ls - 32) with
+// vpmulld. decoded: when kDecoded, every block of the group decoded (decode_group; sub-block j at
+// kDecodedBlockVectors b + 8 j).
+template <int R, bool kDecoded = false>
+void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m512i* decoded,
+                       const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
+                       int64_t y_stride, bool streams) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XSx16& wb = wg[b];
+    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
+    const BlockQ8_K* a[R];
+    __m512i sum[R];
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      sum[r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; ++j) {
+      __m512i q[8];
+      if constexpr (kDecoded)
+        load_decoded<8>(decoded + kDecodedBlockVectors * b + 8 * j, q);
+      else
+        decode_iq4_xs_sub(wb, j, q);
+      const __m512i sc =
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[j])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qa = a[r]->qs + 32 * j;
+        // Two chains of four: one chain of eight would wait on vpdpbusd latency.
+        __m512i dot = _mm512_set1_epi32(starts[(r * nb + b) * 8 + j]);
+        __m512i dot2 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          dot = _mm512_dpbusd_epi32(dot, q[v], _mm512_set1_epi32(load_i32(qa + 4 * v)));
+          dot2 = _mm512_dpbusd_epi32(dot2, q[v + 4], _mm512_set1_epi32(load_i32(qa + 16 + 4 * v)));
+        }
+        sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(_mm512_add_epi32(dot, dot2), sc));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
+                               _mm512_cvtepi32_ps(sum[r]), acc[r]);
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+void gemm_iq4_xs(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const int32_t* starts = packed_act_sums(GgmlType::IQ4_XS, p);
+  const auto* w = static_cast<const BlockIQ4_XSx16*>(p.w);
+  const bool decode_once = p.n_act >= kIQ4_XSDecodeOnceMinTokens;
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const __m512i* decoded = nullptr;
+    if (decode_once)
+      decoded = decode_group(w + g * nb, nb, [](const BlockIQ4_XSx16& wb, __m512i* out) {
+        for (int j = 0; j < 8; ++j) decode_iq4_xs_sub(wb, j, out + 8 * j);
+      });
+    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
+      const auto fn = decode_once ? group_tile_iq4_xs<decltype(tile)::value, true>
+                                  : group_tile_iq4_xs<decltype(tile)::value, false>;
+      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+         starts + t * nb * 8, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+    });
+  }
+}
+
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
@@ -273,6 +365,8 @@ PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type) {
       return gemm_q4_k<BlockQ5_Kx16>;
     case GgmlType::Q6_K:
       return gemm_q6_k;
+    case GgmlType::IQ4_XS:
+      return gemm_iq4_xs;
     default:
       return nullptr;
   }
