@@ -116,7 +116,7 @@ Status HeadProposer::follow(std::span<const PassRows> rows) {
       row_lengths_[size_t(n_rows)] = int32_t(p.tokens.size());
       ++n_rows;
     } else {
-      seqs_.erase(p.id);  // mid-prompt: nothing to propose yet
+      seqs_.erase(p.id);  // mid-prompt, or kept from speculating: no first proposal wanted
     }
     ++n_seqs;
   }
