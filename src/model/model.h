@@ -69,7 +69,7 @@ class Model {
   const TensorShard& shard() const { return shard_; }
   // An MTP block's decoder or an EAGLE-3 head's target (whose matrices it may share); null for
   // any other model.
-  const std::shared_ptr<const Model>& mtp_target() const { return target_; }
+  const std::shared_ptr<const Model>& head_target() const { return target_; }
 
  private:
   std::shared_ptr<const GgufFile> gguf_;  // owns the mapping the weights point into

@@ -334,7 +334,7 @@ TEST(Eagle3Head, ConfigIsOneLayerSharingTheTargetsMatrices) {
   const ModelWeights& w = head->weights();
   EXPECT_EQ(w.token_embd.data, target->weights().token_embd.data);
   EXPECT_EQ(w.output.data, target->weights().output.data);
-  EXPECT_EQ(head->mtp_target(), target);
+  EXPECT_EQ(head->head_target(), target);
   EXPECT_TRUE(w.eagle3.d2t.empty());
   EXPECT_EQ(w.eagle3.fc.n_rows, 256);
   EXPECT_EQ(w.eagle3.fc.n_cols, 3 * 256);

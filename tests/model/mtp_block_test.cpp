@@ -258,7 +258,7 @@ TEST(MtpBlock, ConfigIsOneLayerSharingTheTargetsMatrices) {
     const ModelWeights& w = block->weights();
     EXPECT_EQ(w.token_embd.data, target->weights().token_embd.data);
     EXPECT_EQ(w.output.data, target->weights().output.data);
-    EXPECT_EQ(block->mtp_target(), target);
+    EXPECT_EQ(block->head_target(), target);
     EXPECT_EQ(w.mtp.eh_proj.n_rows, c.n_embd);
     EXPECT_EQ(w.mtp.eh_proj.n_cols, 2 * c.n_embd);
     // The head norm is the block's shared_head_norm, not the decoder's output_norm.
