@@ -133,9 +133,14 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
       o.speculative_method == "auto" ? (mc.n_nextn_layers > 0 ? "mtp" : "ngram")
       : o.draft_model_path.empty() || o.speculative_method != "none" ? o.speculative_method
                                                                      : "draft";
+  // The draft file, opened once: its architecture picks the method, then it loads.
+  std::shared_ptr<const GgufFile> draft_file;
+  if (!o.draft_model_path.empty()) {
+    auto opened_draft = GgufFile::open(o.draft_model_path);
+    if (!opened_draft) return make_error("draft model: " + opened_draft.message());
+    draft_file = std::make_shared<const GgufFile>(std::move(*opened_draft));
+  }
   if (method_name == "draft" && o.speculative_method == "none") {
-    auto draft_file = GgufFile::open(o.draft_model_path);
-    if (!draft_file) return make_error("draft model: " + draft_file.message());
     auto arch = draft_file->get_string("general.architecture");
     if (arch && arch->has_value() && **arch == "eagle3") method_name = "eagle3";
   }
@@ -168,8 +173,8 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.speculative.adaptive = o.speculative_adaptive;
   if (auto st = validate(c.speculative); !st) return st.error();
   if (*method == SpecMethod::kDraft) {
-    auto draft = Model::load(o.draft_model_path);
-    if (!draft) return make_error("draft model: " + draft.message());
+    auto draft = Model::from_gguf(draft_file);
+    if (!draft) return make_error("draft model: '" + o.draft_model_path + "': " + draft.message());
     auto draft_tokenizer = Tokenizer::from_gguf((*draft)->gguf());
     if (!draft_tokenizer)
       return make_error("draft model '" + o.draft_model_path + "': " + draft_tokenizer.message());
@@ -247,7 +252,7 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
         return make_error("'" + o.model_path + "': speculative method 'mtp': " + block.message());
       c.draft_head = std::move(*block);
     } else {
-      auto eagle = Model::load_eagle3_head(o.draft_model_path, *model, head_options);
+      auto eagle = Model::eagle3_head(draft_file, *model, head_options);
       if (!eagle)
         return make_error("EAGLE-3 head '" + o.draft_model_path + "': " + eagle.message());
       c.draft_head = std::move(*eagle);

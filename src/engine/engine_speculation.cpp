@@ -22,21 +22,18 @@ Status Engine::propose() {
   drafted_.clear();
   proposal_requests_.clear();
   if (proposer_ == nullptr) return {};
-  // A refused proposal holds for the step it was made in only.
+  Proposer& proposer = *proposer_;
+  StepShape decodes;
   for (const auto& [id, live] : requests_) {
-    if (live->request.in_flight) continue;
+    const Request& r = live->request;
+    if (r.in_flight) continue;
+    // A grant and a refused proposal hold for the step they were made in only.
     live->granted = false;
     if (live->refused_proposal >= 0) {
       live->refused_proposal = -1;
       live->draft_q = {};
     }
-  }
-  Proposer& proposer = *proposer_;
-  StepShape decodes;
-  for (const auto& [id, live] : requests_) {
-    const Request& r = live->request;
-    if (r.status == RequestStatus::kRunning && !r.in_flight && r.is_decode())
-      decodes.add(r.num_computed, 1, true);
+    if (r.status == RequestStatus::kRunning && r.is_decode()) decodes.add(r.num_computed, 1, true);
   }
   const bool granted_first = proposer.runs_passes();
   const double reference = last_step_.seconds > 0 ? last_step_.seconds : 1.0;

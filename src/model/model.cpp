@@ -98,13 +98,4 @@ Result<std::shared_ptr<const Model>> Model::eagle3_head(std::shared_ptr<const Gg
   return std::shared_ptr<const Model>(std::move(model));
 }
 
-Result<std::shared_ptr<const Model>> Model::load_eagle3_head(const std::string& path,
-                                                             std::shared_ptr<const Model> target,
-                                                             const ModelLoadOptions& options) {
-  auto gguf = GgufFile::open(path);
-  if (!gguf) return gguf.error();
-  return eagle3_head(std::make_shared<const GgufFile>(std::move(*gguf)), std::move(target),
-                     options);
-}
-
 }  // namespace vela

@@ -54,10 +54,6 @@ class Model {
   static Result<std::shared_ptr<const Model>> eagle3_head(std::shared_ptr<const GgufFile> head,
                                                           std::shared_ptr<const Model> target,
                                                           const ModelLoadOptions& options = {});
-  // eagle3_head of the file at `path` (its errors do not repeat the path).
-  static Result<std::shared_ptr<const Model>> load_eagle3_head(
-      const std::string& path, std::shared_ptr<const Model> target,
-      const ModelLoadOptions& options = {});
 
   const GgufFile& gguf() const { return *gguf_; }
   // The config this process's forward pass runs with: a tensor- or pipeline-parallel rank's
