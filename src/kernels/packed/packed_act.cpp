@@ -82,6 +82,7 @@ int packed_act_sums_per_block(GgmlType w_type) {
     case GgmlType::Q5_K:
       return 4;
     case GgmlType::Q6_K:
+    case GgmlType::Q3_K:
       return 16;
     case GgmlType::IQ4_XS:
       return 8;
@@ -122,6 +123,13 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
                                     o[s] = -kQ6_KOffset * int32_t(a.bsums[s]);
                                 });
       return;
+    case GgmlType::Q3_K:
+      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_K& a, int32_t* o) {
+                                  for (int s = 0; s < 16; ++s)
+                                    o[s] = -kQ3_KOffset * int32_t(a.bsums[s]);
+                                });
+      return;
     case GgmlType::IQ4_XS:
       for_each_block<BlockQ8_K>(
           act, act_stride, nb, per, t_begin, t_end, out, [](const BlockQ8_K& a, int32_t* o) {
@@ -156,6 +164,8 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
       return {sums_bytes<GgmlType::Q6_K>, write_sums<GgmlType::Q6_K>};
     case GgmlType::IQ4_XS:
       return {sums_bytes<GgmlType::IQ4_XS>, write_sums<GgmlType::IQ4_XS>};
+    case GgmlType::Q3_K:
+      return {sums_bytes<GgmlType::Q3_K>, write_sums<GgmlType::Q3_K>};
     default:
       return {};
   }

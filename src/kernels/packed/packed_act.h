@@ -19,8 +19,9 @@ namespace vela {
 // Q5_K: 4, the sums of sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), the operand
 // vpmaddwd / vpdpwssd meets the packed (min, min) pairs with; Q6_K: 16, the start of each
 // 16-element sub-block's sum, -32 * its activation sum; IQ4_XS: 8, the start of each 32-element
-// sub-block's sum, -128 * its activation sum (the AVX-512 kernel's levels + 128). 0 for other
-// types.
+// sub-block's sum, -128 * its activation sum (the AVX-512 kernel's levels + 128); Q3_K: 16, the
+// start of each 16-element sub-block's sum, -4 * its activation sum (the AVX-512 kernel's q, level
+// + 4). 0 for other types.
 int packed_act_sums_per_block(GgmlType w_type);
 
 // Rows [t_begin, t_end) of w_type's values for the activation rows at act (act_stride bytes

@@ -146,6 +146,25 @@ struct BlockIQ4_XSx16 {
 };
 static_assert(sizeof(BlockIQ4_XSx16) == 16 * 136 + 32, "16 IQ4_XS super-blocks + decoded scales");
 
+// 16 rows x one Q3_K super-block (256 elements, 16 sub-blocks of 16; value of element k = d *
+// (s_j - 32) * (q - 4), j = k / 16, q = 0..7: its 2 low bits plus 4 times its high bit). The
+// 6-bit scales are stored decoded, minus 32 (-32..31), as IQ4_XS's. The quants keep the file's
+// two bit planes, interleaved for the VNNI vectors: bits 2v, 2v + 1 of byte (n, i) of ql[j] are
+// the low bits of row n's element 16j + 4v + i (vector v of sub-block j: a shift and a mask), and
+// bit v of byte (n, i) of qh[p] is the high bit of element 32p + 4v + i (vector v of sub-block
+// pair p, 2p's for v < 4, 2p + 1's for v >= 4: Q5_K's plane, one test or shift per vector). The
+// kernels take q unsigned and the -4 through the activations' sub-block sums. 64 bytes per 16
+// rows larger than the GGUF blocks (+3.6%): the decoded scales.
+struct BlockQ3_Kx16 {
+  uint16_t d[kPackedRows];         // [16 rows] fp16 super-scale
+  int8_t scale[16][kPackedRows];   // [16 sub-blocks][16 rows] s_j - 32
+  uint8_t ql[16][kPackedRows][4];  // [16 sub-blocks][16 rows][4 bytes] low 2-bit fields
+  PackedHighBits qh[8];            // [8 sub-block pairs][16 rows][4 bytes] high bits
+};
+static_assert(sizeof(BlockQ3_Kx16) == 16 * 110 + 64, "16 Q3_K super-blocks + decoded scales");
+
+inline constexpr int kQ3_KOffset = 4;  // q - 4
+
 // F32, F16 and BF16 weights in 16-row groups of the whole row length: group g holds rows 16 g ..
 // 16 g + 15 with element k of row n at slot (k / P) * 16 P + n P + k % P, so one vector load at a
 // column (F32, F16: P = 1; 16 rows) or a column pair (BF16: P = 2, the pairs vdpbf16ps multiplies)

@@ -8,6 +8,7 @@
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "quant/blocks.h"
+#include "quant/blocks_low_k.h"
 #include "quant/blocks_nonlinear4.h"
 
 namespace vela {
@@ -153,6 +154,58 @@ void unpack_block(const BlockIQ4_XSx16& in, int n, BlockIQ4_XS* out) {
   }
 }
 
+// Q3_K: the scales decoded (minus 32), each element's low 2 bits and high bit (the file's qs
+// field and hmask bit) moved to their places in the interleaved planes.
+inline int q3_k_low(const BlockQ3_K& b, int e) {
+  return (b.qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3;
+}
+inline int q3_k_high(const BlockQ3_K& b, int e) {
+  return (b.hmask[e % 32] >> (e / 32)) & 1;
+}
+
+void pack_group(const BlockQ3_K* rows[kPackedRows], int64_t nb, BlockQ3_Kx16* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockQ3_Kx16& o = out[b];
+    for (int n = 0; n < kPackedRows; ++n) {
+      const BlockQ3_K& src = rows[n][b];
+      o.d[n] = src.d;
+      for (int j = 0; j < kLowKSubBlocks; ++j) {
+        o.scale[j][n] = int8_t(q3_k_scale(j, src.scales));
+        for (int i = 0; i < 4; ++i) {
+          int byte = 0;
+          for (int v = 0; v < 4; ++v) byte |= q3_k_low(src, 16 * j + 4 * v + i) << (2 * v);
+          o.ql[j][n][i] = uint8_t(byte);
+        }
+      }
+      for (int p = 0; p < kLowKSubBlocks / 2; ++p)
+        for (int i = 0; i < 4; ++i) {
+          int byte = 0;
+          for (int v = 0; v < 8; ++v) byte |= q3_k_high(src, 32 * p + 4 * v + i) << v;
+          o.qh[p][n][i] = uint8_t(byte);
+        }
+    }
+  }
+}
+
+void unpack_block(const BlockQ3_Kx16& in, int n, BlockQ3_K* out) {
+  out->d = in.d[n];
+  std::memset(out->hmask, 0, sizeof(out->hmask));
+  std::memset(out->qs, 0, sizeof(out->qs));
+  std::memset(out->scales, 0, sizeof(out->scales));
+  for (int j = 0; j < kLowKSubBlocks; ++j) {
+    const int s = in.scale[j][n] + 32;  // 0..63, q3_k_scale()'s fields
+    out->scales[j % 8] = uint8_t(out->scales[j % 8] | (s & 0x0F) << (4 * (j / 8)));
+    out->scales[8 + j % 4] = uint8_t(out->scales[8 + j % 4] | (s >> 4) << (2 * (j / 4)));
+  }
+  for (int e = 0; e < kQK_K; ++e) {
+    const int low = (in.ql[e / 16][n][e % 4] >> (2 * (e % 16 / 4))) & 3;
+    const int high = (in.qh[e / 32][n][e % 4] >> (e % 32 / 4)) & 1;
+    uint8_t& q = out->qs[32 * (e / 128) + e % 32];
+    q = uint8_t(q | low << (2 * (e / 32 % 4)));
+    out->hmask[e % 32] = uint8_t(out->hmask[e % 32] | high << (e / 32));
+  }
+}
+
 // Q6_K element k of a GGUF block (dequantize_row_q6_k's order: half, quarter, position).
 struct Q6Index {
   int ql, ql_shift, qh, qh_shift;
@@ -255,7 +308,8 @@ void unpack_block(const Packed& in, int n, Block* out) {
 template <class Block>
 constexpr int64_t kPackedK =
     std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
-            std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockIQ4_XS>
+            std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockIQ4_XS> ||
+            std::is_same_v<Block, BlockQ3_K>
         ? kPackedSuperK
         : kPackedBlockK;
 
@@ -307,6 +361,8 @@ bool with_packed_types(GgmlType w_type, Fn&& fn) {
       return fn.template operator()<BlockMXFP4, BlockMXFP4x16>(), true;
     case GgmlType::IQ4_XS:
       return fn.template operator()<BlockIQ4_XS, BlockIQ4_XSx16>(), true;
+    case GgmlType::Q3_K:
+      return fn.template operator()<BlockQ3_K, BlockQ3_Kx16>(), true;
     default:
       return false;
   }
@@ -370,7 +426,7 @@ void unpack_float_row(const FloatInterleave& f, const void* packed, int64_t n_co
 int64_t interleaved16_block_cols(GgmlType w_type) {
   if (const auto f = float_interleave(w_type)) return f->pair;
   return w_type == GgmlType::Q4_K || w_type == GgmlType::Q5_K || w_type == GgmlType::Q6_K ||
-                 w_type == GgmlType::IQ4_XS
+                 w_type == GgmlType::IQ4_XS || w_type == GgmlType::Q3_K
              ? kPackedSuperK
              : kPackedBlockK;
 }

@@ -71,6 +71,12 @@ inline int level(const BlockIQ4_XSx16& b, int n, int k) {  // -127..113
   return kIQ4Levels[l < 16 ? byte & 0x0F : byte >> 4];
 }
 
+inline int level(const BlockQ3_Kx16& b, int n, int k) {  // -4..3
+  const int low = (b.ql[k / 16][n][k % 4] >> (2 * (k % 16 / 4))) & 3;
+  const int high = (b.qh[k / 32][n][k % 4] >> (k % 32 / 4)) & 1;
+  return low + 4 * high - kQ3_KOffset;
+}
+
 // Row n's block scale d_w as f32: f16 d, or MXFP4's e8m0 byte, 2^(e - 128).
 template <class Packed>
 inline float weight_scale(const Packed& b, int n) {
@@ -140,6 +146,18 @@ float step_iq4_xs(const BlockIQ4_XSx16& w, int n, const BlockQ8_K& a, float acc)
   for (int j = 0; j < 8; ++j) {
     int32_t dot = 0;
     for (int l = 0; l < 32; ++l) dot += level(w, n, 32 * j + l) * int32_t(a.qs[32 * j + l]);
+    sum += int32_t(w.scale[j][n]) * dot;
+  }
+  return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
+}
+
+// Q3_K: the exact integer sum of (s_j - 32) * dot_j over the 16 sub-blocks (at most
+// 16 * 32 * 16 * 4 * 127 in magnitude), then acc = fma(d_w * d_a, sum, acc), as Q6_K.
+float step_q3_k(const BlockQ3_Kx16& w, int n, const BlockQ8_K& a, float acc) {
+  int32_t sum = 0;
+  for (int j = 0; j < 16; ++j) {
+    int32_t dot = 0;
+    for (int l = 0; l < 16; ++l) dot += level(w, n, 16 * j + l) * int32_t(a.qs[16 * j + l]);
     sum += int32_t(w.scale[j][n]) * dot;
   }
   return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
@@ -234,6 +252,8 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockQ6_Kx16, BlockQ8_K, kPackedSuperK, step_q6_k>;
     case GgmlType::IQ4_XS:
       return gemm_ref<BlockIQ4_XSx16, BlockQ8_K, kPackedSuperK, step_iq4_xs>;
+    case GgmlType::Q3_K:
+      return gemm_ref<BlockQ3_Kx16, BlockQ8_K, kPackedSuperK, step_q3_k>;
     default:
       return nullptr;
   }

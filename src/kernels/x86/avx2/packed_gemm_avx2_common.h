@@ -16,7 +16,7 @@
 
 namespace vela::kernels {
 
-PackedGemmFn packed_gemm_k_avx2(GgmlType w_type);  // Q4_K, Q5_K, Q6_K, IQ4_XS; else null
+PackedGemmFn packed_gemm_k_avx2(GgmlType w_type);  // Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K; else null
 
 namespace avx2 {
 
@@ -78,6 +78,8 @@ constexpr int64_t kQ5_KDecodeOnceMinTokens = 16;
 constexpr int64_t kQ6_KDecodeOnceMinTokens = 32;
 // IQ4_XS (a vpshufb per vector beside the nibble's two operations): as Q4_K; not measured.
 constexpr int64_t kIQ4_XSDecodeOnceMinTokens = 32;
+// Q3_K (five operations per vector from its two bit planes): as Q4_K; not measured.
+constexpr int64_t kQ3_KDecodeOnceMinTokens = 32;
 
 // Every (group, token tile) of a call: fn(g, std::integral_constant<int, R>, t) with tiles of
 // kMaxR rows (4 or 2), then 2 and 1 for the rest.

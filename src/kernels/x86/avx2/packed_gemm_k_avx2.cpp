@@ -1,9 +1,9 @@
-// AVX2 kernels for 16-row interleaved Q4_K, Q5_K, Q6_K and IQ4_XS weights (packed_gemm.h), on the
-// int8 scheme of packed_gemm_avx2.cpp: exact integer sums per sub-block by vpmaddubsw and vpmaddwd,
-// scaled by the sub-block scales in int32, then the reference's float steps per super-block, so
-// results are bit-identical to the scalar reference and to the AVX-512 kernels. A lone token
-// walks two groups' weight streams in lockstep; token tiles take both halves of a group vector by
-// vector, or load a group decoded once from enough tokens on.
+// AVX2 kernels for 16-row interleaved Q4_K, Q5_K, Q6_K, IQ4_XS and Q3_K weights (packed_gemm.h),
+// on the int8 scheme of packed_gemm_avx2.cpp: exact integer sums per sub-block by vpmaddubsw and
+// vpmaddwd, scaled by the sub-block scales in int32, then the reference's float steps per
+// super-block, so results are bit-identical to the scalar reference and to the AVX-512 kernels. A
+// lone token walks two groups' weight streams in lockstep; token tiles take both halves of a group
+// vector by vector, or load a group decoded once from enough tokens on.
 #include <type_traits>
 
 #include "kernels/packed/packed_act.h"
@@ -411,6 +411,135 @@ void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m256i* deco
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
 }
 
+// Vector v of sub-block pair sub (v < 4: elements 4v .. 4v + 3 of sub-block 2 sub, else 4(v - 4)
+// .. of sub-block 2 sub + 1) of rows 8h .. 8h + 7 of a Q3_K block, decoded from its low-plane
+// vector (ql[2 sub + v / 4]'s rows) and high plane (qh[sub]'s): q = level + 4 (0..7), unsigned for
+// vpmaddubsw. The 16-bit shifts carry bits across bytes only into the bits the masks drop.
+inline __m256i decode_q3_k_vector(__m256i low, __m256i high, int v) {
+  const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(low, 2 * (v % 4)), _mm256_set1_epi8(3));
+  const __m256i at2 = v <= 2 ? _mm256_slli_epi16(high, 2 - v) : _mm256_srli_epi16(high, v - 2);
+  return _mm256_or_si256(lo, _mm256_and_si256(at2, _mm256_set1_epi8(4)));
+}
+inline __m256i decode_q3_k_vector(const BlockQ3_Kx16& wb, int sub, int h, int v) {
+  return decode_q3_k_vector(loadu256(wb.ql[2 * sub + v / 4][kHalfRows * h]),
+                            loadu256(wb.qh[sub][kHalfRows * h]), v);
+}
+
+inline void decode_q3_k_sub(const BlockQ3_Kx16& wb, int sub, int h, __m256i w[8]) {
+  const __m256i low[2] = {loadu256(wb.ql[2 * sub][kHalfRows * h]),
+                          loadu256(wb.ql[2 * sub + 1][kHalfRows * h])};
+  const __m256i high = loadu256(wb.qh[sub][kHalfRows * h]);
+  VELA_UNROLL
+  for (int v = 0; v < 8; ++v) w[v] = decode_q3_k_vector(low[v / 4], high, v);
+}
+
+// Half h's scales (s - 32) of 16-element sub-block j in both 16-bit halves of each row's lane.
+inline __m256i q3_k_scale_pairs(const BlockQ3_Kx16& wb, int j, int h) {
+  const __m256i s32 = _mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scale[j] + kHalfRows * h)));
+  return _mm256_or_si256(_mm256_and_si256(s32, _mm256_set1_epi32(0xFFFF)),
+                         _mm256_slli_epi32(s32, 16));
+}
+
+// A 16-element sub-block's start, -4 * its activation sum, in the low 16 bits of every lane.
+inline __m256i q3_k_start(int32_t start) {
+  return _mm256_set1_epi32(int32_t(uint16_t(start)));
+}
+
+// One 16-element sub-block of rows 8h .. 8h + 7 (its 4 vectors of q, w) against the activations'
+// 4 broadcast dwords x, added to sum: the 4 vpmaddubsw pair sums (each at most 2 * 7 * 128) and
+// the start (|-4 * sum| at most 4 * 16 * 128) add up exactly in int16 (at most 15360), then one
+// vpmaddwd by the sub-block scale pairs gives scale * (the lane's dot - 4 * activation sum).
+inline __m256i q3_k_sub_sum(const __m256i* w, const __m256i* x, __m256i start, __m256i scale,
+                            __m256i sum) {
+  const __m256i s01 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(w[0], x[0]), _mm256_maddubs_epi16(w[1], x[1]));
+  const __m256i s23 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(w[2], x[2]), _mm256_maddubs_epi16(w[3], x[3]));
+  const __m256i s16 = _mm256_add_epi16(_mm256_add_epi16(s01, s23), start);
+  return _mm256_add_epi32(sum, _mm256_madd_epi16(s16, scale));
+}
+
+// A lone row's sub-block pair sub of rows 8h .. 8h + 7 of a Q3_K block against activation block
+// a (starts: its 16 start sums): sum plus both sub-blocks' scaled sums.
+inline __m256i lone_step_q3_k(const BlockQ3_Kx16& wb, int sub, int h, const BlockQ8_K& a,
+                              const int32_t* starts, __m256i sum) {
+  VELA_UNROLL
+  for (int k = 0; k < 2; ++k) {
+    const int j = 2 * sub + k;
+    __m256i w[4], x[4];
+    VELA_UNROLL
+    for (int v = 0; v < 4; ++v) {
+      w[v] = decode_q3_k_vector(wb, sub, h, 4 * k + v);
+      x[v] = _mm256_set1_epi32(load_i32(a.qs + 16 * j + 4 * v));
+    }
+    sum = q3_k_sub_sum(w, x, q3_k_start(starts[j]), q3_k_scale_pairs(wb, j, h), sum);
+  }
+  return sum;
+}
+
+// Q3_K: rows r < R of the token tile against both halves of one group, 16-element sub-block by
+// sub-block: its 4 vectors of q per half (decoded here into a local copy, or read from decoded
+// when kDecoded: half h of block b's sub-block pair sub at decoded + 64 (h nb + b) + 8 sub) serve
+// the R rows, each row's 4 activation dwords broadcast once for both halves (q3_k_sub_sum), then
+// the reference's float step per super-block, as Q6_K's.
+template <int R, bool kDecoded>
+void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
+                     size_t act_stride, const int32_t* starts, float* y, int64_t y_stride) {
+  __m256 acc[2][R];
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_Kx16& wb = wg[b];
+    const BlockQ8_K* a[R];
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+    __m256i sum[2][R];
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r) sum[h][r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int sub = 0; sub < 8; ++sub) {
+      if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ3_Kx16, 8>(&wb, sub);
+      __m256i local[2][8];
+      const __m256i* w[2];
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (kDecoded) {
+          w[h] = decoded + 64 * (h * nb + b) + 8 * sub;
+        } else {
+          decode_q3_k_sub(wb, sub, h, local[h]);
+          w[h] = local[h];
+        }
+      }
+      VELA_UNROLL
+      for (int k = 0; k < 2; ++k) {
+        const int j = 2 * sub + k;
+        const __m256i scale[2] = {q3_k_scale_pairs(wb, j, 0), q3_k_scale_pairs(wb, j, 1)};
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          __m256i x[4];
+          VELA_UNROLL
+          for (int v = 0; v < 4; ++v) x[v] = _mm256_set1_epi32(load_i32(a[r]->qs + 16 * j + 4 * v));
+          const __m256i start = q3_k_start(starts[(r * nb + b) * 16 + j]);
+          VELA_UNROLL
+          for (int h = 0; h < 2; ++h)
+            sum[h][r] = q3_k_sub_sum(w[h] + 4 * k, x, start, scale[h], sum[h][r]);
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[h][r] = finish_half_block_q6_k(wb, h, sum[h][r], *a[r], acc[h][r]);
+  }
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
+}
+
 // The K formats' kernels: their block type and GGML type, sub-blocks per block and decoded
 // vectors per sub-block, largest token tile, activation sums per block, decoder and tile.
 template <class PackedBlock, GgmlType kGgmlType>  // Q4_K, Q5_K
@@ -478,6 +607,30 @@ struct IQ4XSKernel {
   static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
                            const int32_t* /*block_sums*/, __m256i sum) {
     return lone_step_iq4_xs(wb, step, h, a, sum);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
+                            const int32_t* /*block_sums*/, __m256 acc) {
+    return finish_half_block_q6_k(wb, h, sum, a, acc);
+  }
+};
+
+// Q3_K: q = level + 4 unsigned, the -4 through the activation sums (starts), as on AVX-512.
+struct Q3KKernel {
+  using Packed = BlockQ3_Kx16;
+  static constexpr GgmlType kType = GgmlType::Q3_K;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = 16;
+  static constexpr int64_t kDecodeFrom = kQ3_KDecodeOnceMinTokens;
+  static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
+    decode_q3_k_sub(wb, sub, h, out);
+  }
+  template <int R, bool kDecoded, class... Args>
+  static void tile(Args... args) {
+    group_tile_q3_k<R, kDecoded>(args...);
+  }
+  static constexpr int kLoneSteps = 8;  // sub-block pairs per block
+  static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
+                           const int32_t* block_sums, __m256i sum) {
+    return lone_step_q3_k(wb, step, h, a, block_sums, sum);
   }
   static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
                             const int32_t* /*block_sums*/, __m256 acc) {
@@ -584,6 +737,8 @@ PackedGemmFn packed_gemm_k_avx2(GgmlType w_type) {
       return avx2::gemm_k<avx2::Q6KKernel>;
     case GgmlType::IQ4_XS:
       return avx2::gemm_k<avx2::IQ4XSKernel>;
+    case GgmlType::Q3_K:
+      return avx2::gemm_k<avx2::Q3KKernel>;
     default:
       return nullptr;
   }

@@ -1,9 +1,8 @@
-// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K and IQ4_XS weights against Q8_K
-// activations
-// (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of one row, so vpdpbusd
-// with one broadcast activation dword feeds the exact integer sums of all 16 rows at once.
-// (Measured: 16-row token tiles over a block-major activation copy, which pay for Q8_0 / Q4_0,
-// made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
+// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K, IQ4_XS and Q3_K weights against
+// Q8_K activations (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of one row,
+// so vpdpbusd with one broadcast activation dword feeds the exact integer sums of all 16 rows at
+// once. (Measured: 16-row token tiles over a block-major activation copy, which pay for Q8_0 /
+// Q4_0, made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
 #include <type_traits>
 
 #include "kernels/packed/nibble_format.h"
@@ -63,6 +62,9 @@ constexpr int64_t kQ6_KDecodeOnceMinTokens = 16;
 // IQ4_XS: Q6_K's (a sub-block's 8 vectors cost 4 loads, 8 masks or shifts and 8 shuffles); not
 // measured on its own.
 constexpr int64_t kIQ4_XSDecodeOnceMinTokens = 16;
+// Q3_K: as IQ4_XS (a shift, a mask, a test and a masked add per vector); not measured on its
+// own.
+constexpr int64_t kQ3_KDecodeOnceMinTokens = 16;
 
 // The nb blocks of group wg decoded into this thread's buffer by decode(block, out), block b at
 // kDecodedBlockVectors b.
@@ -306,6 +308,97 @@ void gemm_iq4_xs(const PackedGemmArgs& p) {
   }
 }
 
+// Sub-block pair p (sub-blocks 2p, 2p + 1) of a Q3_K block decoded: its 8 vectors of q (level
+// + 4, 0..7, unsigned for vpdpbusd), vectors 0-3 sub-block 2p's, 4-7 sub-block 2p + 1's. Vector v
+// is its 2-bit field of the low plane shifted down and masked, plus 4 where bit v of the high
+// plane is set (one vptestmb and one masked add, as Q5_K's 5th bits): 3 loads for 8 vectors.
+inline void decode_q3_k_pair(const BlockQ3_Kx16& wb, int p, __m512i q[8]) {
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i low[2] = {_mm512_loadu_si512(wb.ql[2 * p]), _mm512_loadu_si512(wb.ql[2 * p + 1])};
+  const __m512i high = _mm512_loadu_si512(wb.qh[p]);
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) {
+    const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(low[v / 4], 2 * (v % 4)), three);
+    q[v] = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(high, _mm512_set1_epi8(char(1 << v))), lo,
+                                four);
+  }
+}
+
+// Q3_K: rows r < R of the token tile against one group, as IQ4_XS's with 16-element sub-blocks:
+// per sub-block pair the 8 vectors of q decoded once for the tile, each sub-block's exact dot by
+// vpdpbusd (one chain of four vectors each) starting from -4 * the activations' sub-block sum
+// (starts), times its scale (s - 32) with vpmulld. decoded: when kDecoded, every block of the group
+// decoded (decode_group; pair p at kDecodedBlockVectors b + 8 p).
+template <int R, bool kDecoded = false>
+void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m512i* decoded, const uint8_t* act,
+                     size_t act_stride, const int32_t* starts, float* y, int64_t y_stride,
+                     bool streams) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_Kx16& wb = wg[b];
+    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
+    const BlockQ8_K* a[R];
+    __m512i sum[R];
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      sum[r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 1
+    for (int p = 0; p < 8; ++p) {
+      __m512i q[8];
+      if constexpr (kDecoded)
+        load_decoded<8>(decoded + kDecodedBlockVectors * b + 8 * p, q);
+      else
+        decode_q3_k_pair(wb, p, q);
+      const __m512i sc0 =
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
+      const __m512i sc1 = _mm512_cvtepi8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p + 1])));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qa = a[r]->qs + 32 * p;
+        const int32_t* st = starts + (r * nb + b) * 16 + 2 * p;
+        __m512i dot = _mm512_set1_epi32(st[0]);
+        __m512i dot2 = _mm512_set1_epi32(st[1]);
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          dot = _mm512_dpbusd_epi32(dot, q[v], _mm512_set1_epi32(load_i32(qa + 4 * v)));
+          dot2 = _mm512_dpbusd_epi32(dot2, q[v + 4], _mm512_set1_epi32(load_i32(qa + 16 + 4 * v)));
+        }
+        sum[r] = _mm512_add_epi32(
+            sum[r], _mm512_add_epi32(_mm512_mullo_epi32(dot, sc0), _mm512_mullo_epi32(dot2, sc1)));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
+                               _mm512_cvtepi32_ps(sum[r]), acc[r]);
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+void gemm_q3_k(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const int32_t* starts = packed_act_sums(GgmlType::Q3_K, p);
+  const auto* w = static_cast<const BlockQ3_Kx16*>(p.w);
+  const bool decode_once = p.n_act >= kQ3_KDecodeOnceMinTokens;
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const __m512i* decoded = nullptr;
+    if (decode_once)
+      decoded = decode_group(w + g * nb, nb, [](const BlockQ3_Kx16& wb, __m512i* out) {
+        for (int j = 0; j < 8; ++j) decode_q3_k_pair(wb, j, out + 8 * j);
+      });
+    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
+      const auto fn = decode_once ? group_tile_q3_k<decltype(tile)::value, true>
+                                  : group_tile_q3_k<decltype(tile)::value, false>;
+      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+         starts + t * nb * 16, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+    });
+  }
+}
+
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
@@ -367,6 +460,8 @@ PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type) {
       return gemm_q6_k;
     case GgmlType::IQ4_XS:
       return gemm_iq4_xs;
+    case GgmlType::Q3_K:
+      return gemm_q3_k;
     default:
       return nullptr;
   }
