@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (in the `asan` preset's tree: clang, ASan + UBSan) and runs each for
-# $VELA_FUZZ_SECONDS seconds (default 40) from fresh seed corpora (fuzz/seeds.py), after replaying
+# $VELA_FUZZ_SECONDS seconds (default 30) from fresh seed corpora (fuzz/seeds.py), after replaying
 # every input in fuzz/regressions/<target>/. Fails when any target crashes, leaks, or takes over
 # 10 s on one input; the input that did it is kept in build/asan/findings/ and printed, so it can
 # become a regression input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${VELA_FUZZ_SECONDS:-40}
+seconds=${VELA_FUZZ_SECONDS:-30}
 targets=(gguf_fuzzer tokenizer_fuzzer request_fuzzer chat_template_fuzzer grammar_fuzzer)
 
 echo "== fuzz: configure and build"
