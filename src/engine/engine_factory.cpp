@@ -195,10 +195,18 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   // window and a step's tokens.
   KvCacheConfig one_block =
       model_cache_config(mc, c.block_size, 1, c.kv_type, 0, /*group_windows=*/group == nullptr);
-  if (one_block.group_windows.empty()) one_block.n_layer = kv_layers;
-  // The MTP block keeps its K/V in a layer of its own under the same block ids.
-  if (head) one_block.n_layer += 1;
+  // Pipeline stages split only models whose layers are alike (tensor_shard.cpp).
+  if (o.pipeline_parallel_size > 1 && one_block.layer_shapes.empty()) one_block.n_layer = kv_layers;
   budget.bytes_per_block = KvCache::bytes_per_block(one_block);
+  // The MTP block keeps its K/V in a cache of its own, one layer under the same block ids.
+  if (head) {
+    KvCacheConfig head_block = one_block;
+    head_block.n_layer = 1;
+    head_block.layer_group.clear();
+    head_block.layer_shapes.clear();
+    head_block.group_windows.clear();
+    budget.bytes_per_block += KvCache::bytes_per_block(head_block);
+  }
   const int64_t context_blocks = (int64_t(c.max_context) + c.block_size - 1) / c.block_size;
   for (int32_t g = 0; g < one_block.n_groups(); ++g) {
     const int32_t w = one_block.group_windows.empty() ? 0 : one_block.group_windows[size_t(g)];

@@ -1,6 +1,7 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -122,15 +123,27 @@ void kv_decode_head_row(KvType type, const void* row, int32_t head_dim, float* o
   }
 }
 
-size_t KvCacheConfig::row_bytes() const {
-  size_t bytes = size_t(n_head_kv) * kv_head_row_bytes(type, head_dim);
-  for (const KvRowShape& s : row_shapes)
-    bytes = std::max(bytes, size_t(s.n_head_kv) * kv_head_row_bytes(type, s.head_dim));
+size_t KvCacheConfig::row_bytes(int32_t layer) const {
+  const KvRowShape s = layer_shape(layer);
+  return size_t(s.n_head_kv) * kv_head_row_bytes(type, s.head_dim);
+}
+
+namespace {
+
+// Bytes each group's layers take in a block: [n_groups].
+std::vector<size_t> group_bytes(const KvCacheConfig& c) {
+  std::vector<size_t> bytes(size_t(c.n_groups()), 0);
+  const size_t planes = c.k_only ? 1 : 2;
+  for (int32_t l = 0; l < c.n_layer; ++l)
+    bytes[size_t(c.group_of(l))] += planes * size_t(c.block_size) * c.row_bytes(l);
   return bytes;
 }
 
+}  // namespace
+
 size_t KvCache::bytes_per_block(const KvCacheConfig& c) {
-  return size_t(c.n_layer) * (c.k_only ? 1 : 2) * size_t(c.block_size) * c.row_bytes();
+  const std::vector<size_t> bytes = group_bytes(c);
+  return *std::max_element(bytes.begin(), bytes.end());
 }
 
 size_t KvCache::bytes_per_state_slot(const KvCacheConfig& c) {
@@ -139,22 +152,37 @@ size_t KvCache::bytes_per_state_slot(const KvCacheConfig& c) {
 
 KvCache::KvCache(const KvCacheConfig& config)
     : config_(config),
-      head_bytes_(kv_head_row_bytes(config.type, config.head_dim)),
-      row_bytes_(config.row_bytes()),
-      storage_(bytes_per_block(config) * size_t(config.n_blocks)),
+      places_(size_t(config.n_layer)),
+      block_bytes_(bytes_per_block(config)),
+      storage_(block_bytes_ * size_t(config.n_blocks)),
       state_(size_t(config.n_state_slots) * size_t(config.n_state_layers) *
-             size_t(config.state_floats)) {}
-
-void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v) {
-  write(layer, slot, k, v, {config_.n_head_kv, config_.head_dim});
+             size_t(config.state_floats)) {
+  assert(config.layer_group.empty() || config.layer_group.size() == size_t(config.n_layer));
+  assert(config.layer_shapes.empty() || config.layer_shapes.size() == size_t(config.n_layer));
+  if (std::has_single_bit(uint32_t(config.block_size)))
+    block_shift_ = std::countr_zero(uint32_t(config.block_size));
+  // Each group's layers in layer order, from the start of the block.
+  std::vector<size_t> filled(size_t(config.n_groups()), 0);
+  for (int32_t l = 0; l < config.n_layer; ++l) {
+    LayerPlace& p = places_[size_t(l)];
+    size_t& at = filled[size_t(config.group_of(l))];
+    p.row_bytes = config.row_bytes(l);
+    p.k_offset = at;
+    at += size_t(config.block_size) * p.row_bytes;
+    p.v_offset = p.k_offset;
+    if (!config.k_only) {
+      p.v_offset = at;
+      at += size_t(config.block_size) * p.row_bytes;
+    }
+  }
 }
 
-void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v, KvRowShape shape) {
+void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v) {
   auto* kd = static_cast<uint8_t*>(k_row(layer, slot));
   auto* vd = static_cast<uint8_t*>(v_row(layer, slot));
+  const KvRowShape shape = config_.layer_shape(layer);
   const int32_t hd = shape.head_dim;
   const size_t head_bytes = kv_head_row_bytes(config_.type, hd);
-  assert(size_t(shape.n_head_kv) * head_bytes <= row_bytes_);
   for (int32_t h = 0; h < shape.n_head_kv; ++h) {
     kv_encode_head_row(config_.type, k + int64_t(h) * hd, hd, kd + size_t(h) * head_bytes);
     if (!config_.k_only)
@@ -163,10 +191,7 @@ void KvCache::write(int32_t layer, int64_t slot, const float* k, const float* v,
 }
 
 void KvCache::read(int32_t layer, int64_t slot, float* k, float* v) const {
-  read(layer, slot, k, v, {config_.n_head_kv, config_.head_dim});
-}
-
-void KvCache::read(int32_t layer, int64_t slot, float* k, float* v, KvRowShape shape) const {
+  const KvRowShape shape = config_.layer_shape(layer);
   const int32_t hd = shape.head_dim;
   const size_t head_bytes = kv_head_row_bytes(config_.type, hd);
   const auto* kd = static_cast<const uint8_t*>(k_row(layer, slot));

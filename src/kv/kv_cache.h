@@ -51,9 +51,9 @@ struct KvRowShape {
 };
 
 struct KvCacheConfig {
-  // Layers with K/V; with groups (below), the layers of one group: a block of a group holds
-  // block_size positions of each of its layers, a layer's K/V at its index within the group.
+  // Layers with K/V: the cache's layer ids 0..n_layer-1 (a model's LayerConfig::kv_index).
   int32_t n_layer = 0;
+  // The row geometry of every layer that layer_shapes gives no other.
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int32_t block_size = 16;  // token slots per block
@@ -71,13 +71,22 @@ struct KvCacheConfig {
   // windowed group's blocks that slid out of the window go back to the pool. Empty: one group
   // that keeps every position.
   std::vector<int32_t> group_windows;
-  // Row geometries other than n_head_kv x head_dim that some layers keep (gemma4: sliding layers
-  // with more, smaller heads than the full ones). Blocks move between groups, so every row is as
-  // wide as the widest geometry and narrower layers leave the rest of theirs unused.
-  std::vector<KvRowShape> row_shapes;
+  // [n_layer] each layer's group, or empty: every layer in group 0. A block belongs to one group
+  // at a time and holds block_size positions of each of that group's layers, so a block is as
+  // large as the largest group's layers need (the grouping keeps the groups' sizes even).
+  std::vector<int32_t> layer_group;
+  // [n_layer] each layer's row geometry, or empty: n_head_kv x head_dim for every layer (gemma4's
+  // sliding layers have more, smaller heads than its full ones).
+  std::vector<KvRowShape> layer_shapes;
   int32_t n_groups() const { return group_windows.empty() ? 1 : int32_t(group_windows.size()); }
-  // Bytes of one K or V row: the widest of n_head_kv x head_dim and row_shapes.
-  size_t row_bytes() const;
+  int32_t group_of(int32_t layer) const {
+    return layer_group.empty() ? 0 : layer_group[size_t(layer)];
+  }
+  KvRowShape layer_shape(int32_t layer) const {
+    return layer_shapes.empty() ? KvRowShape{n_head_kv, head_dim} : layer_shapes[size_t(layer)];
+  }
+  // Bytes of one layer's K or V row.
+  size_t row_bytes(int32_t layer) const;
 };
 
 class KvCache {
@@ -86,8 +95,8 @@ class KvCache {
 
   const KvCacheConfig& config() const { return config_; }
   int64_t n_slots() const { return int64_t(config_.n_blocks) * config_.block_size; }
-  int64_t row_elems() const { return int64_t(config_.n_head_kv) * config_.head_dim; }
   size_t bytes() const { return storage_.size() + state_.size() * sizeof(float); }
+  // Bytes of one block: K/V of block_size positions of the largest group's layers.
   static size_t bytes_per_block(const KvCacheConfig& config);
   // Bytes of one sequence's recurrent state over every state layer (0 without such layers).
   static size_t bytes_per_state_slot(const KvCacheConfig& config);
@@ -98,12 +107,10 @@ class KvCache {
                                size_t(config_.state_floats);
   }
 
-  // Bytes of one KV head's part of a row; a row is n_head_kv of these, head after head.
-  size_t head_row_bytes() const { return head_bytes_; }
-
-  // K or V row of one slot: n_head_kv head rows of head_row_bytes() each, in config().type
-  // (for f32/f16/bf16 simply [n_head_kv, head_dim] elements). A K-only cache's V row is its K
-  // row, whose leading values a caller reads as the value.
+  // K or V row of one slot for one layer: the layer's n_head_kv head rows of
+  // kv_head_row_bytes(type, head_dim) each (for f32/f16/bf16 simply [n_head_kv, head_dim]
+  // elements). A K-only cache's V row is its K row, whose leading values a caller reads as the
+  // value. Rows of one block and layer are contiguous, slot after slot.
   void* k_row(int32_t layer, int64_t slot) { return storage_.data() + offset(layer, slot, 0); }
   void* v_row(int32_t layer, int64_t slot) { return storage_.data() + offset(layer, slot, 1); }
   const void* k_row(int32_t layer, int64_t slot) const {
@@ -113,38 +120,33 @@ class KvCache {
     return storage_.data() + offset(layer, slot, 1);
   }
 
-  // One KV head's part of a K or V row, as stored.
-  const uint8_t* k_head(int32_t layer, int64_t slot, int32_t head) const {
-    return storage_.data() + offset(layer, slot, 0) + size_t(head) * head_bytes_;
-  }
-  const uint8_t* v_head(int32_t layer, int64_t slot, int32_t head) const {
-    return storage_.data() + offset(layer, slot, 1) + size_t(head) * head_bytes_;
-  }
-
-  // Stores one token's K and V ([n_head_kv * head_dim] f32 each) in a slot, converting to the type
-  // (a K-only cache stores k alone; v may be null).
+  // Stores one token's K and V (the layer's [n_head_kv * head_dim] f32 each) in a slot,
+  // converting to the type (a K-only cache stores k alone; v may be null).
   void write(int32_t layer, int64_t slot, const float* k, const float* v);
-  // The same for a layer of another row geometry (one of config().row_shapes): k, v
-  // [shape.n_head_kv * shape.head_dim]; its head h at h * kv_head_row_bytes(type, head_dim).
-  void write(int32_t layer, int64_t slot, const float* k, const float* v, KvRowShape shape);
-
-  // Reads back one slot's K and V as f32 ([n_head_kv * head_dim] each), e.g. for tests (a K-only
-  // cache reads k alone; v may be null).
+  // Reads back one slot's K and V as f32 (the layer's [n_head_kv * head_dim] each), e.g. for
+  // tests (a K-only cache reads k alone; v may be null).
   void read(int32_t layer, int64_t slot, float* k, float* v) const;
-  void read(int32_t layer, int64_t slot, float* k, float* v, KvRowShape shape) const;
 
  private:
-  // K and V planes of a layer: 2, or 1 for a K-only cache (whose V row is the K row).
-  size_t planes() const { return config_.k_only ? 1 : 2; }
+  // Where a layer's rows sit within each block of its group.
+  struct LayerPlace {
+    size_t k_offset = 0;  // of the block's first K row
+    size_t v_offset = 0;  // of its first V row (k_offset for a K-only cache)
+    size_t row_bytes = 0;
+  };
   size_t offset(int32_t layer, int64_t slot, int kv) const {
-    const size_t plane = config_.k_only ? 0 : size_t(kv);
-    return ((size_t(layer) * planes() + plane) * size_t(n_slots()) + size_t(slot)) * row_bytes_;
+    const LayerPlace& p = places_[size_t(layer)];
+    const size_t block = block_shift_ >= 0 ? size_t(slot) >> block_shift_
+                                           : size_t(slot) / size_t(config_.block_size);
+    const size_t in_block = size_t(slot) - block * size_t(config_.block_size);
+    return block * block_bytes_ + (kv == 0 ? p.k_offset : p.v_offset) + in_block * p.row_bytes;
   }
 
   KvCacheConfig config_;
-  size_t head_bytes_ = 0;
-  size_t row_bytes_ = 0;
-  // [n_layer][K|V, or K alone][n_slots][n_head_kv][head row]
+  std::vector<LayerPlace> places_;  // [n_layer]
+  size_t block_bytes_ = 0;
+  int block_shift_ = -1;  // log2(block_size) when a power of two
+  // [n_blocks][each layer of the block's group: K rows of the block's slots, then V rows]
   std::vector<uint8_t> storage_;
   std::vector<float> state_;  // [n_state_slots][n_state_layers][state_floats]
 };

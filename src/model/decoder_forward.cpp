@@ -596,7 +596,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
   const QkNorm qk_norm = l.q_norm.empty() ? QkNorm::kNone : c.arch->qk_norm;
   const float attn_scale = c.attn_scale;
   const bool gated = c.arch->attention_output_gate;
-  const int32_t kv_layer = groups_->index[size_t(source)];
+  const int32_t kv_layer = c.layers[size_t(source)].kv_index;
   // Without attn_v (gemma4's full layers), V is K before its norm and RoPE.
   const bool v_is_k = writes_kv && l.wv.data == nullptr;
   float* const q_out = gated ? q_gate_.data() : q_.data();
@@ -644,8 +644,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
     // tokens of its own chunk; each token writes only its own slot.
     if (writes_kv)
       for (int64_t t = t0; t < t1; ++t)
-        cache.write(kv_layer, slots[t], k_.data() + t * kv_dim, v_.data() + t * kv_dim,
-                    {n_head_kv, hd});
+        cache.write(kv_layer, slots[t], k_.data() + t * kv_dim, v_.data() + t * kv_dim);
   });
   AttentionParams attn{
       c.n_head,      n_head_kv, hd, lc.sliding_window, c.arch->prescale_query ? 1.0f : attn_scale,

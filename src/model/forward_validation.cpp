@@ -47,13 +47,12 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   if (b.max_blocks_per_seq <= 0 || b.block_tables.size() % size_t(b.max_blocks_per_seq) != 0)
     return make_error("batch block table shape is invalid");
   const KvCacheConfig& kc = cache.config();
-  const KvLayerGroups& groups = layer_groups_[kc.group_windows.empty() ? 0 : 1];
-  const int32_t n_layers_held = kc.group_windows.empty() ? c.n_kv_layers : groups.layers_per_group;
-  const KvRowShape base = kv_base_shape(c);
-  if (kc.n_layer != n_layers_held || kc.n_head_kv != base.n_head_kv ||
-      kc.head_dim != base.head_dim || kc.row_shapes != kv_row_shapes(c) ||
-      kc.k_only != c.latent_attention() ||
-      (!kc.group_windows.empty() && kc.group_windows != groups.windows))
+  const KvCacheConfig want = model_cache_config(c, kc.block_size, kc.n_blocks, kc.type,
+                                                kc.n_state_slots, !kc.group_windows.empty());
+  if (kc.n_layer != want.n_layer || kc.n_head_kv != want.n_head_kv ||
+      kc.head_dim != want.head_dim || kc.layer_shapes != want.layer_shapes ||
+      kc.k_only != want.k_only || kc.group_windows != want.group_windows ||
+      kc.layer_group != want.layer_group)
     return make_error("KV cache geometry does not match the model");
   if (b.n_kv_groups != kc.n_groups())
     return make_error("batch block tables are for " + std::to_string(b.n_kv_groups) +

@@ -155,15 +155,4 @@ KvRowShape kv_base_shape(const ModelConfig& c) {
   return {c.n_head_kv, c.head_dim};
 }
 
-std::vector<KvRowShape> kv_row_shapes(const ModelConfig& c) {
-  const KvRowShape base = kv_base_shape(c);
-  std::vector<KvRowShape> shapes;
-  for (const LayerConfig& l : c.layers) {
-    const KvRowShape s{l.n_head_kv, l.head_dim};
-    if (l.kv_index < 0 || s == base) continue;
-    if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
-  }
-  return shapes;
-}
-
 }  // namespace vela

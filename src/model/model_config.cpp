@@ -367,37 +367,40 @@ Status read_eagle3(const GgufFile& g, const std::string& a, ModelConfig& c) {
 KvLayerGroups kv_layer_groups(const ModelConfig& c, bool group_windows) {
   KvLayerGroups g;
   g.group.assign(size_t(c.n_layer), -1);
-  g.index.assign(size_t(c.n_layer), -1);
-  // The distinct windows, in order of first appearance, and their layer counts.
-  std::vector<int32_t> windows, counts;
   const auto window_of = [&](const LayerConfig& l) { return group_windows ? l.sliding_window : 0; };
+  const auto values_of = [](const LayerConfig& l) { return int64_t(l.n_head_kv) * l.head_dim; };
+  // The distinct windows, in order of first appearance, and the K/V values per position of each.
+  std::vector<int32_t> windows;
+  std::vector<int64_t> totals;
+  int64_t widest = 0;
   for (const LayerConfig& l : c.layers) {
     if (l.kv_index < 0) continue;
     const auto it = std::find(windows.begin(), windows.end(), window_of(l));
     if (it == windows.end()) {
       windows.push_back(window_of(l));
-      counts.push_back(1);
+      totals.push_back(values_of(l));
     } else {
-      ++counts[size_t(it - windows.begin())];
+      totals[size_t(it - windows.begin())] += values_of(l);
     }
+    widest = std::max(widest, values_of(l));
   }
   if (windows.empty()) return g;
-  g.layers_per_group = *std::min_element(counts.begin(), counts.end());
-  // first_group[w]: the group of a window's first layers; filled[w]: its layers placed so far.
-  std::vector<int32_t> first_group(windows.size()), filled(windows.size(), 0);
+  const int64_t capacity = std::max(widest, *std::min_element(totals.begin(), totals.end()));
+  // Each window's groups in turn, filled in layer order.
   for (size_t w = 0; w < windows.size(); ++w) {
-    first_group[w] = int32_t(g.windows.size());
-    const int32_t n_groups = (counts[w] + g.layers_per_group - 1) / g.layers_per_group;
-    for (int32_t i = 0; i < n_groups; ++i) g.windows.push_back(windows[w]);
-  }
-  for (int32_t i = 0; i < c.n_layer; ++i) {
-    const LayerConfig& l = c.layers[size_t(i)];
-    if (l.kv_index < 0) continue;
-    const size_t w =
-        size_t(std::find(windows.begin(), windows.end(), window_of(l)) - windows.begin());
-    g.group[size_t(i)] = first_group[w] + filled[w] / g.layers_per_group;
-    g.index[size_t(i)] = filled[w] % g.layers_per_group;
-    ++filled[w];
+    int64_t filled = 0;
+    bool opened = false;
+    for (int32_t i = 0; i < c.n_layer; ++i) {
+      const LayerConfig& l = c.layers[size_t(i)];
+      if (l.kv_index < 0 || window_of(l) != windows[w]) continue;
+      if (!opened || filled + values_of(l) > capacity) {
+        opened = true;
+        g.windows.push_back(windows[w]);
+        filled = 0;
+      }
+      g.group[size_t(i)] = int32_t(g.windows.size()) - 1;
+      filled += values_of(l);
+    }
   }
   return g;
 }
@@ -407,12 +410,23 @@ KvCacheConfig model_cache_config(const ModelConfig& c, int32_t block_size, int32
   const KvRowShape base = kv_base_shape(c);
   KvCacheConfig k{c.n_kv_layers, base.n_head_kv, base.head_dim, block_size, n_blocks, type};
   const KvLayerGroups groups = kv_layer_groups(c, group_windows);
-  if (groups.windows.size() > 1 || (groups.windows.size() == 1 && groups.windows[0] > 0)) {
-    k.n_layer = groups.layers_per_group;
+  const bool grouped =
+      groups.windows.size() > 1 || (groups.windows.size() == 1 && groups.windows[0] > 0);
+  if (grouped) {
     k.group_windows = groups.windows;
+    k.layer_group.resize(size_t(c.n_kv_layers));
   }
+  bool alike = true;
+  std::vector<KvRowShape> shapes(size_t(c.n_kv_layers));
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    const LayerConfig& l = c.layers[size_t(i)];
+    if (l.kv_index < 0) continue;
+    if (grouped) k.layer_group[size_t(l.kv_index)] = groups.group[size_t(i)];
+    shapes[size_t(l.kv_index)] = {l.n_head_kv, l.head_dim};
+    alike = alike && shapes[size_t(l.kv_index)] == base;
+  }
+  if (!alike) k.layer_shapes = std::move(shapes);
   k.k_only = c.latent_attention();
-  k.row_shapes = kv_row_shapes(c);
   if (c.recurrent()) {
     k.n_state_layers = c.n_state_layers;
     k.state_floats = c.delta_net.state_floats();

@@ -67,15 +67,16 @@ struct LayerConfig {
   int32_t kv_source = -1;
 };
 
-// Where the attention layers' K/V live in a cache whose layers are grouped by sliding window:
-// layers of one window form groups of layers_per_group layers each (the smallest count of layers
-// any window has, so that blocks of every group are the same size); the last group of a window
-// may have fewer layers. Without grouping: one group of every attention layer.
+// Where the attention layers' K/V live in a cache whose layers are grouped by sliding window.
+// Every block is as large as the largest group, so the groups are made even in the K/V values
+// per position they hold, not in layer count: the layers of one window fill groups in layer
+// order up to the values of the window with the fewest (or of the widest layer), so that
+// gemma4's twelve sliding layers of 256-value rows make two groups of six beside its three full
+// layers of 512. The last group of a window may hold less. Without grouping: one group of every
+// attention layer.
 struct KvLayerGroups {
-  int32_t layers_per_group = 0;
   std::vector<int32_t> windows;  // [n_groups] sliding window of each group's layers (0: global)
   std::vector<int32_t> group;    // [n_layer] each layer's group (-1: no K/V)
-  std::vector<int32_t> index;    // [n_layer] its K/V's index within the group
 };
 
 // Multi-head latent attention geometry (<arch>.attention.* keys of deepseek2). A head's query
@@ -232,11 +233,9 @@ Result<ModelConfig> eagle3_head_config(const GgufFile& head, const ModelConfig& 
 // The layout of `config`'s K/V: grouped by window (group_windows), or one group.
 KvLayerGroups kv_layer_groups(const ModelConfig& config, bool group_windows);
 
-// The cache's row geometry: the first layer with K/V's (the model's n_head_kv x head_dim for
-// every family whose layers are alike), and the other geometries of layers with K/V, in layer
-// order (KvCacheConfig::row_shapes).
+// The cache's base row geometry: the first layer with K/V's (the model's n_head_kv x head_dim for
+// every family whose layers are alike).
 KvRowShape kv_base_shape(const ModelConfig& config);
-std::vector<KvRowShape> kv_row_shapes(const ModelConfig& config);
 
 // The cache a forward pass of `config` reads and writes: K/V for its attention layers in n_blocks
 // blocks of block_size slots (K only, one row of mla.cache_dim() per token, for latent

@@ -147,7 +147,7 @@ void HeadProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {
   // The rows before `first` in its block are the target's verified ones: copied once.
   if (copy_rows && first % bs != 0) {
     const int32_t src = own[size_t(b0)];
-    const size_t bytes = cache_.config().row_bytes();
+    const size_t bytes = cache_.config().row_bytes(0);
     for (int32_t s = 0; s < first % bs; ++s) {
       const int64_t from = int64_t(src) * bs + s, to = int64_t(c.scratch) * bs + s;
       std::memcpy(cache_.k_row(0, to), cache_.k_row(0, from), bytes);

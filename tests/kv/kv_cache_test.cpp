@@ -52,7 +52,7 @@ TEST(KvCache, HeadRowSizes) {
   EXPECT_NEAR(ratio, 34.0 / 64.0, 1e-9);  // about half the memory of f16
   KvCache cache(q8);
   EXPECT_EQ(cache.bytes(), KvCache::bytes_per_block(q8) * 10);
-  EXPECT_EQ(cache.head_row_bytes(), 4 * 34u);
+  EXPECT_EQ(q8.row_bytes(0), 8 * 4 * 34u);
 }
 
 // Bound on |decoded - x| for each element of a head row of `type`.
@@ -125,7 +125,7 @@ TEST(KvCache, SlotsLayersAndKvAreKeptApart) {
   for (KvType type : {KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8_0}) {
     const KvCacheConfig config{3, 2, 48, 4, 3, type};
     KvCache cache(config);
-    const size_t n = size_t(cache.row_elems());
+    const size_t n = size_t(config.n_head_kv) * size_t(config.head_dim);
     // Write every (layer, slot) with its own values, then read them all back.
     const auto k_of = [&](int32_t l, int64_t s) { return random_row(n, uint32_t(l * 100 + s)); };
     const auto v_of = [&](int32_t l, int64_t s) {
@@ -152,11 +152,6 @@ TEST(KvCache, SlotsLayersAndKvAreKeptApart) {
                 << kv_type_name(type) << " layer " << l << " slot " << s;
           }
         }
-        // The per-head pointers address the same bytes as the row.
-        EXPECT_EQ(
-            cache.k_head(l, s, 1),
-            static_cast<const uint8_t*>(std::as_const(cache).k_row(l, s)) + cache.head_row_bytes());
-        EXPECT_EQ(cache.v_head(l, s, 0), std::as_const(cache).v_row(l, s));
       }
   }
 }
@@ -173,7 +168,7 @@ TEST(KvCache, KOnlyCacheHoldsOneRowPerSlot) {
               size_t(3) * 4 * kv_head_row_bytes(type, 80));  // layers x slots x one row
     KvCache cache(config);
     EXPECT_EQ(cache.bytes(), KvCache::bytes_per_block(config) * 5);
-    const size_t n = size_t(cache.row_elems());
+    const size_t n = size_t(config.n_head_kv) * size_t(config.head_dim);
     const auto row_of = [&](int32_t l, int64_t s) { return random_row(n, uint32_t(l * 100 + s)); };
     for (int32_t l = 0; l < config.n_layer; ++l)
       for (int64_t s = 0; s < cache.n_slots(); ++s) cache.write(l, s, row_of(l, s).data(), nullptr);
@@ -194,7 +189,7 @@ TEST(KvCache, KOnlyCacheHoldsOneRowPerSlot) {
 TEST(KvCache, ConcurrentWritesToDifferentSlotsMatchSerialWrites) {
   const KvCacheConfig config{2, 2, 32, 16, 4, KvType::kQ8_0};
   KvCache serial(config), parallel(config);
-  const size_t n = size_t(serial.row_elems());
+  const size_t n = size_t(config.n_head_kv) * size_t(config.head_dim);
   std::vector<std::vector<float>> rows;
   for (int64_t s = 0; s < serial.n_slots(); ++s) rows.push_back(random_row(n, uint32_t(s)));
   for (int32_t l = 0; l < 2; ++l)
@@ -211,7 +206,70 @@ TEST(KvCache, ConcurrentWritesToDifferentSlotsMatchSerialWrites) {
   for (int32_t l = 0; l < 2; ++l)
     for (int64_t s = 0; s < serial.n_slots(); ++s)
       ASSERT_EQ(0, std::memcmp(std::as_const(serial).k_row(l, s),
-                               std::as_const(parallel).k_row(l, s), serial.head_row_bytes() * 2));
+                               std::as_const(parallel).k_row(l, s), config.row_bytes(l)));
+}
+
+// Layers in groups, each layer with rows of its own geometry (as gemma4's sliding and full layers
+// differ): a block is as large as the largest group's layers, each layer's rows lie inside the
+// block, and a block serving one group keeps the rows of that group's layers apart.
+TEST(KvCache, GroupsOfLayersWithRowsOfTheirOwnWidths) {
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    KvCacheConfig config{5, 2, 32, 4, 6, type};
+    config.group_windows = {8, 0, 8};
+    config.layer_group = {0, 1, 0, 2, 2};
+    config.layer_shapes = {{2, 32}, {1, 16}, {2, 32}, {2, 32}, {4, 8}};
+    const size_t planes = 2, bs = 4;
+    const size_t group0 = planes * bs * 2 * config.row_bytes(0);
+    const size_t group2 = planes * bs * (config.row_bytes(3) + config.row_bytes(4));
+    ASSERT_EQ(config.row_bytes(1), kv_head_row_bytes(type, 16));
+    ASSERT_EQ(config.row_bytes(4), 4 * kv_head_row_bytes(type, 8));
+    EXPECT_EQ(KvCache::bytes_per_block(config), std::max(group0, group2));
+    KvCache cache(config);
+    const size_t block_bytes = KvCache::bytes_per_block(config);
+    EXPECT_EQ(cache.bytes(), block_bytes * 6);
+    // Block b serves group b % 3; every row of a layer of that group inside block b.
+    const auto* base = static_cast<const uint8_t*>(std::as_const(cache).k_row(0, 0));
+    const auto values = [&](int32_t l) {
+      const KvRowShape s = config.layer_shape(l);
+      return size_t(s.n_head_kv) * size_t(s.head_dim);
+    };
+    const auto k_of = [&](int32_t l, int64_t s) {
+      return random_row(values(l), uint32_t(l * 97 + s));
+    };
+    const auto v_of = [&](int32_t l, int64_t s) {
+      return random_row(values(l), uint32_t(l * 97 + s + 5000));
+    };
+    for (int64_t s = 0; s < cache.n_slots(); ++s) {
+      const int32_t block = int32_t(s / 4);
+      for (int32_t l = 0; l < config.n_layer; ++l) {
+        if (config.group_of(l) != block % 3) continue;
+        for (const void* row :
+             {std::as_const(cache).k_row(l, s), std::as_const(cache).v_row(l, s)}) {
+          const size_t at = size_t(static_cast<const uint8_t*>(row) - base);
+          EXPECT_GE(at, size_t(block) * block_bytes);
+          EXPECT_LE(at + config.row_bytes(l), size_t(block + 1) * block_bytes);
+        }
+        cache.write(l, s, k_of(l, s).data(), v_of(l, s).data());
+      }
+    }
+    for (int64_t s = 0; s < cache.n_slots(); ++s)
+      for (int32_t l = 0; l < config.n_layer; ++l) {
+        if (config.group_of(l) != int32_t(s / 4) % 3) continue;
+        std::vector<float> k(values(l)), v(values(l));
+        cache.read(l, s, k.data(), v.data());
+        const int32_t hd = config.layer_shape(l).head_dim;
+        const auto ek = k_of(l, s), ev = v_of(l, s);
+        for (size_t o = 0; o < ek.size(); o += size_t(hd)) {
+          const std::vector<float> hk(ek.begin() + long(o), ek.begin() + long(o) + hd);
+          const std::vector<float> hv(ev.begin() + long(o), ev.begin() + long(o) + hd);
+          const auto bk = error_bound(type, hk), bv = error_bound(type, hv);
+          for (size_t i = 0; i < size_t(hd); ++i) {
+            ASSERT_LE(std::abs(k[o + i] - hk[i]), bk[i]) << "layer " << l << " slot " << s;
+            ASSERT_LE(std::abs(v[o + i] - hv[i]), bv[i]) << "layer " << l << " slot " << s;
+          }
+        }
+      }
+  }
 }
 
 }  // namespace

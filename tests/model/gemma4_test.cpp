@@ -109,8 +109,10 @@ TEST(Gemma4, CacheHoldsNoRowsForSharedLayers) {
   // Grouped by window: one sliding group and one global group of one layer each (layers 2 and 3
   // read layers 0 and 1's rows).
   const KvCacheConfig grouped = model_cache_config(*c, 16, 4, KvType::kF16, 0, true);
-  EXPECT_EQ(grouped.n_layer, 1);
+  EXPECT_EQ(grouped.n_layer, 2);
   EXPECT_EQ(grouped.group_windows, (std::vector<int32_t>{8, 0}));
+  EXPECT_EQ(grouped.layer_group, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(KvCache::bytes_per_block(grouped), size_t(2 * 16 * 128));
   const KvLayerGroups groups = kv_layer_groups(*c, true);
   EXPECT_EQ(groups.group, (std::vector<int32_t>{0, 1, -1, -1}));
   // One group: the two layers with K/V.
@@ -119,8 +121,9 @@ TEST(Gemma4, CacheHoldsNoRowsForSharedLayers) {
   // Rows of 2 heads of 32 (sliding) and 1 head of 64 (full): both 64 f16 values, no padding.
   EXPECT_EQ(flat.n_head_kv, 2);
   EXPECT_EQ(flat.head_dim, 32);
-  EXPECT_EQ(flat.row_shapes, (std::vector<KvRowShape>{{1, 64}}));
-  EXPECT_EQ(flat.row_bytes(), 128u);
+  EXPECT_EQ(flat.layer_shapes, (std::vector<KvRowShape>{{2, 32}, {1, 64}}));
+  EXPECT_EQ(flat.row_bytes(0), 128u);
+  EXPECT_EQ(flat.row_bytes(1), 128u);
   // K and V of 2 layers, 16 positions a block.
   EXPECT_EQ(KvCache::bytes_per_block(flat), size_t(2 * 2 * 16 * 128));
 }

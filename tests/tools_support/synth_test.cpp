@@ -751,6 +751,12 @@ TEST(Synth, Gemma4E2bLayoutLoads) {
   const std::vector<float>& factors = (*model)->weights().rope_freq_factors;
   ASSERT_EQ(factors.size(), 256u);
   EXPECT_EQ(std::count(factors.begin(), factors.end(), 1.0f), 64);
+  // Grouped by window, the twelve sliding layers (rows of 256 values) make two groups of six
+  // beside the three full ones (512): no block padded, 18,432 bytes of f16 K/V per position.
+  const KvCacheConfig grouped = model_cache_config(c, 16, 1, KvType::kF16, 0, true);
+  EXPECT_EQ(grouped.group_windows, (std::vector<int32_t>{512, 512, 0}));
+  EXPECT_EQ(KvCache::bytes_per_block(grouped), size_t(6 * 2 * 16 * 512));
+  EXPECT_EQ(KvCache::bytes_per_block(grouped) * size_t(grouped.n_groups()) / 16, 18432u);
   std::vector<int32_t> tokens(12);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 37 + 11) % 512);
   const std::vector<float> logits = sequence_logits(*model, tokens, 12);
