@@ -20,7 +20,8 @@ Result<ChatFormatter> ChatFormatter::create(const std::string& source, std::stri
 }
 
 Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
-                                          bool add_generation_prompt, const nlohmann::json& tools,
+                                          bool add_generation_prompt,
+                                          const nlohmann::ordered_json& tools,
                                           const nlohmann::json& kwargs) const {
   if (!messages.is_array()) return make_error("messages must be an array");
   // Templates see each message's keys in the order clients write them: role, then content.
@@ -37,7 +38,7 @@ Result<std::string> ChatFormatter::render(const nlohmann::json& messages,
   if (kwargs.is_object())
     for (const auto& [key, value] : kwargs.items())
       extra[key] = nlohmann::ordered_json::parse(value.dump());
-  if (!tools.is_null()) extra["tools"] = nlohmann::ordered_json::parse(tools.dump());
+  if (!tools.is_null()) extra["tools"] = tools;
   return render_chat(impl_->tmpl, ordered, add_generation_prompt, impl_->bos_token,
                      impl_->eos_token, extra);
 }

@@ -20,10 +20,11 @@ class ChatFormatter {
   // messages: [{"role": string, "content": string}, ...] (the request parser has already
   // flattened content parts to strings). Template errors (e.g. raise_exception for roles
   // that do not alternate) come back as errors.
-  // tools: the request's `tools` array (null when none), passed to the template as `tools`.
+  // tools: the request's `tools` array (null when none), passed to the template as `tools` in
+  // its key order.
   // kwargs: more template variables (chat_template_kwargs: enable_thinking, ...).
   Result<std::string> render(const nlohmann::json& messages, bool add_generation_prompt,
-                             const nlohmann::json& tools = nullptr,
+                             const nlohmann::ordered_json& tools = nullptr,
                              const nlohmann::json& kwargs = nullptr) const;
   // The template's text (to recognise the model's tool-call syntax).
   const std::string& source() const;

@@ -328,7 +328,7 @@ std::optional<ApiError> parse_generation_request(std::string_view body, Endpoint
   refuse_unsupported(f, endpoint);
   if (auto error = read_structured_outputs(doc, p.structured_outputs, body)) return error;
   if (endpoint == Endpoint::kChatCompletions) {
-    if (auto error = read_tool_request(doc, r.tools)) return error;
+    if (auto error = read_tool_request(doc, r.tools, body)) return error;
     read_chat_extras(f, r);
   }
 

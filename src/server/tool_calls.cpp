@@ -184,7 +184,8 @@ bool template_uses_tools(std::string_view source) {
   return source.find("tools") != std::string_view::npos;
 }
 
-std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
+std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out,
+                                          std::string_view raw_body) {
   auto tools = body.find("tools");
   if (tools != body.end() && !tools->is_null()) {
     if (!tools->is_array()) return invalid_request("'tools' must be an array", "tools");
@@ -202,6 +203,10 @@ std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
         return invalid_request(where + ".function.parameters must be an object", "tools");
     }
     out.tools = *tools;
+    if (!raw_body.empty()) {
+      const ojson doc = ojson::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+      if (doc.is_object() && doc.contains("tools")) out.tools = doc["tools"];
+    }
   }
   auto choice = body.find("tool_choice");
   if (choice != body.end() && !choice->is_null()) {
@@ -223,7 +228,7 @@ std::optional<ApiError> read_tool_request(const json& body, ToolRequest& out) {
       out.choice = ToolRequest::Choice::kNamed;
       out.named = (*choice)["function"]["name"].get<std::string>();
       bool known = false;
-      for (const json& t : out.tools) known = known || t["function"]["name"] == out.named;
+      for (const ojson& t : out.tools) known = known || t["function"]["name"] == out.named;
       if (!known)
         return invalid_request(
             "'tool_choice' names the function '" + out.named + "', which is not in 'tools'",
@@ -249,12 +254,12 @@ Result<std::string> tool_call_grammar(const ToolRequest& request, ToolCallFormat
   if (separate_parser(format)) return named_tool_call_grammar(request, format, kMaxParallelCalls);
   const char* args_key = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
   ojson branches = ojson::array();
-  for (const json& t : request.tools) {
-    const json& f = t["function"];
+  for (const ojson& t : request.tools) {
+    const ojson& f = t["function"];
     const std::string name = f["name"].get<std::string>();
     if (request.choice == ToolRequest::Choice::kNamed && name != request.named) continue;
-    ojson params = ojson::parse(f.value("parameters", json::object()).dump());
-    if (params.empty())
+    ojson params = f.value("parameters", ojson::object());
+    if (params.is_null() || params.empty())
       params = ojson{
           {"type", "object"}, {"properties", ojson::object()}, {"additionalProperties", false}};
     ojson branch = {{"type", "object"},

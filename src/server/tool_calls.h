@@ -43,7 +43,9 @@ std::optional<ToolCallFormat> detect_tool_call_format(std::string_view chat_temp
 bool template_uses_tools(std::string_view chat_template_source);
 
 struct ToolRequest {
-  nlohmann::json tools = nlohmann::json::array();  // [{"type": "function", "function": {...}}]
+  // [{"type": "function", "function": {...}}] in the request's key order: the template shows the
+  // model each tool's parameters, and a forced call writes them, in the order the client wrote.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   enum class Choice { kNone, kAuto, kRequired, kNamed } choice = Choice::kAuto;
   std::string named;  // kNamed: the function
   bool parallel = true;
@@ -53,7 +55,10 @@ struct ToolRequest {
   }
 };
 
-std::optional<ApiError> read_tool_request(const nlohmann::json& body, ToolRequest& out);
+// `body` checked as parsed; `raw_body` (the same request's text, when there is one) gives the
+// tools their written key order.
+std::optional<ApiError> read_tool_request(const nlohmann::json& body, ToolRequest& out,
+                                          std::string_view raw_body = {});
 
 // GBNF for tool_choice required / named: one call (or, with parallel_tool_calls, one or more)
 // in `format`. JSON formats: each {"name": <a tool>, "arguments": <that tool's parameters

@@ -189,5 +189,18 @@ TEST(GenerationRequest, JsonSchemaKeepsItsPropertyOrder) {
   }
 }
 
+// The tools reach the chat template (and a forced call's grammar) in the order written.
+TEST(GenerationRequest, ToolsKeepTheirKeyOrder) {
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":)"
+      R"({"name":"f","parameters":{"type":"object","properties":{"zeta":{"type":"integer"},)"
+      R"("alpha":{"type":"string"}}}}}]})";
+  GenerationRequest r;
+  ASSERT_FALSE(parse_generation_request(body, Endpoint::kChatCompletions, RequestLimits{}, r));
+  const std::string kept = r.tools.tools.dump();
+  EXPECT_LT(kept.find("zeta"), kept.find("alpha")) << kept;
+  EXPECT_LT(kept.find("\"type\":\"function\""), kept.find("\"function\":{")) << kept;
+}
+
 }  // namespace
 }  // namespace vela::server

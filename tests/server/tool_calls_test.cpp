@@ -208,5 +208,40 @@ TEST(ToolCalls, ForcedGrammarAcceptsOnlyCallsToTheTools) {
   }
 }
 
+// A forced call writes a tool's parameters in the order the request wrote them (as vLLM's
+// grammars do), not sorted: "zeta" before "alpha", in a JSON format and in an XML one.
+TEST(ToolCalls, ForcedCallsKeepTheParametersWrittenOrder) {
+  const std::string raw =
+      R"({"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",)"
+      R"("properties":{"zeta":{"type":"integer"},"alpha":{"type":"integer"}},)"
+      R"("required":["zeta","alpha"]}}}],"tool_choice":"required"})";
+  ToolRequest r;
+  ASSERT_FALSE(read_tool_request(json::parse(raw), r, raw));
+  const std::string kept = r.tools.dump();
+  EXPECT_LT(kept.find("zeta"), kept.find("alpha")) << kept;
+  const auto accepts = [&](ToolCallFormat format, const std::string& s) {
+    auto text = tool_call_grammar(r, format);
+    EXPECT_TRUE(text) << text.message();
+    auto g = constraint::compile_gbnf(*text);
+    EXPECT_TRUE(g) << g.message() << "\n" << *text;
+    return test::grammar_accepts(*g, s);
+  };
+  const std::string hermes = "<tool_call>\n{\"name\": \"f\", \"arguments\": ";
+  EXPECT_TRUE(
+      accepts(ToolCallFormat::kHermes, hermes + "{\"zeta\": 1, \"alpha\": 2}}\n</tool_call>"));
+  EXPECT_FALSE(
+      accepts(ToolCallFormat::kHermes, hermes + "{\"alpha\": 2, \"zeta\": 1}}\n</tool_call>"));
+  const auto xml = [](const char* first, const char* second) {
+    return std::string("<tool_call>\n<function=f>\n<parameter=") + first + ">\n1\n</parameter>\n" +
+           "<parameter=" + second + ">\n2\n</parameter>\n</function>\n</tool_call>";
+  };
+  EXPECT_TRUE(accepts(ToolCallFormat::kQwen3Coder, xml("zeta", "alpha")));
+  EXPECT_FALSE(accepts(ToolCallFormat::kQwen3Coder, xml("alpha", "zeta")));
+  // Without the request's text (a body built in code) the parsed order stands.
+  ToolRequest parsed;
+  ASSERT_FALSE(read_tool_request(json::parse(raw), parsed));
+  EXPECT_EQ(parsed.tools.size(), 1u);
+}
+
 }  // namespace
 }  // namespace vela::server

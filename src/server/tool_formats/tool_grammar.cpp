@@ -30,27 +30,27 @@ std::string literal(std::string_view s) {
 }
 
 // The grammar of `schema` with its rules renamed under `prefix`; its root is `prefix`"root".
-Result<std::string> sub_grammar(const json& schema, const std::string& prefix) {
+Result<std::string> sub_grammar(const ojson& schema, const std::string& prefix) {
   constraint::JsonGrammarOptions options;
   options.compact_whitespace = true;
-  auto g = constraint::json_schema_to_gbnf(ojson::parse(schema.dump()), options);
+  auto g = constraint::json_schema_to_gbnf(schema, options);
   if (!g) return make_error("invalid tool parameters: " + g.message());
   return constraint::prefix_gbnf_rules(*g, prefix);
 }
 
-json parameters_of(const json& function) {
-  json params = function.value("parameters", json::object());
+ojson parameters_of(const ojson& function) {
+  ojson params = function.value("parameters", ojson::object());
   if (!params.is_object() || params.empty())
     params =
-        json{{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}};
+        ojson{{"type", "object"}, {"properties", ojson::object()}, {"additionalProperties", false}};
   return params;
 }
 
 // XML formats: each parameter by name, in the schema's order (the required ones always).
-Result<std::string> xml_parameters(const json& params, const std::string& prefix,
+Result<std::string> xml_parameters(const ojson& params, const std::string& prefix,
                                    ToolCallFormat format, std::string& rules) {
-  const json props = params.value("properties", json::object());
-  const json required = params.value("required", json::array());
+  const ojson props = params.value("properties", ojson::object());
+  const ojson required = params.value("required", ojson::array());
   std::string seq;
   int i = 0;
   for (const auto& [key, schema] : props.items()) {
@@ -74,7 +74,7 @@ Result<std::string> xml_parameters(const json& params, const std::string& prefix
         format == ToolCallFormat::kQwen3Coder ? "\n</parameter>\n" : "</arg_value>\n";
     rules += p + " ::= " + literal(open) + " " + value + " " + literal(close) + "\n";
     bool is_required = false;
-    for (const json& r : required) is_required = is_required || r == key;
+    for (const ojson& r : required) is_required = is_required || r == key;
     seq += " " + p + (is_required ? "" : "?");
   }
   return seq.empty() ? std::string(" \"\"") : seq;
@@ -86,12 +86,12 @@ Result<std::string> named_tool_call_grammar(const ToolRequest& request, ToolCall
                                             int max_calls) {
   std::string rules, alternatives;
   int i = 0;
-  for (const json& t : request.tools) {
-    const json& f = t["function"];
+  for (const ojson& t : request.tools) {
+    const ojson& f = t["function"];
     const std::string name = f["name"].get<std::string>();
     if (request.choice == ToolRequest::Choice::kNamed && name != request.named) continue;
     const std::string prefix = "t" + std::to_string(i++) + "-";
-    const json params = parameters_of(f);
+    const ojson params = parameters_of(f);
     std::string body;
     if (format == ToolCallFormat::kDeepSeekV31 || format == ToolCallFormat::kGptOss) {
       auto sub = sub_grammar(params, prefix);
