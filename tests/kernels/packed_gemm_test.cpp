@@ -136,7 +136,7 @@ void expect_bit_identical(PackedGemmFn kernel, GgmlType type) {
     // Odd and even group counts: a lone token's kernel walks the groups' halves in pairs.
     const int64_t rows = blocks % 2 != 0 ? 48 : 64;
     const auto w = packed(type, make_weights(type, rows, n, uint32_t(n)), rows, n);
-    std::vector<int64_t> n_acts = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33};
+    std::vector<int64_t> n_acts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 15, 16, 17, 31, 33};
     // The float kernels widen F16 blocks once from 128 tokens on.
     if (unit(type) <= 2) n_acts.push_back(130);
     for (int64_t n_act : n_acts) {

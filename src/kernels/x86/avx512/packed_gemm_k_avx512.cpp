@@ -439,8 +439,11 @@ void gemm_q4_k(const PackedGemmArgs& p) {
       fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
          pairs + t * nb * 4, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
     };
+    // Tiles of 4 (the accumulators of more rows would not stay in registers), then one of the
+    // rest: a verification of 3 tokens is one tile, not 2 + 1.
     int64_t t = 0;
     for (; t + 4 <= p.n_act; t += 4) run(std::integral_constant<int, 4>{}, t);
+    if (p.n_act - t == 3) run(std::integral_constant<int, 3>{}, t), t += 3;
     if (t + 2 <= p.n_act) run(std::integral_constant<int, 2>{}, t), t += 2;
     if (t < p.n_act) run(std::integral_constant<int, 1>{}, t);
   }
