@@ -1,0 +1,77 @@
+// AVX-512 delta rule step (kernels/delta_rule_kernels.h). A row of the state is read twice from
+// L1 (decay and the dot with k, then the update and the dot with q); each dot product keeps two
+// accumulators so consecutive FMAs do not wait on each other, and rows are independent, so the
+// core overlaps one row's horizontal sums with the next row's loads. A d_k that is not a multiple
+// of 16 ends in a masked vector.
+#include "kernels/delta_rule_kernels.h"
+#include "kernels/x86/avx512/avx512_util.h"
+
+namespace vela::kernels {
+namespace avx512 {
+namespace {
+
+void delta_rule_step(float* state, const float* q, const float* k, const float* v, float decay,
+                     float beta, float scale, float* out, int32_t d_k, int32_t d_v) {
+  const int32_t whole = d_k / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (d_k - whole)) - 1u);
+  const __m512 vdecay = _mm512_set1_ps(decay);
+  for (int32_t j = 0; j < d_v; ++j) {
+    float* row = state + int64_t(j) * d_k;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int32_t i = 0;
+    for (; i + 32 <= whole; i += 32) {
+      const __m512 r0 = _mm512_mul_ps(_mm512_loadu_ps(row + i), vdecay);
+      const __m512 r1 = _mm512_mul_ps(_mm512_loadu_ps(row + i + 16), vdecay);
+      _mm512_storeu_ps(row + i, r0);
+      _mm512_storeu_ps(row + i + 16, r1);
+      acc0 = _mm512_fmadd_ps(r0, _mm512_loadu_ps(k + i), acc0);
+      acc1 = _mm512_fmadd_ps(r1, _mm512_loadu_ps(k + i + 16), acc1);
+    }
+    for (; i < whole; i += 16) {
+      const __m512 r = _mm512_mul_ps(_mm512_loadu_ps(row + i), vdecay);
+      _mm512_storeu_ps(row + i, r);
+      acc0 = _mm512_fmadd_ps(r, _mm512_loadu_ps(k + i), acc0);
+    }
+    if (tail) {
+      const __m512 r = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, row + i), vdecay);
+      _mm512_mask_storeu_ps(row + i, tail, r);
+      acc1 = _mm512_fmadd_ps(r, _mm512_maskz_loadu_ps(tail, k + i), acc1);
+    }
+    const float delta = (v[j] - _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))) * beta;
+    const __m512 vdelta = _mm512_set1_ps(delta);
+    acc0 = _mm512_setzero_ps();
+    acc1 = _mm512_setzero_ps();
+    i = 0;
+    for (; i + 32 <= whole; i += 32) {
+      const __m512 r0 = _mm512_fmadd_ps(vdelta, _mm512_loadu_ps(k + i), _mm512_loadu_ps(row + i));
+      const __m512 r1 =
+          _mm512_fmadd_ps(vdelta, _mm512_loadu_ps(k + i + 16), _mm512_loadu_ps(row + i + 16));
+      _mm512_storeu_ps(row + i, r0);
+      _mm512_storeu_ps(row + i + 16, r1);
+      acc0 = _mm512_fmadd_ps(r0, _mm512_loadu_ps(q + i), acc0);
+      acc1 = _mm512_fmadd_ps(r1, _mm512_loadu_ps(q + i + 16), acc1);
+    }
+    for (; i < whole; i += 16) {
+      const __m512 r = _mm512_fmadd_ps(vdelta, _mm512_loadu_ps(k + i), _mm512_loadu_ps(row + i));
+      _mm512_storeu_ps(row + i, r);
+      acc0 = _mm512_fmadd_ps(r, _mm512_loadu_ps(q + i), acc0);
+    }
+    if (tail) {
+      const __m512 r = _mm512_fmadd_ps(vdelta, _mm512_maskz_loadu_ps(tail, k + i),
+                                       _mm512_maskz_loadu_ps(tail, row + i));
+      _mm512_mask_storeu_ps(row + i, tail, r);
+      acc1 = _mm512_fmadd_ps(r, _mm512_maskz_loadu_ps(tail, q + i), acc1);
+    }
+    out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) * scale;
+  }
+}
+
+}  // namespace
+}  // namespace avx512
+
+const DeltaRuleKernels& delta_rule_kernels_avx512() {
+  static const DeltaRuleKernels table = {avx512::delta_rule_step};
+  return table;
+}
+
+}  // namespace vela::kernels
