@@ -194,7 +194,7 @@ TEST(AttentionKernels, MultiRowKernelsBitIdenticalToSingleRow) {
     const AttentionRowKernels& kern = attention_row_kernels(isa);
     std::mt19937 rng(21);
     for (AttnRowType type : kTypes)
-      for (int n : {1, 15, 16, 32, 33, 64, 80, 96, 128, 300})
+      for (int n : {1, 15, 16, 32, 33, 64, 80, 96, 128, 300, 576, 600})
         for (int kRows : {1, 2, 5, 8, 9, 16, 27, 32})
           for (int n_pos : {1, 3, 16, 17, 40, kAttnMaxPositions}) {
             const int64_t out_stride = n_pos + (kRows % 2 == 0 ? 0 : 7);

@@ -67,9 +67,9 @@ void axpy(float w, const void* v_row, float* acc, int n) {
 }
 
 // Rows of a multiple of 8 values, up to this length, go through the multi-row kernels'
-// converted copies (on the stack, 64 KiB at most); other lengths loop over the single-row
-// kernels (the same results).
-constexpr int kMaxCopiedRow = 256;
+// converted copies (on the stack, 144 KiB at most: latent attention's 576-value rows included);
+// other lengths loop over the single-row kernels (the same results).
+constexpr int kMaxCopiedRow = 576;
 
 inline bool copies_rows(int n) {
   return n % 8 == 0 && n <= kMaxCopiedRow;

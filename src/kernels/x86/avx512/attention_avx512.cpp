@@ -254,9 +254,11 @@ void score_tile(const float* q, int64_t q_stride, const float* kt, int n, int n_
     }
 }
 
-// Rows up to this length go through dot_rows' transposed copy (on the stack, 64 KiB at most);
-// longer ones take the single-row kernel per score (the same chain).
-constexpr int kMaxTransposedRow = 256;
+// Rows up to this length go through dot_rows' transposed copy (on the stack, 144 KiB at most):
+// latent attention's rows of 512 + 64 values included, whose scores through the single-row
+// kernel (the same chain, one scalar FMA after another) took 93% of a deepseek3-mini prefill.
+// Longer ones take that kernel per score.
+constexpr int kMaxTransposedRow = 576;
 
 // Scores of n_rows rows against n_pos stored rows (AttnDotRowsFn): the stored rows converted and
 // transposed once into kt, then tiles of up to 4 rows x 4 vectors of 16 positions (16
