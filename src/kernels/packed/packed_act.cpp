@@ -85,6 +85,7 @@ int packed_act_sums_per_block(GgmlType w_type) {
     case GgmlType::Q3_K:
       return 16;
     case GgmlType::IQ4_XS:
+    case GgmlType::Q2_K:
       return 8;
     default:
       return 0;
@@ -130,6 +131,16 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
                                     o[s] = -kQ3_KOffset * int32_t(a.bsums[s]);
                                 });
       return;
+    case GgmlType::Q2_K:
+      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_K& a, int32_t* o) {
+                                  for (int k = 0; k < 8; ++k) {
+                                    const auto lo = uint16_t(a.bsums[2 * k]);
+                                    const auto hi = uint16_t(a.bsums[2 * k + 1]);
+                                    o[k] = int32_t(uint32_t(lo) | (uint32_t(hi) << 16));
+                                  }
+                                });
+      return;
     case GgmlType::IQ4_XS:
       for_each_block<BlockQ8_K>(
           act, act_stride, nb, per, t_begin, t_end, out, [](const BlockQ8_K& a, int32_t* o) {
@@ -166,6 +177,8 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
       return {sums_bytes<GgmlType::IQ4_XS>, write_sums<GgmlType::IQ4_XS>};
     case GgmlType::Q3_K:
       return {sums_bytes<GgmlType::Q3_K>, write_sums<GgmlType::Q3_K>};
+    case GgmlType::Q2_K:
+      return {sums_bytes<GgmlType::Q2_K>, write_sums<GgmlType::Q2_K>};
     default:
       return {};
   }

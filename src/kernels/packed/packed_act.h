@@ -21,7 +21,8 @@ namespace vela {
 // 16-element sub-block's sum, -32 * its activation sum; IQ4_XS: 8, the start of each 32-element
 // sub-block's sum, -128 * its activation sum (the AVX-512 kernel's levels + 128); Q3_K: 16, the
 // start of each 16-element sub-block's sum, -4 * its activation sum (the AVX-512 kernel's q, level
-// + 4). 0 for other types.
+// + 4); Q2_K: 8, the sums of sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), as Q4_K's
+// for its mins. 0 for other types.
 int packed_act_sums_per_block(GgmlType w_type);
 
 // Rows [t_begin, t_end) of w_type's values for the activation rows at act (act_stride bytes

@@ -165,6 +165,23 @@ static_assert(sizeof(BlockQ3_Kx16) == 16 * 110 + 64, "16 Q3_K super-blocks + dec
 
 inline constexpr int kQ3_KOffset = 4;  // q - 4
 
+// 16 rows x one Q2_K super-block (256 elements, 16 sub-blocks of 16; value of element k = d *
+// sc_j * q - dmin * m_j, j = k / 16, q = 0..3). The quants as Q3_K's low plane: bits 2v, 2v + 1
+// of byte (n, i) of qs[j] are row n's element 16j + 4v + i (vector v of sub-block j: a shift and
+// a mask). The scale and min nibbles stay the file's byte per sub-block (scale low, min high), the
+// two sub-blocks of a pair side by side per row, so that one load widened to 16 bits puts row n's
+// pair in dword n: the mins by one shift, the vpdpwssd / vpmaddwd operand that meets the
+// activations' sub-block sum pairs (the -dmin * m_j * sum of sub-block j, as Q4_K's mins), the
+// scales by a mask. Same size as the GGUF blocks: decoding the nibbles to bytes would add 19%
+// (9.5% for the scales alone).
+struct BlockQ2_Kx16 {
+  uint16_t d[kPackedRows];               // [16 rows] fp16 super-scale of the scales
+  uint16_t dmin[kPackedRows];            // [16 rows] fp16 super-scale of the mins
+  uint8_t scale_min[8][kPackedRows][2];  // [8 sub-block pairs][16 rows][2] file's scales[j]
+  uint8_t qs[16][kPackedRows][4];        // [16 sub-blocks][16 rows][4 bytes] 2-bit fields
+};
+static_assert(sizeof(BlockQ2_Kx16) == 16 * 84, "16 Q2_K super-blocks");
+
 // F32, F16 and BF16 weights in 16-row groups of the whole row length: group g holds rows 16 g ..
 // 16 g + 15 with element k of row n at slot (k / P) * 16 P + n P + k % P, so one vector load at a
 // column (F32, F16: P = 1; 16 rows) or a column pair (BF16: P = 2, the pairs vdpbf16ps multiplies)

@@ -77,6 +77,10 @@ inline int level(const BlockQ3_Kx16& b, int n, int k) {  // -4..3
   return low + 4 * high - kQ3_KOffset;
 }
 
+inline int level(const BlockQ2_Kx16& b, int n, int k) {  // 0..3
+  return (b.qs[k / 16][n][k % 4] >> (2 * (k % 16 / 4))) & 3;
+}
+
 // Row n's block scale d_w as f32: f16 d, or MXFP4's e8m0 byte, 2^(e - 128).
 template <class Packed>
 inline float weight_scale(const Packed& b, int n) {
@@ -161,6 +165,23 @@ float step_q3_k(const BlockQ3_Kx16& w, int n, const BlockQ8_K& a, float acc) {
     sum += int32_t(w.scale[j][n]) * dot;
   }
   return std::fma(fp16_to_fp32(w.d[n]) * a.d, float(sum), acc);
+}
+
+// Q2_K: as Q4_K with 16 sub-blocks of 16: the exact integer sums of sc_j * dot_j (at most
+// 16 * 15 * 16 * 3 * 128 in magnitude) and of m_j * (the activations' sum over sub-block j), then
+// acc + (d * dots - dmin * mins) with d and dmin times the activation scale.
+float step_q2_k(const BlockQ2_Kx16& w, int n, const BlockQ8_K& a, float acc) {
+  int32_t dots = 0, mins = 0;
+  for (int j = 0; j < 16; ++j) {
+    int32_t dot = 0;
+    for (int l = 0; l < 16; ++l) dot += level(w, n, 16 * j + l) * int32_t(a.qs[16 * j + l]);
+    const int sm = w.scale_min[j / 2][n][j % 2];
+    dots += int32_t(sm & 0x0F) * dot;
+    mins += int32_t(sm >> 4) * int32_t(a.bsums[j]);
+  }
+  const float d = fp16_to_fp32(w.d[n]) * a.d;
+  const float m = fp16_to_fp32(w.dmin[n]) * a.d * float(mins);
+  return acc + std::fma(d, float(dots), -m);
 }
 
 template <class Packed, class Act, int64_t kK,
@@ -254,6 +275,8 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockIQ4_XSx16, BlockQ8_K, kPackedSuperK, step_iq4_xs>;
     case GgmlType::Q3_K:
       return gemm_ref<BlockQ3_Kx16, BlockQ8_K, kPackedSuperK, step_q3_k>;
+    case GgmlType::Q2_K:
+      return gemm_ref<BlockQ2_Kx16, BlockQ8_K, kPackedSuperK, step_q2_k>;
     default:
       return nullptr;
   }

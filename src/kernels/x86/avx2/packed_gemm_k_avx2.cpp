@@ -638,92 +638,6 @@ struct Q3KKernel {
   }
 };
 
-// One activation row against S groups of K blocks (K: Q4KKernel, Q6KKernel), group i's nb blocks
-// at wg + i * apart and its 16 outputs at y + i * y_apart, walked in lockstep
-// (for_lone_group_pairs) block by block and step by step (K::lone_step: a sub-block pair of Q4_K /
-// Q5_K, a sub-block of Q6_K), both halves of each step, so that each stream's bytes are read in
-// order, a slice of its lines fetched ahead per step. sums: the activation sums, K::kSumsPerBlock
-// per block.
-// - Both halves per step, against a half at a time (`vela bench matmul --tokens 1` on a Zen 3,
-//   medians): in L3 (--rows 2048 --working-set-mib 8 -t 1, three alternations) Q4_K 1.04x, Q5_K
-//   1.10x, Q6_K 1.05x; from memory with -t 2 (four alternations) Q4_K 1.08x, Q5_K 1.08x, Q6_K with
-//   -t 1 1.22x.
-// - Two streams against one (S = 2 against 1): `vela bench -t 2 -p 0 -n 64 -r 3`, median decode
-//   step as a share of the read bandwidth, three alternations on a Zen 3: Q4_K_M 72-82% ->
-//   86-92%, Q5_K_M 74-79% -> 86-90%; `vela bench matmul --tokens 1 -t 1` from memory Q4_K
-//   1.0-1.3x, Q6_K 1.1-1.2x, in L3 the same.
-template <class K, int S>
-void lone_row_k(const typename K::Packed* wg, int64_t apart, int64_t nb, const uint8_t* act,
-                const int32_t* sums, float* y, int64_t y_apart) {
-  using Packed = typename K::Packed;
-  const auto* a = reinterpret_cast<const BlockQ8_K*>(act);
-  __m256 acc[S][2];
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const int32_t* block_sums = sums + b * K::kSumsPerBlock;
-    __m256i dots[S][2];  // each (group, half)'s scaled sums
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) dots[i][0] = dots[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-    for (int step = 0; step < K::kLoneSteps; ++step) {
-      VELA_UNROLL
-      for (int i = 0; i < S; ++i) {
-        VELA_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const Packed& wb = wg[i * apart + b];
-          prefetch_ahead_slice<Packed, 2 * K::kLoneSteps>(&wb, 2 * step + h);
-          dots[i][h] = K::lone_step(wb, step, h, a[b], block_sums, dots[i][h]);
-        }
-      }
-    }
-    VELA_UNROLL
-    for (int i = 0; i < S; ++i) {
-      VELA_UNROLL
-      for (int h = 0; h < 2; ++h)
-        acc[i][h] = K::finish_half(wg[i * apart + b], h, dots[i][h], a[b], block_sums, acc[i][h]);
-    }
-  }
-  VELA_UNROLL
-  for (int i = 0; i < S; ++i)
-    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + i * y_apart + kHalfRows * h, acc[i][h]);
-}
-
-// Q4_K, Q5_K, Q6_K and IQ4_XS (K: Q4KKernel, Q6KKernel, IQ4XSKernel): every tile takes both halves
-// of a group; a lone token reads each group once, more tokens go through for_group_tiles.
-template <class K>
-void gemm_k(const PackedGemmArgs& p) {
-  using Packed = typename K::Packed;
-  const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* sums = packed_act_sums(K::kType, p);
-  const auto* w = static_cast<const Packed*>(p.w);
-  if (p.n_act == 1) {
-    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
-      lone_row_k<K, decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act, sums,
-                                              p.y + g * kPackedRows, apart * kPackedRows);
-    });
-    return;
-  }
-  for_group_tiles<K::kSubs * K::kSubVectors, K::kMaxR, Packed, K::kDecodeFrom>(
-      p, nb,
-      [](const Packed& wb, int h, __m256i* out) {
-        for (int sub = 0; sub < K::kSubs; ++sub)
-          K::decode_sub(wb, sub, h, out + K::kSubVectors * sub);
-      },
-      [&](auto decoded_t, int64_t g, auto rows, int64_t t, const __m256i* decoded) {
-        constexpr int R = decltype(rows)::value;
-        constexpr bool kDecoded = decltype(decoded_t)::value;
-        const uint8_t* act = p.act + size_t(t) * p.act_stride;
-        const int32_t* tile_sums = sums + t * nb * K::kSumsPerBlock;
-        float* y = p.y + t * p.y_stride + g * kPackedRows;
-        if constexpr (R == 1 && !kDecoded)  // a tile's last row: one stream
-          lone_row_k<K, 1>(w + g * nb, 0, nb, act, tile_sums, y, 0);
-        else
-          K::template tile<R, kDecoded>(w + g * nb, nb, decoded, act, p.act_stride, tile_sums, y,
-                                        p.y_stride);
-      });
-}
-
 }  // namespace
 }  // namespace avx2
 
@@ -739,6 +653,8 @@ PackedGemmFn packed_gemm_k_avx2(GgmlType w_type) {
       return avx2::gemm_k<avx2::IQ4XSKernel>;
     case GgmlType::Q3_K:
       return avx2::gemm_k<avx2::Q3KKernel>;
+    case GgmlType::Q2_K:
+      return packed_gemm_q2_k_avx2();
     default:
       return nullptr;
   }

@@ -10,7 +10,7 @@
 
 namespace vela::kernels {
 
-// Q4_K - Q6_K, IQ4_XS, Q3_K (packed_gemm_k_avx512.cpp); nullptr for other types.
+// Q4_K - Q6_K, IQ4_XS, Q3_K, Q2_K (packed_gemm_k_avx512.cpp); nullptr for other types.
 PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type);
 
 namespace avx512 {

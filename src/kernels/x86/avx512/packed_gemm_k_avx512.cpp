@@ -1,8 +1,8 @@
-// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K, IQ4_XS and Q3_K weights against
-// Q8_K activations (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of one row,
-// so vpdpbusd with one broadcast activation dword feeds the exact integer sums of all 16 rows at
-// once. (Measured: 16-row token tiles over a block-major activation copy, which pay for Q8_0 /
-// Q4_0, made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
+// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K and Q2_K weights
+// against Q8_K activations (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of
+// one row, so vpdpbusd with one broadcast activation dword feeds the exact integer sums of all 16
+// rows at once. (Measured: 16-row token tiles over a block-major activation copy, which pay for
+// Q8_0 / Q4_0, made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
 #include <type_traits>
 
 #include "kernels/packed/nibble_format.h"
@@ -65,6 +65,8 @@ constexpr int64_t kIQ4_XSDecodeOnceMinTokens = 16;
 // Q3_K: as IQ4_XS (a shift, a mask, a test and a masked add per vector); not measured on its
 // own.
 constexpr int64_t kQ3_KDecodeOnceMinTokens = 16;
+// Q2_K: as Q3_K (a shift, a mask and a vpmullw per vector); not measured on its own.
+constexpr int64_t kQ2_KDecodeOnceMinTokens = 16;
 
 // The nb blocks of group wg decoded into this thread's buffer by decode(block, out), block b at
 // kDecodedBlockVectors b.
@@ -399,6 +401,119 @@ void gemm_q3_k(const PackedGemmArgs& p) {
   }
 }
 
+// Sub-block pair p (sub-blocks 2p, 2p + 1) of a Q2_K block decoded: its 8 vectors of sc_j * q
+// (0..45, unsigned for vpdpbusd), vectors 0-3 sub-block 2p's, 4-7 sub-block 2p + 1's, so that the
+// tiles' dots come out scaled, without Q3_K's vpmulld per sub-block and row. Vector v is its
+// 2-bit field of the plane shifted down and masked, times its rows' scales by vpmullw: a 16-bit
+// lane of bytes b0, b1 times sc is b0 sc + 256 b1 sc, both products under 256, so exact per byte.
+inline void decode_q2_k_pair(const BlockQ2_Kx16& wb, int p, __m512i q[8]) {
+  const __m512i three = _mm512_set1_epi8(3);
+  // [16 rows] dword n: the scale / min bytes of row n's sub-blocks 2p (low word) and 2p + 1.
+  const __m512i sm =
+      _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.scale_min[p])));
+  const __m512i sc = _mm512_and_si512(sm, _mm512_set1_epi16(0x0F));
+  // [2 sub-blocks][16 rows] each scale in both words of its row's dword (vpmullw's operand).
+  const __m512i scale[2] = {
+      _mm512_shuffle_epi8(sc, _mm512_broadcast_i32x4(
+                                  _mm_setr_epi32(0x01000100, 0x05040504, 0x09080908, 0x0D0C0D0C))),
+      _mm512_shuffle_epi8(sc, _mm512_broadcast_i32x4(
+                                  _mm_setr_epi32(0x03020302, 0x07060706, 0x0B0A0B0A, 0x0F0E0F0E)))};
+#pragma GCC unroll 2
+  for (int k = 0; k < 2; ++k) {
+    const __m512i raw = _mm512_loadu_si512(wb.qs[2 * p + k]);
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v)
+      q[4 * k + v] =
+          _mm512_mullo_epi16(_mm512_and_si512(_mm512_srli_epi16(raw, 2 * v), three), scale[k]);
+  }
+}
+
+// Q2_K: rows r < R of the token tile against one group. Per sub-block pair the 8 vectors of
+// sc * q decoded once for the tile (decode_q2_k_pair), each row's scaled dot by vpdpbusd alone
+// (kChains chains per row: one chain waits on vpdpbusd latency, 8 rows keep 8 in flight); the
+// mins meet the activations' sub-block sum pairs in vpdpwssd; then the reference's float
+// operations, as Q4_K's. decoded: when kDecoded, every block of the group decoded (decode_group;
+// pair p at kDecodedBlockVectors b + 8 p).
+template <int R, bool kDecoded = false>
+void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const __m512i* decoded, const uint8_t* act,
+                     size_t act_stride, const int32_t* sum_pairs, float* y, int64_t y_stride,
+                     bool streams) {
+  constexpr int kChains = R <= 2 ? 4 : R <= 4 ? 2 : 1;
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ2_Kx16& wb = wg[b];
+    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
+    const BlockQ8_K* a[R];
+    __m512i dots[kChains][R];
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      for (int c = 0; c < kChains; ++c) dots[c][r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 1
+    for (int p = 0; p < 8; ++p) {
+      __m512i q[8];
+      if constexpr (kDecoded)
+        load_decoded<8>(decoded + kDecodedBlockVectors * b + 8 * p, q);
+      else
+        decode_q2_k_pair(wb, p, q);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qa = a[r]->qs + 32 * p;
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v)
+          dots[v % kChains][r] = _mm512_dpbusd_epi32(dots[v % kChains][r], q[v],
+                                                     _mm512_set1_epi32(load_i32(qa + 4 * v)));
+      }
+    }
+    __m512i mins[R];
+    for (int r = 0; r < R; ++r) mins[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      // [16 rows] (m_2k, m_2k+1) as int16 pairs: the high nibbles of the widened bytes.
+      const __m512i mp = _mm512_srli_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(
+                                               reinterpret_cast<const __m256i*>(wb.scale_min[k]))),
+                                           4);
+      for (int r = 0; r < R; ++r)
+        mins[r] =
+            _mm512_dpwssd_epi32(mins[r], mp, _mm512_set1_epi32(sum_pairs[(r * nb + b) * 8 + k]));
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+    const __m512 dmw =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.dmin)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512i dot = dots[0][r];
+      for (int c = 1; c < kChains; ++c) dot = _mm512_add_epi32(dot, dots[c][r]);
+      const __m512 ad = _mm512_set1_ps(a[r]->d);
+      const __m512 d = _mm512_mul_ps(dw, ad);
+      const __m512 m = _mm512_mul_ps(_mm512_mul_ps(dmw, ad), _mm512_cvtepi32_ps(mins[r]));
+      acc[r] = _mm512_add_ps(acc[r], _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(dot), m));
+    }
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+void gemm_q2_k(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const int32_t* pairs = packed_act_sums(GgmlType::Q2_K, p);
+  const auto* w = static_cast<const BlockQ2_Kx16*>(p.w);
+  const bool decode_once = p.n_act >= kQ2_KDecodeOnceMinTokens;
+  for (int64_t g = 0; g < p.n_groups; ++g) {
+    const __m512i* decoded = nullptr;
+    if (decode_once)
+      decoded = decode_group(w + g * nb, nb, [](const BlockQ2_Kx16& wb, __m512i* out) {
+        for (int j = 0; j < 8; ++j) decode_q2_k_pair(wb, j, out + 8 * j);
+      });
+    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
+      const auto fn = decode_once ? group_tile_q2_k<decltype(tile)::value, true>
+                                  : group_tile_q2_k<decltype(tile)::value, false>;
+      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
+         pairs + t * nb * 8, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+    });
+  }
+}
+
 void gemm_q6_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
@@ -465,6 +580,8 @@ PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type) {
       return gemm_iq4_xs;
     case GgmlType::Q3_K:
       return gemm_q3_k;
+    case GgmlType::Q2_K:
+      return gemm_q2_k;
     default:
       return nullptr;
   }
