@@ -65,8 +65,10 @@ constexpr int64_t kIQ4_XSDecodeOnceMinTokens = 16;
 // Q3_K: as IQ4_XS (a shift, a mask, a test and a masked add per vector); not measured on its
 // own.
 constexpr int64_t kQ3_KDecodeOnceMinTokens = 16;
-// Q2_K: as Q3_K (a shift, a mask and a vpmullw per vector); not measured on its own.
-constexpr int64_t kQ2_KDecodeOnceMinTokens = 16;
+// Q2_K decodes every tile's blocks itself at any token count: a plane load gives 4 vectors for
+// 3 operations each, and the decoded copy (4x the plane's bytes) measured slower, `vela bench
+// matmul --type Q2_K -t 1` on a Zen 5, three alternations: 0.70-0.92x at 16 tokens, 0.76-1.02x
+// at 32, 0.72-1.15x at 512.
 
 // The nb blocks of group wg decoded into this thread's buffer by decode(block, out), block b at
 // kDecodedBlockVectors b.
@@ -429,21 +431,19 @@ inline void decode_q2_k_pair(const BlockQ2_Kx16& wb, int p, __m512i q[8]) {
 }
 
 // Q2_K: rows r < R of the token tile against one group. Per sub-block pair the 8 vectors of
-// sc * q decoded once for the tile (decode_q2_k_pair), each row's scaled dot by vpdpbusd alone
+// sc * q decoded for the tile (decode_q2_k_pair), each row's scaled dot by vpdpbusd alone
 // (kChains chains per row: one chain waits on vpdpbusd latency, 8 rows keep 8 in flight); the
 // mins meet the activations' sub-block sum pairs in vpdpwssd; then the reference's float
-// operations, as Q4_K's. decoded: when kDecoded, every block of the group decoded (decode_group;
-// pair p at kDecodedBlockVectors b + 8 p).
-template <int R, bool kDecoded = false>
-void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const __m512i* decoded, const uint8_t* act,
-                     size_t act_stride, const int32_t* sum_pairs, float* y, int64_t y_stride,
-                     bool streams) {
+// operations, as Q4_K's.
+template <int R>
+void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+                     const int32_t* sum_pairs, float* y, int64_t y_stride, bool streams) {
   constexpr int kChains = R <= 2 ? 4 : R <= 4 ? 2 : 1;
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ2_Kx16& wb = wg[b];
-    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
+    prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i dots[kChains][R];
     for (int r = 0; r < R; ++r) {
@@ -453,10 +453,7 @@ void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const __m512i* decoded,
 #pragma GCC unroll 1
     for (int p = 0; p < 8; ++p) {
       __m512i q[8];
-      if constexpr (kDecoded)
-        load_decoded<8>(decoded + kDecodedBlockVectors * b + 8 * p, q);
-      else
-        decode_q2_k_pair(wb, p, q);
+      decode_q2_k_pair(wb, p, q);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 32 * p;
@@ -498,20 +495,12 @@ void gemm_q2_k(const PackedGemmArgs& p) {
   const int64_t nb = p.n_cols / kPackedSuperK;
   const int32_t* pairs = packed_act_sums(GgmlType::Q2_K, p);
   const auto* w = static_cast<const BlockQ2_Kx16*>(p.w);
-  const bool decode_once = p.n_act >= kQ2_KDecodeOnceMinTokens;
-  for (int64_t g = 0; g < p.n_groups; ++g) {
-    const __m512i* decoded = nullptr;
-    if (decode_once)
-      decoded = decode_group(w + g * nb, nb, [](const BlockQ2_Kx16& wb, __m512i* out) {
-        for (int j = 0; j < 8; ++j) decode_q2_k_pair(wb, j, out + 8 * j);
-      });
+  for (int64_t g = 0; g < p.n_groups; ++g)
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      const auto fn = decode_once ? group_tile_q2_k<decltype(tile)::value, true>
-                                  : group_tile_q2_k<decltype(tile)::value, false>;
-      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-         pairs + t * nb * 8, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+      group_tile_q2_k<decltype(tile)::value>(
+          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, pairs + t * nb * 8,
+          p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
     });
-  }
 }
 
 void gemm_q6_k(const PackedGemmArgs& p) {
