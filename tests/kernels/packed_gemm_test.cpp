@@ -366,202 +366,23 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedCodebook, testing::Values(GgmlType::IQ4_NL
                            return std::string(ggml_type_name(uint32_t(info.param)));
                          });
 
-// IQ4_XS over raw super-blocks: every code in every position, sub-block scales at both ends
-// (ls 0 and 63: -32 and 31) and random, the extreme levels (-127, 113) against activation quants
-// of +-127, where the AVX2 kernel's int16 pair sums and their scaling by vpmaddwd come closest to
-// overflowing. Packing round-trips bit for bit, the reference is the row kernels' dot product
-// within the float bound, and every SIMD kernel equals the reference bit for bit.
-TEST(PackedIQ4_XS, EveryCodeAndScaleExactAgainstReference) {
-  const GgmlType type = GgmlType::IQ4_XS;
-  const int64_t rows = 48, nb = 3, n = nb * kQK4_XS;
-  std::vector<BlockIQ4_XS> w(size_t(rows * nb));
-  uint32_t state = 4242;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  for (int64_t i = 0; i < rows * nb; ++i) {
-    BlockIQ4_XS& b = w[size_t(i)];
-    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
-    const int64_t kind = i % 4;
-    const uint32_t scales = kind == 0 ? 0u : kind == 1 ? ~0u : next();
-    b.scales_h = uint16_t(scales >> 16);
-    std::memcpy(b.scales_l, &scales, 4);
-    for (int j = 0; j < kQK4_XS / 2; ++j)
-      b.qs[j] = kind < 2    ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF)
-                : kind == 2 ? uint8_t((j + i) % 16 | ((j + 3 * i) % 16) << 4)
-                            : uint8_t(next() >> 24);
-  }
-  std::vector<uint8_t> wb(w.size() * sizeof(BlockIQ4_XS));
-  std::memcpy(wb.data(), w.data(), wb.size());
+// Weights of `type` as raw super-blocks (`wb`: rows of nb blocks each) checked on the packed
+// layout: packing round-trips bit for bit, the reference is the row kernels' dot product within
+// its float bound, and every SIMD kernel equals the reference bit for bit, against activation
+// quants of +-127 at both signs, all +-127 and random, over token counts on both sides of every
+// tile size.
+void expect_super_blocks_exact(GgmlType type, const std::vector<uint8_t>& wb, int64_t rows,
+                               int64_t nb) {
+  const int64_t n = nb * kQK_K;
   const auto pw = packed(type, wb, rows, n);
-  const size_t row_bytes_w = size_t(nb) * sizeof(BlockIQ4_XS);
+  const size_t row_bytes_w = wb.size() / size_t(rows);
   std::vector<uint8_t> row(row_bytes_w);
   for (int64_t r = 0; r < rows; ++r) {
     unpack_interleaved16_row(type, pw.data(), n, r, row.data());
     ASSERT_EQ(std::memcmp(row.data(), &wb[size_t(r) * row_bytes_w], row_bytes_w), 0) << "row " << r;
   }
-  const size_t stride = bytes_of(GgmlType::Q8_K, n);
-  for (int64_t n_act : {1, 2, 5, 17, 33}) {
-    std::vector<uint8_t> act(stride * size_t(n_act));
-    for (int64_t t = 0; t < n_act; ++t) {
-      auto* a = reinterpret_cast<BlockQ8_K*>(&act[size_t(t) * stride]);
-      for (int64_t b = 0; b < nb; ++b) {
-        a[b].d = float(1 + (t * nb + b) % 17) * 0.01f;
-        for (int k = 0; k < kQK_K; ++k)
-          a[b].qs[k] = t % 3 == 0   ? int8_t(k % 2 ? 127 : -127)
-                       : t % 3 == 1 ? int8_t(127)
-                                    : int8_t((int(next() >> 24) - 128) | 1);  // never -128
-        for (int s = 0; s < kQK_K / 16; ++s) {
-          int sum = 0;
-          for (int k = 0; k < 16; ++k) sum += a[b].qs[16 * s + k];
-          a[b].bsums[s] = int16_t(sum);
-        }
-      }
-    }
-    const auto want = run(packed_gemm_kernel(PackedKernelKind::kReference, type), pw, rows, n, act,
-                          stride, n_act, rows);
-    for (int64_t t = 0; t < n_act; ++t)
-      for (int64_t r = 0; r < rows; ++r) {
-        const auto ref =
-            test::dot_reference(type, &wb[size_t(r) * row_bytes_w], &act[size_t(t) * stride], n);
-        EXPECT_NEAR(want[size_t(t * rows + r)], ref.value, ref.tolerance)
-            << "row " << r << " token " << t;
-      }
-    for (PackedKernelKind kind : {PackedKernelKind::kAvx2, PackedKernelKind::kAvx512}) {
-      const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
-      if (kernel == nullptr) continue;
-      const auto got = run(kernel, pw, rows, n, act, stride, n_act, rows);
-      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
-          << "kernel kind " << int(kind) << ", " << n_act << " tokens";
-    }
-  }
-}
-
-// Q3_K over raw super-blocks: every q (0..7) in every position and every scale (0..63: -32..31),
-// set field by field in a quarter of the blocks, the scales and every byte of hmask and qs at
-// both ends (all 0, all 1) and random elsewhere, so the extreme levels (-4 and 3) meet activation
-// quants of +-127. Packing into the bit planes round-trips bit for bit (the 6-bit scales
-// re-packed), the reference is the row kernels' dot product within the float bound, and every
-// SIMD kernel equals the reference bit for bit.
-TEST(PackedQ3_K, EveryCodeAndScaleExactAgainstReference) {
-  const GgmlType type = GgmlType::Q3_K;
-  const int64_t rows = 48, nb = 3, n = nb * kQK_K;
-  std::vector<BlockQ3_K> w(size_t(rows * nb));
-  uint32_t state = 3131;
+  uint32_t state = 777;
   const auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  for (int64_t i = 0; i < rows * nb; ++i) {
-    BlockQ3_K& b = w[size_t(i)];
-    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
-    const int64_t kind = i % 4;
-    if (kind == 2) {
-      // The 36 such blocks: element e's q = (e + i / 4) % 8, sub-block j's scale (j + 16 (i /
-      // 4)) % 64 (q3_k_scale()'s fields).
-      std::memset(b.hmask, 0, sizeof(b.hmask));
-      std::memset(b.qs, 0, sizeof(b.qs));
-      std::memset(b.scales, 0, sizeof(b.scales));
-      for (int e = 0; e < kQK_K; ++e) {
-        const int q = int((e + i / 4) % 8);
-        b.qs[32 * (e / 128) + e % 32] |= uint8_t((q & 3) << (2 * (e / 32 % 4)));
-        b.hmask[e % 32] |= uint8_t((q >> 2) << (e / 32));
-      }
-      for (int j = 0; j < kLowKSubBlocks; ++j) {
-        const int sc = int((j + 16 * (i / 4)) % 64);
-        b.scales[j % 8] |= uint8_t((sc & 0x0F) << (4 * (j / 8)));
-        b.scales[8 + j % 4] |= uint8_t((sc >> 4) << (2 * (j / 4)));
-      }
-      continue;
-    }
-    for (auto& s : b.scales) s = kind == 0 ? 0x00 : kind == 1 ? 0xFF : uint8_t(next() >> 24);
-    for (auto& h : b.hmask) h = kind < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
-    for (auto& q : b.qs) q = kind < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
-  }
-  std::vector<uint8_t> wb(w.size() * sizeof(BlockQ3_K));
-  std::memcpy(wb.data(), w.data(), wb.size());
-  const auto pw = packed(type, wb, rows, n);
-  const size_t row_bytes_w = size_t(nb) * sizeof(BlockQ3_K);
-  std::vector<uint8_t> row(row_bytes_w);
-  for (int64_t r = 0; r < rows; ++r) {
-    unpack_interleaved16_row(type, pw.data(), n, r, row.data());
-    ASSERT_EQ(std::memcmp(row.data(), &wb[size_t(r) * row_bytes_w], row_bytes_w), 0) << "row " << r;
-  }
-  const size_t stride = bytes_of(GgmlType::Q8_K, n);
-  for (int64_t n_act : {1, 2, 5, 17, 33}) {
-    std::vector<uint8_t> act(stride * size_t(n_act));
-    for (int64_t t = 0; t < n_act; ++t) {
-      auto* a = reinterpret_cast<BlockQ8_K*>(&act[size_t(t) * stride]);
-      for (int64_t b = 0; b < nb; ++b) {
-        a[b].d = float(1 + (t * nb + b) % 17) * 0.01f;
-        for (int k = 0; k < kQK_K; ++k)
-          a[b].qs[k] = t % 3 == 0   ? int8_t(k % 2 ? 127 : -127)
-                       : t % 3 == 1 ? int8_t(t % 2 ? 127 : -127)
-                                    : int8_t((int(next() >> 24) - 128) | 1);  // never -128
-        for (int s = 0; s < kQK_K / 16; ++s) {
-          int sum = 0;
-          for (int k = 0; k < 16; ++k) sum += a[b].qs[16 * s + k];
-          a[b].bsums[s] = int16_t(sum);
-        }
-      }
-    }
-    const auto want = run(packed_gemm_kernel(PackedKernelKind::kReference, type), pw, rows, n, act,
-                          stride, n_act, rows);
-    for (int64_t t = 0; t < n_act; ++t)
-      for (int64_t r = 0; r < rows; ++r) {
-        const auto ref =
-            test::dot_reference(type, &wb[size_t(r) * row_bytes_w], &act[size_t(t) * stride], n);
-        EXPECT_NEAR(want[size_t(t * rows + r)], ref.value, ref.tolerance)
-            << "row " << r << " token " << t;
-      }
-    for (PackedKernelKind kind : {PackedKernelKind::kAvx2, PackedKernelKind::kAvx512}) {
-      const PackedGemmFn kernel = packed_gemm_kernel(kind, type);
-      if (kernel == nullptr) continue;
-      const auto got = run(kernel, pw, rows, n, act, stride, n_act, rows);
-      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
-          << "kernel kind " << int(kind) << ", " << n_act << " tokens";
-    }
-  }
-}
-
-// Q2_K over raw super-blocks: every q (0..3) in every position and every scale and min nibble
-// (0..15) of every sub-block, set field by field in a quarter of the blocks, the scale / min bytes
-// and every byte of qs at both ends (all 0, all 1) and random elsewhere, so the extreme values (sc
-// 15 with q 3, min 15) meet activation quants of +-127. Packing round-trips bit for bit, the
-// reference is the row kernels' dot product within the float bound, and every SIMD kernel equals
-// the reference bit for bit.
-TEST(PackedQ2_K, EveryCodeAndScaleExactAgainstReference) {
-  const GgmlType type = GgmlType::Q2_K;
-  const int64_t rows = 48, nb = 3, n = nb * kQK_K;
-  std::vector<BlockQ2_K> w(size_t(rows * nb));
-  uint32_t state = 2121;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  for (int64_t i = 0; i < rows * nb; ++i) {
-    BlockQ2_K& b = w[size_t(i)];
-    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
-    b.dmin = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
-    const int64_t kind = i % 4;
-    if (kind == 2) {
-      // The 36 such blocks: element e's q = (e + i / 4) % 4, sub-block j's scale (j + i / 4) % 16
-      // and min (j + 3 (i / 4) + 7) % 16.
-      std::memset(b.qs, 0, sizeof(b.qs));
-      for (int e = 0; e < kQK_K; ++e) {
-        const int q = int((e + i / 4) % 4);
-        b.qs[32 * (e / 128) + e % 32] |= uint8_t(q << (2 * (e / 32 % 4)));
-      }
-      for (int j = 0; j < kLowKSubBlocks; ++j) {
-        const int sc = int((j + i / 4) % 16), mn = int((j + 3 * (i / 4) + 7) % 16);
-        b.scales[j] = uint8_t(sc | mn << 4);
-      }
-      continue;
-    }
-    for (auto& s : b.scales) s = kind == 0 ? 0x00 : kind == 1 ? 0xFF : uint8_t(next() >> 24);
-    for (auto& q : b.qs) q = kind < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
-  }
-  std::vector<uint8_t> wb(w.size() * sizeof(BlockQ2_K));
-  std::memcpy(wb.data(), w.data(), wb.size());
-  const auto pw = packed(type, wb, rows, n);
-  const size_t row_bytes_w = size_t(nb) * sizeof(BlockQ2_K);
-  std::vector<uint8_t> row(row_bytes_w);
-  for (int64_t r = 0; r < rows; ++r) {
-    unpack_interleaved16_row(type, pw.data(), n, r, row.data());
-    ASSERT_EQ(std::memcmp(row.data(), &wb[size_t(r) * row_bytes_w], row_bytes_w), 0) << "row " << r;
-  }
   const size_t stride = bytes_of(GgmlType::Q8_K, n);
   for (int64_t n_act : {1, 2, 3, 5, 8, 11, 17, 33}) {
     std::vector<uint8_t> act(stride * size_t(n_act));
@@ -597,6 +418,118 @@ TEST(PackedQ2_K, EveryCodeAndScaleExactAgainstReference) {
           << "kernel kind " << int(kind) << ", " << n_act << " tokens";
     }
   }
+}
+
+// The raw bytes of a vector of blocks.
+template <class Block>
+std::vector<uint8_t> bytes_of_blocks(const std::vector<Block>& w) {
+  std::vector<uint8_t> bytes(w.size() * sizeof(Block));
+  std::memcpy(bytes.data(), w.data(), bytes.size());
+  return bytes;
+}
+
+// IQ4_XS over raw super-blocks: every code in every position, sub-block scales at both ends
+// (ls 0 and 63: -32 and 31) and random, the extreme levels (-127, 113) against activation quants
+// of +-127, where the AVX2 kernel's int16 pair sums and their scaling by vpmaddwd come closest to
+// overflowing. Packing round-trips bit for bit, the reference is the row kernels' dot product
+// within the float bound, and every SIMD kernel equals the reference bit for bit.
+TEST(PackedIQ4_XS, EveryCodeAndScaleExactAgainstReference) {
+  const GgmlType type = GgmlType::IQ4_XS;
+  const int64_t rows = 48, nb = 3;
+  std::vector<BlockIQ4_XS> w(size_t(rows * nb));
+  uint32_t state = 4242;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    BlockIQ4_XS& b = w[size_t(i)];
+    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
+    const int64_t kind = i % 4;
+    const uint32_t scales = kind == 0 ? 0u : kind == 1 ? ~0u : next();
+    b.scales_h = uint16_t(scales >> 16);
+    std::memcpy(b.scales_l, &scales, 4);
+    for (int j = 0; j < kQK4_XS / 2; ++j)
+      b.qs[j] = kind < 2    ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF)
+                : kind == 2 ? uint8_t((j + i) % 16 | ((j + 3 * i) % 16) << 4)
+                            : uint8_t(next() >> 24);
+  }
+  expect_super_blocks_exact(type, bytes_of_blocks(w), rows, nb);
+}
+
+// Q3_K over raw super-blocks: every q (0..7) in every position and every scale (0..63: -32..31),
+// set field by field in a quarter of the blocks, the scales and every byte of hmask and qs at
+// both ends (all 0, all 1) and random elsewhere, so the extreme levels (-4 and 3) meet activation
+// quants of +-127. Packing into the bit planes round-trips bit for bit (the 6-bit scales
+// re-packed), the reference is the row kernels' dot product within the float bound, and every
+// SIMD kernel equals the reference bit for bit.
+TEST(PackedQ3_K, EveryCodeAndScaleExactAgainstReference) {
+  const GgmlType type = GgmlType::Q3_K;
+  const int64_t rows = 48, nb = 3;
+  std::vector<BlockQ3_K> w(size_t(rows * nb));
+  uint32_t state = 3131;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    BlockQ3_K& b = w[size_t(i)];
+    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
+    const int64_t kind = i % 4;
+    if (kind == 2) {
+      // The 36 such blocks: element e's q = (e + i / 4) % 8, sub-block j's scale (j + 16 (i /
+      // 4)) % 64 (q3_k_scale()'s fields).
+      std::memset(b.hmask, 0, sizeof(b.hmask));
+      std::memset(b.qs, 0, sizeof(b.qs));
+      std::memset(b.scales, 0, sizeof(b.scales));
+      for (int e = 0; e < kQK_K; ++e) {
+        const int q = int((e + i / 4) % 8);
+        b.qs[32 * (e / 128) + e % 32] |= uint8_t((q & 3) << (2 * (e / 32 % 4)));
+        b.hmask[e % 32] |= uint8_t((q >> 2) << (e / 32));
+      }
+      for (int j = 0; j < kLowKSubBlocks; ++j) {
+        const int sc = int((j + 16 * (i / 4)) % 64);
+        b.scales[j % 8] |= uint8_t((sc & 0x0F) << (4 * (j / 8)));
+        b.scales[8 + j % 4] |= uint8_t((sc >> 4) << (2 * (j / 4)));
+      }
+      continue;
+    }
+    for (auto& s : b.scales) s = kind == 0 ? 0x00 : kind == 1 ? 0xFF : uint8_t(next() >> 24);
+    for (auto& h : b.hmask) h = kind < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
+    for (auto& q : b.qs) q = kind < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
+  }
+  expect_super_blocks_exact(type, bytes_of_blocks(w), rows, nb);
+}
+
+// Q2_K over raw super-blocks: every q (0..3) in every position and every scale and min nibble
+// (0..15) of every sub-block, set field by field in a quarter of the blocks, the scale / min bytes
+// and every byte of qs at both ends (all 0, all 1) and random elsewhere, so the extreme values (sc
+// 15 with q 3, min 15) meet activation quants of +-127. Packing round-trips bit for bit, the
+// reference is the row kernels' dot product within the float bound, and every SIMD kernel equals
+// the reference bit for bit.
+TEST(PackedQ2_K, EveryCodeAndScaleExactAgainstReference) {
+  const GgmlType type = GgmlType::Q2_K;
+  const int64_t rows = 48, nb = 3;
+  std::vector<BlockQ2_K> w(size_t(rows * nb));
+  uint32_t state = 2121;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    BlockQ2_K& b = w[size_t(i)];
+    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
+    b.dmin = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
+    const int64_t kind = i % 4;
+    if (kind == 2) {
+      // The 36 such blocks: element e's q = (e + i / 4) % 4, sub-block j's scale (j + i / 4) % 16
+      // and min (j + 3 (i / 4) + 7) % 16.
+      std::memset(b.qs, 0, sizeof(b.qs));
+      for (int e = 0; e < kQK_K; ++e) {
+        const int q = int((e + i / 4) % 4);
+        b.qs[32 * (e / 128) + e % 32] |= uint8_t(q << (2 * (e / 32 % 4)));
+      }
+      for (int j = 0; j < kLowKSubBlocks; ++j) {
+        const int sc = int((j + i / 4) % 16), mn = int((j + 3 * (i / 4) + 7) % 16);
+        b.scales[j] = uint8_t(sc | mn << 4);
+      }
+      continue;
+    }
+    for (auto& s : b.scales) s = kind == 0 ? 0x00 : kind == 1 ? 0xFF : uint8_t(next() >> 24);
+    for (auto& q : b.qs) q = kind < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
+  }
+  expect_super_blocks_exact(type, bytes_of_blocks(w), rows, nb);
 }
 
 // The SIMD BF16 kernels this CPU can run: AVX2 and AVX-512 widened FMA, and vdpbf16ps (with
