@@ -292,24 +292,37 @@ void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m512i* deco
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
-void gemm_iq4_xs(const PackedGemmArgs& p) {
+// The driver of the kernels that scale each sub-block's exact dot (Q6_K, IQ4_XS, Q3_K): from
+// min_tokens tokens on, each group decoded once into this thread's buffer (decode_block), then
+// the group's token tiles (tile_for(rows, decoded) gives the tile function); kStarts activation
+// start sums per block and token.
+template <class Packed, int kStarts, class DecodeBlock, class TileFor>
+void gemm_sub_blocks(const PackedGemmArgs& p, GgmlType type, int64_t min_tokens,
+                     DecodeBlock&& decode_block, TileFor&& tile_for) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = packed_act_sums(GgmlType::IQ4_XS, p);
-  const auto* w = static_cast<const BlockIQ4_XSx16*>(p.w);
-  const bool decode_once = p.n_act >= kIQ4_XSDecodeOnceMinTokens;
+  const int32_t* starts = packed_act_sums(type, p);
+  const auto* w = static_cast<const Packed*>(p.w);
+  const bool decode_once = p.n_act >= min_tokens;
   for (int64_t g = 0; g < p.n_groups; ++g) {
-    const __m512i* decoded = nullptr;
-    if (decode_once)
-      decoded = decode_group(w + g * nb, nb, [](const BlockIQ4_XSx16& wb, __m512i* out) {
-        for (int j = 0; j < 8; ++j) decode_iq4_xs_sub(wb, j, out + 8 * j);
-      });
+    const __m512i* decoded = decode_once ? decode_group(w + g * nb, nb, decode_block) : nullptr;
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      const auto fn = decode_once ? group_tile_iq4_xs<decltype(tile)::value, true>
-                                  : group_tile_iq4_xs<decltype(tile)::value, false>;
-      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-         starts + t * nb * 8, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+      tile_for(tile, decode_once)(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride,
+                                  p.act_stride, starts + t * nb * kStarts,
+                                  p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
     });
   }
+}
+
+void gemm_iq4_xs(const PackedGemmArgs& p) {
+  gemm_sub_blocks<BlockIQ4_XSx16, 8>(
+      p, GgmlType::IQ4_XS, kIQ4_XSDecodeOnceMinTokens,
+      [](const BlockIQ4_XSx16& wb, __m512i* out) {
+        for (int j = 0; j < 8; ++j) decode_iq4_xs_sub(wb, j, out + 8 * j);
+      },
+      [](auto tile, bool decoded) {
+        return decoded ? group_tile_iq4_xs<decltype(tile)::value, true>
+                       : group_tile_iq4_xs<decltype(tile)::value, false>;
+      });
 }
 
 // Sub-block pair p (sub-blocks 2p, 2p + 1) of a Q3_K block decoded: its 8 vectors of q (level
@@ -384,23 +397,15 @@ void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m512i* decoded,
 }
 
 void gemm_q3_k(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = packed_act_sums(GgmlType::Q3_K, p);
-  const auto* w = static_cast<const BlockQ3_Kx16*>(p.w);
-  const bool decode_once = p.n_act >= kQ3_KDecodeOnceMinTokens;
-  for (int64_t g = 0; g < p.n_groups; ++g) {
-    const __m512i* decoded = nullptr;
-    if (decode_once)
-      decoded = decode_group(w + g * nb, nb, [](const BlockQ3_Kx16& wb, __m512i* out) {
+  gemm_sub_blocks<BlockQ3_Kx16, 16>(
+      p, GgmlType::Q3_K, kQ3_KDecodeOnceMinTokens,
+      [](const BlockQ3_Kx16& wb, __m512i* out) {
         for (int j = 0; j < 8; ++j) decode_q3_k_pair(wb, j, out + 8 * j);
+      },
+      [](auto tile, bool decoded) {
+        return decoded ? group_tile_q3_k<decltype(tile)::value, true>
+                       : group_tile_q3_k<decltype(tile)::value, false>;
       });
-    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      const auto fn = decode_once ? group_tile_q3_k<decltype(tile)::value, true>
-                                  : group_tile_q3_k<decltype(tile)::value, false>;
-      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-         starts + t * nb * 16, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
-    });
-  }
 }
 
 // Sub-block pair p (sub-blocks 2p, 2p + 1) of a Q2_K block decoded: its 8 vectors of sc_j * q
@@ -504,23 +509,15 @@ void gemm_q2_k(const PackedGemmArgs& p) {
 }
 
 void gemm_q6_k(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
-  const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
-  const bool decode_once = p.n_act >= kQ6_KDecodeOnceMinTokens;
-  for (int64_t g = 0; g < p.n_groups; ++g) {
-    const __m512i* decoded = nullptr;
-    if (decode_once)
-      decoded = decode_group(w + g * nb, nb, [](const BlockQ6_Kx16& wb, __m512i* out) {
+  gemm_sub_blocks<BlockQ6_Kx16, 16>(
+      p, GgmlType::Q6_K, kQ6_KDecodeOnceMinTokens,
+      [](const BlockQ6_Kx16& wb, __m512i* out) {
         for (int s = 0; s < 16; ++s) decode_q6_k_sub(wb, s, out + 4 * s);
+      },
+      [](auto tile, bool decoded) {
+        return decoded ? group_tile_q6_k<decltype(tile)::value, true>
+                       : group_tile_q6_k<decltype(tile)::value, false>;
       });
-    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      const auto fn = decode_once ? group_tile_q6_k<decltype(tile)::value, true>
-                                  : group_tile_q6_k<decltype(tile)::value, false>;
-      fn(w + g * nb, nb, decoded, p.act + size_t(t) * p.act_stride, p.act_stride,
-         starts + t * nb * 16, p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
-    });
-  }
 }
 
 // Q4_K and Q5_K (Packed: BlockQ4_Kx16 / BlockQ5_Kx16).
