@@ -83,6 +83,8 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   rope_cs_.resize(T * size_t(c.n_rot + c.n_rot_local));
   layer_groups_[0] = kv_layer_groups(c, false);
   layer_groups_[1] = kv_layer_groups(c, true);
+  cache_geometry_[0] = model_cache_config(c, 16, 0, KvType::kF16, 0, false);
+  cache_geometry_[1] = model_cache_config(c, 16, 0, KvType::kF16, 0, true);
   slots_.resize(std::max<size_t>(1, layer_groups_[1].windows.size()) * T);
   final_.resize(size_t(options_.max_logits) * size_t(c.n_embd));
   if (c.mtp_block || c.eagle3) head_in_.resize(T * 2 * size_t(c.n_embd));

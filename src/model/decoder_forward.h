@@ -224,6 +224,9 @@ class DecoderForward {
   // one the pass's cache has.
   KvLayerGroups layer_groups_[2];
   const KvLayerGroups* groups_ = &layer_groups_[0];
+  // The cache geometry the model needs, [0] one group, [1] grouped (validate() checks the pass's
+  // cache against it; blocks, slots and type are the cache's own).
+  KvCacheConfig cache_geometry_[2];
   std::vector<float> final_;  // [max_logits, n_embd] normalised rows that get logits
   // [T, 2 * n_embd] an MTP block's eh_proj input, an EAGLE-3 head's attention input (else empty)
   std::vector<float> head_in_;

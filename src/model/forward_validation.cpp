@@ -47,8 +47,7 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   if (b.max_blocks_per_seq <= 0 || b.block_tables.size() % size_t(b.max_blocks_per_seq) != 0)
     return make_error("batch block table shape is invalid");
   const KvCacheConfig& kc = cache.config();
-  const KvCacheConfig want = model_cache_config(c, kc.block_size, kc.n_blocks, kc.type,
-                                                kc.n_state_slots, !kc.group_windows.empty());
+  const KvCacheConfig& want = cache_geometry_[kc.group_windows.empty() ? 0 : 1];
   if (kc.n_layer != want.n_layer || kc.n_head_kv != want.n_head_kv ||
       kc.head_dim != want.head_dim || kc.layer_shapes != want.layer_shapes ||
       kc.k_only != want.k_only || kc.group_windows != want.group_windows ||
