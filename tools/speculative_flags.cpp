@@ -21,6 +21,9 @@ void add_speculative_flags(Args& args) {
   flags.push_back(
       {"no-spec-adaptive", 0, "",
        "always verify every proposal (default: only where measured costs predict a gain)"});
+  flags.push_back({"speculative-draft-vocab", 0, "N",
+                   "mtp proposes among the first N token ids only, cutting its output head to "
+                   "N rows (BPE ids rise as tokens grow rarer; default 0 = whole vocabulary)"});
   args.add_group("Speculative decoding", flags);
 }
 
@@ -40,6 +43,9 @@ Result<SpeculativeFlags> read_speculative_flags(const Args& args) {
   f.num_speculative_tokens = int32_t(*k);
   f.prompt_lookup_min = int32_t(*lo);
   f.prompt_lookup_max = int32_t(*hi);
+  auto vocab = args.get_int("speculative-draft-vocab", 0, -1000000000, 1000000000);
+  if (!vocab) return vocab.error();
+  f.draft_vocab = *vocab;
   f.adaptive = !args.has("no-spec-adaptive");
   return f;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The speculative-decoding flags `vela generate`, `vela serve` and `vela bench` share:
 // --speculative-method, --draft-model, --num-speculative-tokens, --prompt-lookup-min/max,
-// --no-spec-adaptive.
+// --no-spec-adaptive, --speculative-draft-vocab.
 // Free functions; no state.
 #include <string>
 #include <vector>
@@ -18,6 +18,7 @@ struct SpeculativeFlags {
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
   bool adaptive = true;
+  int64_t draft_vocab = 0;
 };
 
 // Declares the flags on `args`, under the heading "Speculative decoding".
@@ -34,6 +35,7 @@ void apply_speculative_flags(const SpeculativeFlags& f, Options& o) {
   o.prompt_lookup_min = f.prompt_lookup_min;
   o.prompt_lookup_max = f.prompt_lookup_max;
   o.speculative_adaptive = f.adaptive;
+  o.speculative_draft_vocab = f.draft_vocab;
 }
 
 }  // namespace vela::cli

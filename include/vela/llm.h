@@ -49,6 +49,9 @@ struct LLMConfig {
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
   bool speculative_adaptive = true;
+  // "mtp" proposes among the first N token ids only (0 = all): its output head shrinks to N
+  // rows, the larger part of its cost for a large vocabulary.
+  int64_t speculative_draft_vocab = 0;
   // Ranks each stage's layers are split over (tensor parallelism) and stages of contiguous
   // layers (pipeline parallelism): tensor_parallel_size * pipeline_parallel_size processes of
   // `mpirun -np N`, of which this is rank 0. 1 and 1 = one process.

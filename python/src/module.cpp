@@ -350,7 +350,8 @@ PYBIND11_MODULE(_vela, m) {
                        const std::string& speculative_method, const std::string& draft_model,
                        int32_t num_speculative_tokens, int32_t prompt_lookup_min,
                        int32_t prompt_lookup_max, int32_t tensor_parallel_size,
-                       int32_t pipeline_parallel_size, const std::string& moe_experts) {
+                       int32_t pipeline_parallel_size, const std::string& moe_experts,
+                       int64_t draft_vocab_size) {
              vela::LLMConfig c;
              c.model_path = model;
              c.n_threads = n_threads;
@@ -369,6 +370,7 @@ PYBIND11_MODULE(_vela, m) {
              c.tensor_parallel_size = tensor_parallel_size;
              c.pipeline_parallel_size = pipeline_parallel_size;
              c.moe_experts = moe_experts;
+             c.speculative_draft_vocab = draft_vocab_size;
              return std::make_unique<Engine>(c);
            }),
            py::arg("model"), py::arg("n_threads") = 0, py::arg("max_context") = 0,
@@ -378,7 +380,8 @@ PYBIND11_MODULE(_vela, m) {
            py::arg("speculative_method") = "none", py::arg("draft_model") = "",
            py::arg("num_speculative_tokens") = 4, py::arg("prompt_lookup_min") = 1,
            py::arg("prompt_lookup_max") = 4, py::arg("tensor_parallel_size") = 1,
-           py::arg("pipeline_parallel_size") = 1, py::arg("moe_experts") = "auto")
+           py::arg("pipeline_parallel_size") = 1, py::arg("moe_experts") = "auto",
+           py::arg("draft_vocab_size") = 0)
       .def("generate", &Engine::generate, py::arg("requests"), py::arg("on_delta") = py::none(),
            py::arg("on_step") = py::none())
       .def("encode", &Engine::encode, py::arg("text"), py::arg("add_special") = true)

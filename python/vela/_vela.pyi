@@ -47,6 +47,7 @@ class Engine:
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
         moe_experts: str = "auto",
+        draft_vocab_size: int = 0,
     ) -> None: ...
     def generate(
         self,

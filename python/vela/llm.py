@@ -26,7 +26,7 @@ _KV_TYPES = {"auto": "f16", "f16": "f16", "fp16": "f16", "float16": "f16", "half
 
 
 _SPECULATIVE_KEYS = ("method", "model", "num_speculative_tokens", "prompt_lookup_min",
-                     "prompt_lookup_max")
+                     "prompt_lookup_max", "draft_vocab_size")
 
 
 def _speculative_arguments(config: Optional[dict]) -> dict:
@@ -51,7 +51,8 @@ def _speculative_arguments(config: Optional[dict]) -> dict:
     elif "draft_model" not in args:
         raise ValueError("LLM: speculative_config needs 'method' (\"ngram\", \"mtp\") or "
                          "'model' (a draft model file)")
-    for key in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max"):
+    for key in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max",
+                "draft_vocab_size"):
         if key in config:
             value = config[key]
             if isinstance(value, bool) or not isinstance(value, int):
@@ -213,7 +214,9 @@ class LLM:
         speculative_config: speculative decoding, as vLLM's dict: ``{"method": "ngram",
             "num_speculative_tokens": 4, "prompt_lookup_min": 1, "prompt_lookup_max": 4}`` or
             ``{"model": "draft.gguf", "num_speculative_tokens": 4}`` (a draft model with the
-            same vocabulary); outputs are unchanged (greedy) or keep their distribution
+            same vocabulary) or ``{"method": "mtp", "num_speculative_tokens": 2,
+            "draft_vocab_size": 32768}`` (the model's MTP block, proposing among the first
+            32768 token ids); outputs are unchanged (greedy) or keep their distribution
             (sampled). ``None``: off.
         moe_experts: a mixture of experts' routed experts: ``"mapped"`` (left in the file
             mapping and paged in on use, so a model larger than memory runs), ``"repacked"``

@@ -171,6 +171,7 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
   c.speculative.prompt_lookup_min = o.prompt_lookup_min;
   c.speculative.prompt_lookup_max = o.prompt_lookup_max;
   c.speculative.adaptive = o.speculative_adaptive;
+  c.speculative.draft_vocab = o.speculative_draft_vocab;
   if (auto st = validate(c.speculative); !st) return st.error();
   if (*method == SpecMethod::kDraft) {
     auto draft = Model::from_gguf(draft_file);

@@ -43,6 +43,9 @@ struct EngineOptions {
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
   bool speculative_adaptive = true;
+  // An MTP block's proposals come from the first N token ids only (0 = all): its output head
+  // shrinks to N rows (SpeculativeConfig::draft_vocab).
+  int64_t speculative_draft_vocab = 0;
   // Ranks each pipeline stage's layers are split over, and stages of contiguous layers
   // (tensor_shard.h): tensor_parallel_size * pipeline_parallel_size MPI processes of `mpirun
   // -np N` or spawned by this one, which is world rank 0 (the others run

@@ -44,6 +44,7 @@ std::unique_ptr<Proposer> make_proposer(const Model& target, const EngineConfig&
       assert(c.draft_head);
       auto o = sized_options<HeadProposerOptions>(c);
       o.kind = spec.method == SpecMethod::kMtp ? HeadKind::kMtp : HeadKind::kEagle3;
+      o.draft_vocab = spec.draft_vocab;
       // A chained pass runs one layer and the output head: about one layer's share of the step.
       o.pass_share = 1.0 / double(target.whole_config().n_layer + 1);
       return std::make_unique<HeadProposer>(c.draft_head, o, std::move(pool));

@@ -85,6 +85,7 @@ Result<std::unique_ptr<LLM>> LLM::load(const LLMConfig& config) {
   o.prompt_lookup_min = config.prompt_lookup_min;
   o.prompt_lookup_max = config.prompt_lookup_max;
   o.speculative_adaptive = config.speculative_adaptive;
+  o.speculative_draft_vocab = config.speculative_draft_vocab;
   o.tensor_parallel_size = config.tensor_parallel_size;
   o.pipeline_parallel_size = config.pipeline_parallel_size;
   o.moe_experts = config.moe_experts;

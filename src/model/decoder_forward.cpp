@@ -47,6 +47,8 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   }
   if (c.arch->value_norm) ones_.assign(size_t(max_head_dim), 1.0f);
   x_.resize(T * size_t(c.n_embd));
+  if (const WeightMatrix& e = model_->weights().token_embd; e.layout != WeightLayout::kRowMajor)
+    embd_rows_.resize(T * size_t(e.row_bytes));
   xn_.resize(T * size_t(c.n_embd));
   q_.resize(T * q_dim);
   k_.resize(T * kv_dim);
@@ -113,7 +115,15 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   for (const LayerWeights& l : model_->weights().layers)
     for (const WeightMatrix* m : l.matrices())
       if (m->data != nullptr) projector_->reserve(*m, options_.max_batch_tokens);
-  projector_->reserve(model_->weights().output, options_.max_logits);
+  head_ = model_->weights().output;
+  logits_width_ = c.n_vocab;
+  if (options_.n_output_rows > 0 && options_.n_output_rows < head_.n_rows) {
+    assert(!c.eagle3 && options_.tensor_parallel == nullptr);
+    // Whole groups of 16 (an interleaved head has a whole number of them).
+    head_ = weight_rows(head_, 0, std::min(head_.n_rows, (options_.n_output_rows + 15) / 16 * 16));
+    logits_width_ = head_.n_rows;
+  }
+  projector_->reserve(head_, options_.max_logits);
   if (c.mtp_block) projector_->reserve(model_->weights().mtp.eh_proj, options_.max_batch_tokens);
   if (c.eagle3) projector_->reserve(model_->weights().eagle3.fc, options_.max_batch_tokens);
   if (c.n_embd_per_layer > 0)
@@ -201,7 +211,7 @@ void DecoderForward::output_projection(const WeightMatrix& w, const float* x, in
 
 void DecoderForward::output_head(int64_t n_logits, std::span<float> logits) {
   const ModelConfig& c = model_->config();
-  const WeightMatrix& head = model_->weights().output;
+  const WeightMatrix& head = head_;
   const std::vector<int32_t>& d2t = model_->weights().eagle3.d2t;
   float* out = split_layers_ ? local_logits_.data()
                : d2t.empty() ? logits.data()
@@ -422,10 +432,10 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
   if (first_stage_) {
     for_ranges(T, E, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        const auto* row = static_cast<const uint8_t*>(w.token_embd.data) +
-                          b.token_ids[size_t(t)] * w.token_embd.row_bytes;
         float* x = x_.data() + t * E;
-        dequantize_row(w.token_embd.type, row, x, E);
+        uint8_t* scratch =
+            embd_rows_.empty() ? nullptr : embd_rows_.data() + t * w.token_embd.row_bytes;
+        embedding_row(w.token_embd, b.token_ids[size_t(t)], scratch, x);
         if (c.embed_scale != 1.0f)
           for (int64_t i = 0; i < E; ++i) x[i] *= c.embed_scale;
       }

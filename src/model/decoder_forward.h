@@ -58,6 +58,10 @@ struct ForwardOptions {
   // batch.hidden_indices when the batch has layer_inputs (an EAGLE-3 head's target: its
   // extract_layers); passes without layer_inputs copy nothing. Not with pipeline parallelism.
   std::vector<int32_t> capture_layer_inputs;
+  // Logits of the first n_output_rows token ids only (a draft head proposing among a prefix of
+  // the vocabulary, whose ids rise as tokens grow rarer); 0 = the whole output head. Rounded up
+  // to a whole group of 16 rows; not for an EAGLE-3 head's draft vocabulary or a split head.
+  int64_t n_output_rows = 0;
 };
 
 class DecoderForward {
@@ -69,6 +73,8 @@ class DecoderForward {
 
   const Model& model() const { return *model_; }
   const ForwardOptions& options() const { return options_; }
+  // Floats of one row of logits: n_vocab, or the rows options.n_output_rows asked for.
+  int64_t logits_width() const { return logits_width_; }
   int32_t n_threads() const { return pool_->n_threads(); }
   // The pool passes run on, for another model's passes to share (e.g. a draft model's).
   const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
@@ -193,6 +199,8 @@ class DecoderForward {
   std::shared_ptr<ThreadPool> pool_;
   int64_t min_work_ = 0;  // element-wise and attention steps below this run inline
   std::unique_ptr<Projector> projector_;
+  WeightMatrix head_;                    // the output head a pass runs: whole, or its first rows
+  int64_t logits_width_ = 0;             // n_vocab, or head_.n_rows for a vocabulary prefix
   RopeFrequencies rope_global_;          // every layer's RoPE, or the global layers'
   RopeFrequencies rope_local_;           // the windowed layers' when the model has a separate one
   bool any_local_rope_ = false;          // some layer uses rope_local_
@@ -202,8 +210,9 @@ class DecoderForward {
   std::unique_ptr<PerLayerEmbedding> ple_;         // models with per-layer embeddings only
 
   // Work buffers, sized once for max_batch_tokens (T).
-  std::vector<float> x_;   // [T, n_embd] residual stream
-  std::vector<float> xn_;  // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> x_;            // [T, n_embd] residual stream
+  std::vector<uint8_t> embd_rows_;  // [T, token_embd row_bytes] rows of a packed embedding
+  std::vector<float> xn_;           // [T, n_embd] normalised input of a sub-layer
   // Attention buffers for the widest layer (layers' head geometries may differ: gemma4).
   std::vector<float> q_;          // [T, n_head * head_dim]
   std::vector<float> k_;          // [T, n_head_kv * head_dim]

@@ -147,7 +147,7 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
   for (int32_t i : b.logits_indices)
     if (i < 0 || i >= T) return make_error("logits index out of range");
   const bool outputs_here = tp_ == nullptr || tp_->world_rank() == 0;
-  if (outputs_here && logits_size < b.logits_indices.size() * size_t(c.n_vocab))
+  if (outputs_here && logits_size < b.logits_indices.size() * size_t(logits_width_))
     return make_error("logits buffer too small");
   if (b.hidden_indices.size() > size_t(T))
     return make_error("too many hidden-state rows requested");

@@ -279,6 +279,15 @@ WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_row
   return v;
 }
 
+void embedding_row(const WeightMatrix& m, int64_t row, uint8_t* scratch, float* out) {
+  const uint8_t* src = static_cast<const uint8_t*>(m.data) + row * m.row_bytes;
+  if (m.layout == WeightLayout::kInterleaved16) {
+    unpack_interleaved16_row(m.type, m.data, m.n_cols, row, scratch);
+    src = scratch;
+  }
+  dequantize_row(m.type, src, out, m.n_cols);
+}
+
 Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c, bool repack,
                                         bool repack_experts, const TensorShard& shard,
                                         const ModelWeights* target, const GgufFile* target_file) {
@@ -315,7 +324,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       head_from_target = true;
     } else if (g.find_tensor("output.weight") != nullptr) {
       VELA_TRY_ASSIGN(w.output, get_matrix(g, "output.weight", c.n_vocab, c.n_embd));
-    } else {  // the model's tied head: its token_embd, read by row and never repacked
+    } else {  // the model's tied head: its token_embd
       VELA_TRY_ASSIGN(w.output, get_matrix(g, "token_embd.weight", c.n_vocab, c.n_embd));
       w.tied_embeddings = true;
     }
@@ -632,11 +641,17 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       if (mw.k_b.data && c.mla.kv_lora_rank % 16 == 0) matrices.push_back(&mw.k_b);
       if (mw.v_b.data && c.mla.v_head_dim % 16 == 0) matrices.push_back(&mw.v_b);
     }
-    if (!w.tied_embeddings && !head_from_target && shard.last_stage())
+    // A tied head over the whole vocabulary is repacked as well: the embedding lookup reads its
+    // rows back out of the packed groups, so one copy serves both (a vocabulary slice of a
+    // tensor-parallel rank stays a view of the whole row-major embedding).
+    const bool whole_tied_head = w.tied_embeddings && w.output.data == w.token_embd.data &&
+                                 w.output.n_rows == w.token_embd.n_rows;
+    if ((!w.tied_embeddings || whole_tied_head) && !head_from_target && shard.last_stage())
       matrices.push_back(&w.output);
     if (w.mtp.eh_proj.data != nullptr) matrices.push_back(&w.mtp.eh_proj);
     if (w.eagle3.fc.data != nullptr) matrices.push_back(&w.eagle3.fc);
     if (auto st = repack_matrices(w, matrices, g.memory_mapped()); !st) return st.error();
+    if (whole_tied_head && !head_from_target) w.token_embd = w.output;
   }
   for (size_t i = 0; i < w.layers.size(); ++i) {
     LayerWeights& l = w.layers[i];

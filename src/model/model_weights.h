@@ -35,6 +35,10 @@ struct WeightMatrix {
 // multiples of 16).
 WeightMatrix weight_rows(const WeightMatrix& m, int64_t row_begin, int64_t n_rows);
 
+// Row `row` of m (an embedding) as floats in out [m.n_cols]; an interleaved m's row is unpacked
+// into scratch [m.row_bytes] first.
+void embedding_row(const WeightMatrix& m, int64_t row, uint8_t* scratch, float* out);
+
 // One expert's matrices: views into its layer's stacked tensors, or its own per-expert tensors
 // (expert_loading.h).
 struct ExpertWeights {
@@ -163,6 +167,7 @@ struct Eagle3Weights {
 struct ModelWeights {
   // An MTP block's: nextn.embed_tokens where the file has it, else the model's. An EAGLE-3
   // head's: its token_embd where it has one, else the target's ([target n_vocab, n_embd]).
+  // Interleaved when it is a tied head that was repacked (read rows with embedding_row).
   WeightMatrix token_embd;  // [n_vocab, n_embd]
   // An MTP block's: nextn.shared_head_norm.
   std::vector<float> output_norm;  // [n_embd]

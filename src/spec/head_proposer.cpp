@@ -14,6 +14,7 @@ ForwardOptions head_forward_options(const HeadProposerOptions& o) {
   fo.max_batch_tokens = o.max_tokens;
   fo.max_logits = o.max_seqs;
   fo.max_context = o.max_context;
+  if (o.kind == HeadKind::kMtp) fo.n_output_rows = o.draft_vocab;
   return fo;
 }
 
@@ -53,7 +54,7 @@ HeadProposer::HeadProposer(std::shared_ptr<const Model> head, const HeadProposer
   rows_.resize(size_t(options.max_seqs));
   row_ids_.resize(size_t(options.max_seqs));
   row_lengths_.resize(size_t(options.max_seqs));
-  logits_.resize(size_t(options.max_seqs) * size_t(c.n_vocab));
+  logits_.resize(size_t(options.max_seqs) * size_t(forward_.logits_width()));
   hidden_out_.resize(size_t(options.max_seqs) * size_t(c.n_embd));
   chained_.reserve(size_t(options.max_seqs));
 }
@@ -85,15 +86,14 @@ Status HeadProposer::run_pass(int32_t n_tokens, int32_t n_rows, bool features) {
   b.input_hidden = std::span<const float>(hidden_in_.data(), size_t(n_tokens) * width);
   b.input_is_target_features = features && options_.kind == HeadKind::kEagle3;
   return forward_.forward(
-      b, cache_,
-      std::span<float>(logits_).first(size_t(n_rows) * size_t(forward_.model().config().n_vocab)),
+      b, cache_, std::span<float>(logits_).first(size_t(n_rows) * size_t(forward_.logits_width())),
       std::span<float>(hidden_out_).first(size_t(n_rows) * E));
 }
 
 Status HeadProposer::follow(std::span<const PassRows> rows) {
   const size_t E = size_t(forward_.model().config().n_embd);
   const size_t W = size_t(follow_width_);
-  const size_t n_vocab = size_t(forward_.model().config().n_vocab);
+  const size_t width = size_t(forward_.logits_width());
   std::fill(block_tables_.begin(), block_tables_.end(), -1);
   int32_t n_tokens = 0, n_seqs = 0, n_rows = 0;
   for (const PassRows& p : rows) {
@@ -128,7 +128,7 @@ Status HeadProposer::follow(std::span<const PassRows> rows) {
   for (int32_t i = 0; i < n_rows; ++i) {
     Sequence& s = seqs_[row_ids_[size_t(i)]];
     s.n_tokens = row_lengths_[size_t(i)];
-    s.first = argmax(std::span<const float>(logits_.data() + size_t(i) * n_vocab, n_vocab));
+    s.first = argmax(std::span<const float>(logits_.data() + size_t(i) * width, width));
     s.hidden.assign(hidden_out_.begin() + long(size_t(i) * E),
                     hidden_out_.begin() + long(size_t(i + 1) * E));
   }
@@ -158,7 +158,7 @@ void HeadProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {
 
 Status HeadProposer::propose(std::span<ProposalRequest> requests) {
   const size_t E = size_t(forward_.model().config().n_embd);
-  const size_t n_vocab = size_t(forward_.model().config().n_vocab);
+  const size_t width = size_t(forward_.logits_width());
   chained_.clear();
   for (ProposalRequest& r : requests) {
     r.n_proposed = 0;
@@ -205,8 +205,7 @@ Status HeadProposer::propose(std::span<ProposalRequest> requests) {
     pass_seconds_ = pass_seconds_ > 0 ? 0.8 * pass_seconds_ + 0.2 * seconds : seconds;
     for (size_t i = 0; i < chained_.size(); ++i) {
       ProposalRequest& r = *chained_[i].request;
-      r.proposals[size_t(j)] =
-          argmax(std::span<const float>(logits_.data() + i * n_vocab, n_vocab));
+      r.proposals[size_t(j)] = argmax(std::span<const float>(logits_.data() + i * width, width));
       r.n_proposed = j + 1;
     }
   }

@@ -47,6 +47,10 @@ struct HeadProposerOptions {
   int32_t block_size = 16;
   int32_t max_proposals = 4;  // K
   KvType kv_type = KvType::kF16;
+  // An MTP head proposes among the first draft_vocab token ids only (0 = all of them): its
+  // output head, the larger part of a chained pass for a large vocabulary, shrinks to those
+  // rows (FR-Spec's frequency-ranked draft vocabulary, with BPE's rank order for frequency).
+  int64_t draft_vocab = 0;
   // A chained pass is priced at this share of the target's step until one was timed.
   double pass_share = 0.1;
 };
@@ -115,7 +119,7 @@ class HeadProposer final : public Proposer {
   std::vector<int32_t> rows_;          // [max_seqs] rows with outputs
   std::vector<uint64_t> row_ids_;      // [max_seqs] their sequences (following passes)
   std::vector<int32_t> row_lengths_;   // [max_seqs] and those sequences' lengths
-  std::vector<float> logits_;          // [max_seqs, n_vocab]
+  std::vector<float> logits_;          // [max_seqs, forward_.logits_width()]
   std::vector<float> hidden_out_;      // [max_seqs, n_embd]
   std::vector<Chained> chained_;       // [max_seqs]
 };

@@ -45,6 +45,11 @@ Status validate(const SpeculativeConfig& c) {
     return make_error(
         "prompt-lookup-max must be in [prompt-lookup-min = " + std::to_string(c.prompt_lookup_min) +
         ", 64], got " + std::to_string(c.prompt_lookup_max));
+  if (c.draft_vocab < 0)
+    return make_error(
+        "the draft vocabulary must be at least 0 tokens (0 = the whole "
+        "vocabulary), got " +
+        std::to_string(c.draft_vocab));
   return {};
 }
 

@@ -24,6 +24,9 @@ struct SpeculativeConfig {
   // Speculate only where the step-cost model and the acceptance seen predict more tokens per
   // second than plain decoding; false = always propose K (tests, measurements).
   bool adaptive = true;
+  // An MTP block proposes among the first draft_vocab token ids only; 0 = the whole vocabulary
+  // (HeadProposerOptions::draft_vocab).
+  int64_t draft_vocab = 0;
 
   bool enabled() const { return method != SpecMethod::kNone; }
 };

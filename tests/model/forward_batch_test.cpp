@@ -3,12 +3,15 @@
 // what a token sees; bad batches and bad models are errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <numeric>
+#include <string_view>
 
 #include "io/gguf_writer.h"
 #include "kv/kv_cache.h"
 #include "model/decoder_forward.h"
 #include "model_rewrite.h"
+#include "quant/dequantize.h"
 #include "support/shared_data.h"
 
 namespace vela {
@@ -242,6 +245,39 @@ TEST(ModelLoad, TiedEmbeddingsUseTokenEmbd) {
   EXPECT_EQ(model->weights().output.data, model->weights().token_embd.data);
   auto untied = load_shared("aidreams260K.gguf");
   EXPECT_FALSE(untied->weights().tied_embeddings);
+}
+
+// A tied head is repacked like any output head where the kernels prefer it, and the embedding
+// lookup reads every row back from the packed groups as the file stores it.
+TEST(ModelLoad, TiedHeadIsRepackedAndLooksUpTheFileRows) {
+  VELA_REQUIRE_SHARED();
+  int n_tied = 0;
+  for (const char* name :
+       {"tiny-qwen3-Q8_0.gguf", "tiny-gemma3-Q4_0.gguf", "tiny-qwen35-Q8_0.gguf",
+        "tiny-llama-256-Q6_K.gguf", "tiny-llama-256-IQ4_XS.gguf", "tiny-llama-gqa.gguf"}) {
+    SCOPED_TRACE(name);
+    auto model = load_shared(name);
+    ASSERT_TRUE(model);
+    const ModelWeights& w = model->weights();
+    if (!w.tied_embeddings) continue;
+    ++n_tied;
+    EXPECT_EQ(w.output.data, w.token_embd.data);
+    const WeightMatrix& e = w.token_embd;
+    const char* repack = std::getenv("VELA_REPACK");  // "0": nothing is repacked
+    const bool packs = prefers_interleaved16(e.type, e.n_rows, e.n_cols) &&
+                       !(repack != nullptr && std::string_view(repack) == "0");
+    EXPECT_EQ(e.layout, packs ? WeightLayout::kInterleaved16 : WeightLayout::kRowMajor);
+    const GgufTensorInfo* file = model->gguf().find_tensor("token_embd.weight");
+    ASSERT_NE(file, nullptr);
+    std::vector<uint8_t> scratch(size_t(e.row_bytes));
+    std::vector<float> got(size_t(e.n_cols)), want(size_t(e.n_cols));
+    for (int64_t r = 0; r < e.n_rows; ++r) {
+      embedding_row(e, r, scratch.data(), got.data());
+      dequantize_row(file->ggml_type(), file->data + r * e.row_bytes, want.data(), e.n_cols);
+      ASSERT_EQ(got, want) << "row " << r;
+    }
+  }
+  EXPECT_GE(n_tied, 2);
 }
 
 }  // namespace

@@ -123,20 +123,20 @@ struct Fixture {
 
   // What the proposer should propose for `tokens` (all verified; the last one sampled): the block
   // from scratch over positions [0, n - 1) with (hidden, next token), then chained on its own
-  // output and proposals.
-  std::vector<int32_t> expected(std::span<const int32_t> tokens, int32_t k) {
+  // output and proposals; among the first `vocab` token ids when given.
+  std::vector<int32_t> expected(std::span<const int32_t> tokens, int32_t k, int32_t vocab = 0) {
+    const size_t among = size_t(vocab > 0 ? vocab : n_vocab);
     const int32_t n = int32_t(tokens.size());
     const std::vector<float> h = target_hidden(tokens.first(size_t(n - 1)));
     KvCache cache(model_cache_config(block->config(), kBlockSize, kBlocks, KvType::kF32));
     PassOut out = run(*block_forward, cache, tokens.subspan(1), 0, h, kind == HeadKind::kEagle3);
     std::vector<int32_t> proposals = {
-        argmax(std::span<const float>(out.logits)
-                   .subspan(size_t(n - 2) * size_t(n_vocab), size_t(n_vocab)))};
+        argmax(std::span<const float>(out.logits).subspan(size_t(n - 2) * size_t(n_vocab), among))};
     std::vector<float> g(out.hidden.end() - n_embd, out.hidden.end());
     for (int32_t j = 1; j < k; ++j) {
       const int32_t token = proposals.back();
       PassOut step = run(*block_forward, cache, {&token, 1}, n - 2 + j, g);
-      proposals.push_back(argmax(step.logits));
+      proposals.push_back(argmax(std::span<const float>(step.logits).first(among)));
       g = step.hidden;
     }
     return proposals;
@@ -238,6 +238,29 @@ TEST_P(HeadProposerKinds, ProposalsEqualTheHeadRunFromScratch) {
 
   proposer.release(1);
   EXPECT_TRUE(propose(proposer, 1, longer, table, kK).empty());
+}
+
+// With a draft vocabulary the MTP head proposes the most likely of the first draft_vocab token ids
+// (rounded up to a group of 16): the whole head's argmax over that prefix, chained alike.
+TEST(HeadProposerDraftVocab, ProposesTheArgmaxOverTheVocabularyPrefix) {
+  VELA_REQUIRE_SHARED();
+  Fixture fx(HeadKind::kMtp);
+  HeadProposerOptions o = proposer_options(HeadKind::kMtp);
+  o.draft_vocab = fx.n_vocab / 3;
+  const int32_t prefix = std::min(fx.n_vocab, int32_t(o.draft_vocab + 15) / 16 * 16);
+  ASSERT_LT(prefix, fx.n_vocab);
+  HeadProposer proposer(fx.block, o, nullptr);
+  std::mt19937 rng(3);
+  std::vector<int32_t> tokens(21);
+  for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(fx.n_vocab));
+  const std::vector<int32_t> table = {5, 1, 8, 2, 9, 4};
+  const std::vector<float> h = fx.target_hidden(std::span<const int32_t>(tokens).first(20));
+  ASSERT_TRUE(follow(proposer, 1, tokens, table, h, fx.n_embd, 0, 20, true).ok());
+  const std::vector<int32_t> got = propose(proposer, 1, tokens, table, kK);
+  EXPECT_EQ(got, fx.expected(tokens, kK, prefix));
+  for (int32_t t : got) EXPECT_LT(t, prefix);
+  // The restriction changes what is proposed here (else this test could not tell).
+  EXPECT_NE(got, fx.expected(tokens, kK));
 }
 
 INSTANTIATE_TEST_SUITE_P(Heads, HeadProposerKinds,
