@@ -47,9 +47,11 @@ Status validate(const SpeculativeConfig& c) {
         ", 64], got " + std::to_string(c.prompt_lookup_max));
   if (c.draft_vocab < 0)
     return make_error(
-        "the draft vocabulary must be at least 0 tokens (0 = the whole "
-        "vocabulary), got " +
+        "speculative-draft-vocab must be at least 0 (0 = the whole vocabulary), got " +
         std::to_string(c.draft_vocab));
+  if (c.draft_vocab > 0 && c.method != SpecMethod::kMtp)
+    return make_error("speculative-draft-vocab applies to the mtp method, not '" +
+                      std::string(spec_method_name(c.method)) + "'");
   return {};
 }
 

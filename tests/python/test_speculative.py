@@ -32,6 +32,10 @@ def test_the_models_own_mtp_block_keeps_greedy_outputs():
     # vLLM's per-family name of the method.
     assert greedy_texts("tiny-qwen35-F32.gguf",
                         speculative_config={"method": "qwen3_next_mtp"}) == plain
+    # Proposing among the first 64 token ids changes what is proposed, never the output.
+    assert greedy_texts("tiny-qwen35-F32.gguf",
+                        speculative_config={"method": "mtp", "num_speculative_tokens": 2,
+                                            "draft_vocab_size": 64}) == plain
     with pytest.raises(RuntimeError, match="no multi-token-prediction layers"):
         LLM(model=shared_model("tiny-llama-256-F32.gguf"), speculative_config={"method": "mtp"})
 
@@ -42,6 +46,8 @@ def test_bad_speculative_configs():
         LLM(model=path, speculative_config={"method": "ngram", "lookahead": 3})
     with pytest.raises(RuntimeError, match="number of speculative tokens must be in"):
         LLM(model=path, speculative_config={"method": "ngram", "num_speculative_tokens": 0})
+    with pytest.raises(RuntimeError, match="applies to the mtp method"):
+        LLM(model=path, speculative_config={"method": "ngram", "draft_vocab_size": 64})
     with pytest.raises(ValueError, match="needs 'method'"):
         LLM(model=path, speculative_config={})
     with pytest.raises(RuntimeError, match="vocabulary"):

@@ -77,7 +77,8 @@ TEST(ServeSpeculative, HelpListsTheFlags) {
   for (const char* command : {"serve", "generate", "bench spec"}) {
     const std::string help = run_output(std::string(command) + " --help");
     for (const char* flag : {"--speculative-method", "--draft-model", "--num-speculative-tokens",
-                             "--prompt-lookup-min", "--prompt-lookup-max", "--no-spec-adaptive"})
+                             "--prompt-lookup-min", "--prompt-lookup-max", "--no-spec-adaptive",
+                             "--speculative-draft-vocab"})
       EXPECT_NE(help.find(flag), std::string::npos) << command << " " << flag;
   }
 }
@@ -113,7 +114,8 @@ TEST(ServeSpeculative, BadOptionsAreOneLineErrors) {
         std::string("--speculative-method ngram --num-speculative-tokens 17"),
         std::string("--speculative-method medusa"), std::string("--speculative-method draft"),
         "--draft-model " + shared_path("models/tiny-qwen2-bpe-F16.gguf").string(),
-        std::string("--speculative-method ngram --prompt-lookup-min 4 --prompt-lookup-max 2")}) {
+        std::string("--speculative-method ngram --prompt-lookup-min 4 --prompt-lookup-max 2"),
+        std::string("--speculative-method ngram --speculative-draft-vocab 64")}) {
     int status = -1;
     const std::string out = run_output("serve --port 0 -m " + model + " " + flags, &status);
     EXPECT_GT(status, 0) << flags;

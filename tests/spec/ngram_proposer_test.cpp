@@ -60,6 +60,13 @@ TEST(SpeculativeConfig, RangesAreChecked) {
   EXPECT_NE(validate(c).message().find("prompt-lookup-max"), std::string::npos);
   c.prompt_lookup_min = 0;
   EXPECT_NE(validate(c).message().find("prompt-lookup-min"), std::string::npos);
+  c.prompt_lookup_min = 1;
+  c.draft_vocab = 4096;  // the MTP block's alone
+  EXPECT_NE(validate(c).message().find("applies to the mtp method"), std::string::npos);
+  c.method = SpecMethod::kMtp;
+  EXPECT_TRUE(validate(c).ok());
+  c.draft_vocab = -1;
+  EXPECT_NE(validate(c).message().find("speculative-draft-vocab"), std::string::npos);
   c.method = SpecMethod::kNone;  // off: nothing else matters
   EXPECT_TRUE(validate(c).ok());
 }
