@@ -4,7 +4,6 @@
 
 #include "model/layer_ops.h"
 #include "model/pass_parallel.h"
-#include "quant/dequantize.h"
 
 namespace vela {
 
@@ -33,10 +32,9 @@ void PerLayerEmbedding::prepare(std::span<const int32_t> token_ids, const float*
       float* in = inputs_.data() + t * all;
       for (int64_t i = 0; i < all; ++i) in[i] *= proj_scale;
       rms_norm(in, w.per_layer_proj_norm.data(), n_layer_, P, c.rms_eps, in);
-      const auto* row = static_cast<const uint8_t*>(w.per_layer_token_embd.data) +
-                        int64_t(token_ids[size_t(t)]) * w.per_layer_token_embd.row_bytes;
       float* tok = row_.data() + t * all;
-      dequantize_row(w.per_layer_token_embd.type, row, tok, all);
+      // Never repacked (model_weights.cpp), so no scratch row.
+      embedding_row(w.per_layer_token_embd, token_ids[size_t(t)], nullptr, tok);
       for (int64_t i = 0; i < all; ++i) in[i] = (in[i] + tok[i] * token_scale) * input_scale;
     }
   });
