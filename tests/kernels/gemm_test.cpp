@@ -23,13 +23,26 @@ namespace {
 using kernels::TraitsTable;
 using kernels::avx512::Avx512Extensions;
 
-const GgmlType kVnniGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
-const GgmlType kGemmTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::F32,
-                               GgmlType::BF16};
+// The codebook and ternary types decode 16 rows to int8 levels (gemm_int8_levels_avx512.h).
+const GgmlType kVnniGemmTypes[] = {GgmlType::Q4_0,   GgmlType::Q8_0,  GgmlType::IQ2_XXS,
+                                   GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS,
+                                   GgmlType::IQ3_S,  GgmlType::IQ1_S, GgmlType::IQ1_M,
+                                   GgmlType::TQ1_0,  GgmlType::TQ2_0};
+const GgmlType kFloatGemmTypes[] = {GgmlType::F16, GgmlType::F32, GgmlType::BF16};
 const GgmlType kAvx2GemmTypes[] = {GgmlType::F16, GgmlType::F32, GgmlType::BF16};
 
 size_t bytes_of(GgmlType type, int64_t n) {
   return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));
+}
+
+// n rounded up to whole blocks of `type` (32 elements, 256 for the super-block types).
+int64_t whole_blocks(GgmlType type, int64_t n) {
+  const int64_t block = ggml_type_info(uint32_t(type))->block_size;
+  return (n + block - 1) / block * block;
+}
+
+bool super_block_type(GgmlType type) {
+  return ggml_type_info(uint32_t(type))->block_size == 256;
 }
 
 // The AVX-512 table for the given extensions, built directly so the non-VNNI variant is covered
@@ -127,14 +140,22 @@ class Gemm : public testing::TestWithParam<GemmCase> {
 
 // Block counts around vec_dot's chain and main-loop boundaries (odd counts leave a lone block).
 TEST_P(Gemm, BitIdenticalToVecDotForEveryLength) {
-  for (int64_t nb : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 129})
-    check(32 * nb, 5, 6, uint32_t(nb));
+  const int64_t block = ggml_type_info(uint32_t(type()))->block_size;
+  for (int64_t nb : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 129}) {
+    if (super_block_type(type()) && nb > 13) continue;  // as many blocks as 2 of 129 x 32
+    check(block * nb, 5, 6, uint32_t(nb));
+  }
 }
 
-// Every ragged edge of the register tiles (AVX-512 4 x 3, AVX2 2 x 3) on both sides.
+// Every ragged edge of the register tiles (AVX-512 4 x 3, AVX2 2 x 3; the int8-levels kernel's
+// 16-row groups and 8-token tiles) on both sides.
 TEST_P(Gemm, BitIdenticalForRaggedTiles) {
+  const int64_t n = whole_blocks(type(), 96);
   for (int64_t rows = 1; rows <= 9; ++rows)
-    for (int64_t acts = 1; acts <= 9; ++acts) check(96, rows, acts, uint32_t(rows * 16 + acts));
+    for (int64_t acts = 1; acts <= 9; ++acts) check(n, rows, acts, uint32_t(rows * 16 + acts));
+  if (super_block_type(type()))
+    for (int64_t rows : {15, 16, 17, 31, 33, 48})
+      for (int64_t acts : {4, 8, 11, 16, 17}) check(n, rows, acts, uint32_t(rows * 32 + acts));
 }
 
 // Float weights take any row length: tails of every size around the 16-lane (BF16: 32) chunks
@@ -149,7 +170,7 @@ TEST_P(Gemm, BitIdenticalForOddFloatLengths) {
 
 // Enough long rows that the kernel splits them into several cached weight blocks.
 TEST_P(Gemm, BitIdenticalAcrossWeightBlocks) {
-  check(4128, 70, 5, 7);
+  check(whole_blocks(type(), 4128), 70, 5, 7);
 }
 
 // Enough activation rows that a kernel blocking the tokens for its caches (AVX2: ~192 KB of
@@ -182,6 +203,38 @@ TEST_P(Gemm, ExtremeQuants) {
                 traits_->vec_dot(32 * kBlocks, &w[size_t(r) * kBlocks], &a[size_t(t) * kBlocks]));
 }
 
+// The super-block types against activation quants at +-127 (Q8_K's range): no int16 or int32
+// sum of the int8-levels kernel saturates or wraps.
+TEST_P(Gemm, ExtremeActivationQuants) {
+  const GgmlType type = Gemm::type();
+  if (!super_block_type(type) || traits_->vec_dot_type != GgmlType::Q8_K)
+    GTEST_SKIP() << "Q8_K types";
+  constexpr int64_t kBlocks = 3, kRows = 18, kActs = 5, kN = 256 * kBlocks;
+  const size_t w_stride = bytes_of(type, kN);
+  const auto w = make_rows(type, kRows, kN, w_stride, 5);
+  std::vector<BlockQ8_K> a(size_t(kActs * kBlocks));
+  for (size_t b = 0; b < a.size(); ++b) {
+    a[b].d = 1.0f;
+    for (int j = 0; j < 256; ++j) {
+      const bool negative = b % 3 == 0 ? true : (b % 3 == 1 ? false : (j * 7 + int(b)) % 3 == 0);
+      a[b].qs[j] = int8_t(negative ? -127 : 127);
+    }
+    for (int s = 0; s < 16; ++s) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += a[b].qs[16 * s + j];
+      a[b].bsums[s] = int16_t(sum);
+    }
+  }
+  std::vector<float> out(size_t(kActs * kRows));  // [kActs, kRows]
+  traits_->gemm_tile(kN, w.data(), w_stride, kRows, reinterpret_cast<const uint8_t*>(a.data()),
+                     sizeof(BlockQ8_K) * kBlocks, kActs, out.data(), kRows);
+  for (int64_t t = 0; t < kActs; ++t)
+    for (int64_t r = 0; r < kRows; ++r)
+      ASSERT_EQ(out[size_t(t * kRows + r)],
+                traits_->vec_dot(kN, &w[size_t(r) * w_stride], &a[size_t(t * kBlocks)]))
+          << "t=" << t << " r=" << r;
+}
+
 std::string case_name(const testing::TestParamInfo<GemmCase>& info) {
   return std::string(info.param.isa == KernelIsa::kAvx2 ? "avx2_" : "avx512_") +
          ggml_type_name(uint32_t(info.param.type));
@@ -189,7 +242,8 @@ std::string case_name(const testing::TestParamInfo<GemmCase>& info) {
 
 std::vector<GemmCase> gemm_cases() {
   std::vector<GemmCase> cases;
-  for (GgmlType type : kGemmTypes) cases.push_back({KernelIsa::kAvx512, type});
+  for (GgmlType type : kVnniGemmTypes) cases.push_back({KernelIsa::kAvx512, type});
+  for (GgmlType type : kFloatGemmTypes) cases.push_back({KernelIsa::kAvx512, type});
   for (GgmlType type : kAvx2GemmTypes) cases.push_back({KernelIsa::kAvx2, type});
   return cases;
 }
@@ -207,7 +261,8 @@ TEST(GemmTable, NoKernelWithoutVnni) {
 // element, for batch sizes around the gemm threshold and row ranges that split tiles.
 TEST(GemmMatmul, MatmulRowsEqualsVecDotBitForBit) {
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K,
-                        GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+                        GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::IQ2_XXS,
+                        GgmlType::IQ2_S, GgmlType::IQ1_M, GgmlType::TQ1_0}) {
     const TypeTraits& traits = *type_traits(type);
     constexpr int64_t kRows = 37, kCols = 768;
     const size_t w_stride = bytes_of(type, kCols);

@@ -8,12 +8,14 @@
 //   ls * sum u p - 9 ls * bsum = 8 ls * sum (g + delta) p,
 // the Q8_K bsum removing the +9. Summed over the super-block this is the scalar reference's
 // exact integer S (ref/vec_dot_iq1_ref.h, counted in eighths), scaled once in float by
-// d_w / 8 * d_a.
+// d_w / 8 * d_a. With VNNI, prompts take gemm_int8_levels_avx512.h's kernel on the same decode,
+// with levels u - 9.
 #include <cstddef>
 
 #include "kernels/x86/avx512/avx512_kernels.h"
 #include "kernels/x86/avx512/avx512_util.h"
 #include "kernels/x86/avx512/block_dot_install.h"
+#include "kernels/x86/avx512/gemm_int8_levels_avx512.h"
 #include "quant/blocks.h"
 #include "quant/blocks_iq1.h"
 #include "quant/iq1_grid.h"
@@ -26,7 +28,8 @@ namespace {
 struct DecodedIq1 {
   __m512i u[4];         // u = 8 (g + delta) + 9 per element, in [0, 18]
   __m512i scales[4];    // int16 per vpmaddubsw output lane: ls of that lane's 16 elements
-  __m256i bsum_scales;  // int16 per Q8_K bsum (16 elements each): -9 ls
+  __m256i ls;           // int16 per Q8_K bsum (16 elements each): ls
+  __m256i bsum_scales;  // int16 per Q8_K bsum: -9 ls
   float d;              // d_w / 8 (exact: a power-of-two step)
 };
 
@@ -110,8 +113,8 @@ struct IQ1_SFormat {
     const __m512i v = _mm512_zextsi256_si512(_mm256_castsi128_si256(ls));
     for (int r = 0; r < 4; ++r) k->scales[r] = spread<16>(v, 2 * r);
     const __m256i pair = _mm256_set_epi16(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    const __m256i ls_per_bsum = _mm256_permutexvar_epi16(pair, _mm256_castsi128_si256(ls));
-    k->bsum_scales = _mm256_mullo_epi16(ls_per_bsum, _mm256_set1_epi16(-9));
+    k->ls = _mm256_permutexvar_epi16(pair, _mm256_castsi128_si256(ls));
+    k->bsum_scales = _mm256_mullo_epi16(k->ls, _mm256_set1_epi16(-9));
     k->d = half_to_float(w.d) * kIq1Delta;
   }
 };
@@ -147,6 +150,7 @@ struct IQ1_MFormat {
     const __m256i ls = _mm256_add_epi16(_mm256_add_epi16(s, s), _mm256_set1_epi16(1));
     const __m512i v = _mm512_zextsi256_si512(ls);
     for (int r = 0; r < 4; ++r) k->scales[r] = spread<8>(v, 4 * r);
+    k->ls = ls;
     k->bsum_scales = _mm256_mullo_epi16(ls, _mm256_set1_epi16(-9));
     k->d = half_to_float(iq1m_scale_bits(w)) * kIq1Delta;
   }
@@ -164,7 +168,7 @@ inline void row_step(const DecodedIq1& k, const BlockQ8_K& a, __m512& acc) {
     isum = scaled_dot_u8s8<kVnni>(isum, k.u[r], _mm512_loadu_si512(qs + r), k.scales[r]);
   const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
   isum = dot_i16<kVnni>(isum, _mm512_zextsi256_si512(bsums), _mm512_zextsi256_si512(k.bsum_scales));
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(k.d * a.d), acc);
+  acc = row_super_block_step(acc, isum, k.d, a.d);
 }
 
 // out[r * out_stride] = dot(w, activation row r) for R rows starting at act.
@@ -185,7 +189,7 @@ void dot_tile(int64_t nb, const typename F::Block* w, const uint8_t* act, size_t
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) row_step<kVnni>(k, a[r][b], acc[r]);
   }
-  for (int r = 0; r < R; ++r) out[r * out_stride] = hsum(acc[r]);
+  for (int r = 0; r < R; ++r) out[r * out_stride] = row_sum(acc[r]);
 }
 
 // dot_tile as a type for block_dot_install.h.
@@ -197,11 +201,33 @@ struct Tile {
   }
 };
 
+// F as gemm_int8_levels_avx512.h's format: levels 8 (g + delta) = u - 9, the scales ls.
+template <class F, int kScaleElemsOfF>
+struct Levels {
+  using Block = typename F::Block;
+  static constexpr float kFactor = 1.0f;
+  static constexpr int kScaleElems = kScaleElemsOfF;
+  static void levels(const Block& w, Int8Levels* out) {
+    DecodedIq1 k;
+    F::decode(w, &k);
+    for (int c = 0; c < 4; ++c) out->v[c] = _mm512_sub_epi8(k.u[c], _mm512_set1_epi8(9));
+    out->scale = _mm512_cvtepu16_epi32(k.ls);
+    out->d = k.d;
+  }
+};
+
+template <class F, int kScaleElems>
+void install(TraitsTable& table, GgmlType type, bool vnni) {
+  install_tiled<Tile, F, kQK_K>(table, type, vnni);
+  table[static_cast<size_t>(type)].gemm_tile =
+      vnni ? int8_levels_gemm_tile<Levels<F, kScaleElems>> : nullptr;
+}
+
 }  // namespace
 
 void register_iq1_kernels(TraitsTable& table, Avx512Extensions ext) {
-  install_tiled<Tile, IQ1_SFormat, kQK_K>(table, GgmlType::IQ1_S, ext.vnni);
-  install_tiled<Tile, IQ1_MFormat, kQK_K>(table, GgmlType::IQ1_M, ext.vnni);
+  install<IQ1_SFormat, 32>(table, GgmlType::IQ1_S, ext.vnni);  // a scale per 32 elements
+  install<IQ1_MFormat, 16>(table, GgmlType::IQ1_M, ext.vnni);  // per 16
 }
 
 }  // namespace vela::kernels::avx512

@@ -5,14 +5,16 @@
 // negative elements and four int16 scale vectors. Per activation row, a masked subtract from 0
 // moves the signs onto the activation quants, vpmaddubsw multiplies them by the magnitudes and
 // vpdpwssd (or vpmaddwd + add) weights the int16 pair sums by the scales: the super-block's
-// integer sum stays exact in int32 lanes (as in the scalar reference) and is scaled once in
-// float by d_w * d_a; the row's sum is finally scaled by the format's constant (1/8, 1/4 or 1).
+// integer sum stays exact in int32 lanes (as in the scalar reference), is added up and scaled
+// once in float by d_w * d_a; the row's sum is finally scaled by the format's constant (1/8, 1/4
+// or 1). With VNNI, prompts take gemm_int8_levels_avx512.h's kernel on the same decode.
 #include <cstddef>
 #include <cstring>
 
 #include "kernels/x86/avx512/avx512_kernels.h"
 #include "kernels/x86/avx512/avx512_util.h"
 #include "kernels/x86/avx512/block_dot_install.h"
+#include "kernels/x86/avx512/gemm_int8_levels_avx512.h"
 #include "quant/blocks.h"
 #include "quant/blocks_iq23.h"
 #include "quant/iq23_grids.h"
@@ -23,10 +25,11 @@ namespace {
 
 // A decoded super-block. Register c holds elements 64c .. 64c+63 (sub-blocks 2c and 2c+1).
 struct DecodedIq {
-  __m512i mag[4];     // unsigned magnitudes (codebook bytes)
-  __mmask64 neg[4];   // bit i set: element 64c + i is negative
-  __m512i scales[4];  // int16 per vpmaddubsw output lane: the ls of that lane's 16 elements
-  float d;            // fp16 super-scale as float
+  __m512i mag[4];      // unsigned magnitudes (codebook bytes)
+  __mmask64 neg[4];    // bit i set: element 64c + i is negative
+  __m512i scales[4];   // int16 per vpmaddubsw output lane: the ls of that lane's 16 elements
+  __m256i sub_scales;  // int16 ls of elements 16j .. 16j + 15 in lane j
+  float d;             // fp16 super-scale as float
 };
 
 inline __m256i loadu256(const void* p) {
@@ -103,6 +106,7 @@ inline __m256i half_scales_i16(const uint8_t* scales) {
 // half_scales: 16 int16, ls of elements 16j .. 16j+15 in lane j. Register c's vpmaddubsw lane m
 // covers elements 64c + 2m, 2m+1, so it takes half_scales[4c + m / 8].
 inline void set_scales(__m256i half_scales, DecodedIq* k) {
+  k->sub_scales = half_scales;
   const __m512i v = _mm512_zextsi256_si512(half_scales);
   const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17,
                                         16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -128,6 +132,7 @@ inline __m256i odd_words(const uint8_t* p) {
 struct Iq2XxsFormat {
   using Block = BlockIQ2_XXS;
   static constexpr float kFactor = 0.125f;
+  static constexpr int kScaleElems = 32;  // elements per scale
   static void decode(const Block& w, DecodedIq* k) {
     const __m256i aux = odd_words(w.qs);
     set_sign_masks(sign_bytes_from_fields(aux), k);
@@ -144,6 +149,7 @@ struct Iq2XxsFormat {
 struct Iq2XsFormat {
   using Block = BlockIQ2_XS;
   static constexpr float kFactor = 0.125f;
+  static constexpr int kScaleElems = 16;  // elements per scale
   static void decode(const Block& w, DecodedIq* k) {
     const __m512i q = _mm512_loadu_si512(w.qs);
     // Sign bytes: the field in bits 9-15 plus its parity in bit 7 (as kIqSigns).
@@ -170,6 +176,7 @@ struct Iq2XsFormat {
 struct Iq2SFormat {
   using Block = BlockIQ2_S;
   static constexpr float kFactor = 0.125f;
+  static constexpr int kScaleElems = 16;  // elements per scale
   static void decode(const Block& w, DecodedIq* k) {
     load_sign_masks(w.signs, k);
     set_scales(half_scales_i16(w.scales), k);
@@ -195,6 +202,7 @@ struct Iq2SFormat {
 struct Iq3XxsFormat {
   using Block = BlockIQ3_XXS;
   static constexpr float kFactor = 0.25f;
+  static constexpr int kScaleElems = 32;  // elements per scale
   static void decode(const Block& w, DecodedIq* k) {
     const __m256i aux = loadu256(w.scales_signs);
     set_sign_masks(sign_bytes_from_fields(aux), k);
@@ -209,6 +217,7 @@ struct Iq3XxsFormat {
 struct Iq3SFormat {
   using Block = BlockIQ3_S;
   static constexpr float kFactor = 1.0f;
+  static constexpr int kScaleElems = 32;  // elements per scale
   static void decode(const Block& w, DecodedIq* k) {
     // Half-group i = 8 sb + j takes bit j of qh[sb] as index bit 8.
     const __m512i lane =
@@ -253,7 +262,7 @@ inline void row_step(const DecodedIq& k, const BlockQ8_K& a, __m512& acc) {
     isum = scaled_dot_u8s8<kVnni>(isum, k.mag[c], _mm512_mask_sub_epi8(p, k.neg[c], zero, p),
                                   k.scales[c]);
   }
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(k.d * a.d), acc);
+  acc = row_super_block_step(acc, isum, k.d, a.d);
 }
 
 // out[r * out_stride] = dot(w, activation row r) for R rows starting at act.
@@ -274,7 +283,7 @@ void dot_tile(int64_t nb, const typename F::Block* w, const uint8_t* act, size_t
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) row_step<kVnni>(k, a[r][b], acc[r]);
   }
-  for (int r = 0; r < R; ++r) out[r * out_stride] = F::kFactor * hsum(acc[r]);
+  for (int r = 0; r < R; ++r) out[r * out_stride] = F::kFactor * row_sum(acc[r]);
 }
 
 // dot_tile as a type for block_dot_install.h.
@@ -286,9 +295,27 @@ struct Tile {
   }
 };
 
+// F as gemm_int8_levels_avx512.h's format: the signed levels and per-16 scales of a super-block.
+template <class F>
+struct Levels {
+  using Block = typename F::Block;
+  static constexpr float kFactor = F::kFactor;
+  static constexpr int kScaleElems = F::kScaleElems;
+  static void levels(const Block& w, Int8Levels* out) {
+    DecodedIq k;
+    F::decode(w, &k);
+    const __m512i zero = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c)
+      out->v[c] = _mm512_mask_sub_epi8(k.mag[c], k.neg[c], zero, k.mag[c]);
+    out->scale = _mm512_cvtepu16_epi32(k.sub_scales);
+    out->d = k.d;
+  }
+};
+
 template <class F>
 void install(TraitsTable& table, GgmlType type, bool vnni) {
   install_tiled<Tile, F, kQK_K>(table, type, vnni);
+  table[static_cast<size_t>(type)].gemm_tile = vnni ? int8_levels_gemm_tile<Levels<F>> : nullptr;
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 // the scales; the ternary types, having none, take vpdpbusd (or vpmaddubsw + vpmaddwd). The whole
 // super-block's integer sum stays exact in int32 lanes and is scaled once in float, as the
 // scalar reference does. The levels' offsets (Q2_K's mins, Q3_K's -4, the ternary -1) come from
-// the activation's bsums.
+// the activation's bsums. With VNNI, prompts of the ternary types take gemm_int8_levels_avx512.h's
+// kernel on the same decode (levels q - 1, one scale), their rows summed as its kernels do.
 #include <cstddef>
 
 #include "kernels/x86/avx512/avx512_kernels.h"
 #include "kernels/x86/avx512/avx512_util.h"
 #include "kernels/x86/avx512/block_dot_install.h"
+#include "kernels/x86/avx512/gemm_int8_levels_avx512.h"
 #include "quant/blocks_low_k.h"
 
 namespace vela::kernels::avx512 {
@@ -200,7 +202,10 @@ inline void row_step(const DecodedLowK& k, const BlockQ8_K& a, __m512& acc, __m2
     isum =
         dot_i16<kVnni>(isum, _mm512_zextsi256_si512(bsums), _mm512_zextsi256_si512(k.bsum_scales));
   }
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(k.d * da), acc);
+  if constexpr (F::kKind == Kind::kTernary)
+    acc = row_super_block_step(acc, isum, k.d, da);
+  else
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(k.d * da), acc);
 }
 
 // out[r * out_stride] = dot(w, activation row r) for R rows starting at act.
@@ -224,6 +229,10 @@ void dot_tile(int64_t nb, const typename F::Block* w, const uint8_t* act, size_t
     for (int r = 0; r < R; ++r) row_step<F, kVnni>(k, a[r][b], acc[r], acc_min[r]);
   }
   for (int r = 0; r < R; ++r) {
+    if constexpr (F::kKind == Kind::kTernary) {
+      out[r * out_stride] = row_sum(acc[r]);
+      continue;
+    }
     float sum = hsum(acc[r]);
     if constexpr (F::kKind == Kind::kAffine) sum -= hsum(acc_min[r]);
     out[r * out_stride] = sum;
@@ -239,9 +248,27 @@ struct Tile {
   }
 };
 
+// A ternary F as gemm_int8_levels_avx512.h's format: levels q - 1, one scale for the super-block.
+template <class F>
+struct TernaryLevels {
+  using Block = typename F::Block;
+  static constexpr float kFactor = 1.0f;
+  static constexpr int kScaleElems = kQK_K;
+  static void levels(const Block& w, Int8Levels* out) {
+    DecodedLowK k;
+    F::decode(w, &k);
+    for (int c = 0; c < 4; ++c) out->v[c] = _mm512_sub_epi8(k.q[c], _mm512_set1_epi8(1));
+    out->scale = _mm512_set1_epi32(1);
+    out->d = k.d;
+  }
+};
+
 template <class F>
 void install(TraitsTable& table, GgmlType type, bool vnni) {
   install_tiled<Tile, F, kQK_K>(table, type, vnni);
+  if constexpr (F::kKind == Kind::kTernary)
+    table[static_cast<size_t>(type)].gemm_tile =
+        vnni ? int8_levels_gemm_tile<TernaryLevels<F>> : nullptr;
 }
 
 }  // namespace
