@@ -29,7 +29,10 @@ const GgmlType kVnniGemmTypes[] = {GgmlType::Q4_0,   GgmlType::Q8_0,  GgmlType::
                                    GgmlType::IQ3_S,  GgmlType::IQ1_S, GgmlType::IQ1_M,
                                    GgmlType::TQ1_0,  GgmlType::TQ2_0};
 const GgmlType kFloatGemmTypes[] = {GgmlType::F16, GgmlType::F32, GgmlType::BF16};
-const GgmlType kAvx2GemmTypes[] = {GgmlType::F16, GgmlType::F32, GgmlType::BF16};
+const GgmlType kAvx2GemmTypes[] = {GgmlType::F16,     GgmlType::F32,    GgmlType::BF16,
+                                   GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S,
+                                   GgmlType::IQ3_XXS, GgmlType::IQ3_S,  GgmlType::IQ1_S,
+                                   GgmlType::IQ1_M,   GgmlType::TQ1_0,  GgmlType::TQ2_0};
 
 size_t bytes_of(GgmlType type, int64_t n) {
   return size_t(row_bytes(*ggml_type_info(uint32_t(type)), n));

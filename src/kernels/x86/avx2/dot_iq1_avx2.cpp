@@ -7,8 +7,9 @@
 //   ls * sum u p - 9 ls * bsum = 8 ls * sum (g + delta) p,
 // the Q8_K bsum removing the +9. Summed over the super-block this is the scalar reference's
 // exact integer S (ref/vec_dot_iq1_ref.h, counted in eighths), scaled once in float by
-// d_w / 8 * d_a.
+// d_w / 8 * d_a. Prompts take gemm_int8_levels_avx2.h's kernel on the same decode (levels u - 9).
 #include "kernels/x86/avx2/avx2_common.h"
+#include "kernels/x86/avx2/gemm_int8_levels_avx2.h"
 #include "kernels/x86/avx2/kernels_avx2.h"
 #include "quant/blocks.h"
 #include "quant/blocks_iq1.h"
@@ -170,11 +171,33 @@ struct Iq1Dot {
         const BlockQ8_K& ab = a[t][b];
         const __m256i total =
             _mm256_add_epi32(isum[t], _mm256_madd_epi16(loadu256(ab.bsums), sc.bsum_scales));
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(sc.d * ab.d), _mm256_cvtepi32_ps(total), acc[t]);
+        acc[t] = row_super_block_step(acc[t], total, sc.d, ab.d);
       }
     }
     VELA_UNROLL
-    for (int t = 0; t < k; ++t) sums[t] = hsum(acc[t]);
+    for (int t = 0; t < k; ++t) sums[t] = row_sum(acc[t]);
+  }
+};
+
+// F as gemm_int8_levels_avx2.h's format: levels 8 (g + delta) = u - 9, the scales ls.
+template <class F>
+struct Levels {
+  using Block = typename F::Block;
+  static constexpr float kFactor = 1.0f;
+  static void levels(const Block& w, Int8Levels* out) {
+    const Iq1Scales sc = F::scales(w);
+    VELA_UNROLL
+    for (int p = 0; p < 4; ++p) {
+      const Iq1Pair pr = F::pair(w, p);
+      alignas(32) uint32_t index[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(index), pr.index);
+      out->v[2 * p] = _mm256_sub_epi8(decode_sub_block(index, _mm256_castsi256_si128(pr.bias)),
+                                      _mm256_set1_epi8(9));
+      out->v[2 * p + 1] = _mm256_sub_epi8(
+          decode_sub_block(index + 4, _mm256_extracti128_si256(pr.bias, 1)), _mm256_set1_epi8(9));
+    }
+    out->scale = _mm256_blend_epi32(sc.ls_halves[0], sc.ls_halves[1], 0xF0);
+    out->d = sc.d;
   }
 };
 
@@ -198,6 +221,19 @@ void vec_dot_rows_iq1_s_q8_k(int64_t n, const void* w, const uint8_t* act, size_
 void vec_dot_rows_iq1_m_q8_k(int64_t n, const void* w, const uint8_t* act, size_t act_stride,
                              int64_t n_act, float* out, int64_t out_stride) {
   IQ1_MRows::rows(n, w, act, act_stride, n_act, out, out_stride);
+}
+
+void gemm_tile_iq1_s_q8_k(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
+                          const uint8_t* act, size_t act_stride, int64_t n_act, float* out,
+                          int64_t out_stride) {
+  int8_levels_gemm_tile<Levels<IQ1_SFormat>>(n, w, w_stride, n_w_rows, act, act_stride, n_act, out,
+                                             out_stride);
+}
+void gemm_tile_iq1_m_q8_k(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
+                          const uint8_t* act, size_t act_stride, int64_t n_act, float* out,
+                          int64_t out_stride) {
+  int8_levels_gemm_tile<Levels<IQ1_MFormat>>(n, w, w_stride, n_w_rows, act, act_stride, n_act, out,
+                                             out_stride);
 }
 
 }  // namespace vela::kernels::avx2

@@ -4,13 +4,15 @@
 // assembled, which beats vpgather on the CPUs we target), its signs as +-1 bytes, and its scales
 // as int16. Per row, vpsignb moves the signs onto the activation quants, vpmaddubsw multiplies
 // them by the unsigned magnitudes and vpmaddwd by the scales: the super-block's integer sum stays
-// exact in 8 int32 lanes (as in the scalar reference) and is scaled once by d_w * d_a in float.
+// exact in 8 int32 lanes (as in the scalar reference), is added up and scaled once by d_w * d_a in
+// float. Prompts take gemm_int8_levels_avx2.h's kernel on the same decode.
 // How each format gets its indices and signs (scalar registers and a +-1 table, or vector code
 // for the whole super-block first) was chosen per format by measurement; the decode, not the
 // memory traffic, bounds these kernels.
 #include <cstring>
 
 #include "kernels/x86/avx2/avx2_common.h"
+#include "kernels/x86/avx2/gemm_int8_levels_avx2.h"
 #include "kernels/x86/avx2/kernels_avx2.h"
 #include "quant/blocks.h"
 #include "quant/blocks_iq23.h"
@@ -299,13 +301,25 @@ struct IqDot {
       }
       const float d = half_to_float(w[b].d);
       VELA_UNROLL
-      for (int t = 0; t < k; ++t) {
-        acc[t] =
-            _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-      }
+      for (int t = 0; t < k; ++t) acc[t] = row_super_block_step(acc[t], isum[t], d, a[t][b].d);
     }
     VELA_UNROLL
-    for (int t = 0; t < k; ++t) sums[t] = Format::kFactor * hsum(acc[t]);
+    for (int t = 0; t < k; ++t) sums[t] = Format::kFactor * row_sum(acc[t]);
+  }
+};
+
+// Format as gemm_int8_levels_avx2.h's: the signed levels and per-16 scales of a super-block.
+template <class Format>
+struct Levels {
+  using Block = typename Format::Block;
+  static constexpr float kFactor = Format::kFactor;
+  static void levels(const Block& w, Int8Levels* out) {
+    const typename Format::Decoder dec(w);
+    VELA_UNROLL
+    for (int sb = 0; sb < 8; ++sb) out->v[sb] = _mm256_sign_epi8(dec.magnitudes(sb), dec.signs(sb));
+    // Lane sb of the scale words holds sub-block sb's two int16 scales.
+    out->scale = _mm256_blend_epi32(dec.scales.lo, dec.scales.hi, 0xF0);
+    out->d = half_to_float(w.d);
   }
 };
 
@@ -354,5 +368,19 @@ void vec_dot_rows_iq3_s_q8_k(int64_t n, const void* w, const uint8_t* act, size_
                              int64_t n_act, float* out, int64_t out_stride) {
   Iq3SRows::rows(n, w, act, act_stride, n_act, out, out_stride);
 }
+
+#define VELA_IQ23_GEMM_TILE(name, Format)                                                        \
+  void gemm_tile_##name##_q8_k(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,      \
+                               const uint8_t* act, size_t act_stride, int64_t n_act, float* out, \
+                               int64_t out_stride) {                                             \
+    int8_levels_gemm_tile<Levels<Format>>(n, w, w_stride, n_w_rows, act, act_stride, n_act, out, \
+                                          out_stride);                                           \
+  }
+VELA_IQ23_GEMM_TILE(iq2_xxs, Iq2Xxs)
+VELA_IQ23_GEMM_TILE(iq2_xs, Iq2Xs)
+VELA_IQ23_GEMM_TILE(iq2_s, Iq2S)
+VELA_IQ23_GEMM_TILE(iq3_xxs, Iq3Xxs)
+VELA_IQ23_GEMM_TILE(iq3_s, Iq3S)
+#undef VELA_IQ23_GEMM_TILE
 
 }  // namespace vela::kernels::avx2

@@ -7,6 +7,7 @@
 // from Q8_K's 16-element sums, and each super-block's integer lanes are scaled once by
 // d_w * d_a into the row's float accumulator, as the scalar reference does.
 #include "kernels/x86/avx2/avx2_common.h"
+#include "kernels/x86/avx2/gemm_int8_levels_avx2.h"
 #include "kernels/x86/avx2/kernels_avx2.h"
 #include "quant/blocks_low_k.h"
 
@@ -257,11 +258,25 @@ struct TernaryDot {
         const BlockQ8_K& ab = a[t][b];
         const __m256i total =
             _mm256_madd_epi16(_mm256_sub_epi16(pair_sums[t], loadu256(ab.bsums)), ones);
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), _mm256_cvtepi32_ps(total), acc[t]);
+        acc[t] = row_super_block_step(acc[t], total, d, ab.d);
       }
     }
     VELA_UNROLL
-    for (int t = 0; t < k; ++t) sums[t] = hsum(acc[t]);
+    for (int t = 0; t < k; ++t) sums[t] = row_sum(acc[t]);
+  }
+};
+
+// A ternary type as gemm_int8_levels_avx2.h's format: levels u - 1, one scale.
+template <class Levels>
+struct TernaryLevels {
+  using Block = typename Levels::Block;
+  static constexpr float kFactor = 1.0f;
+  static void levels(const Block& w, Int8Levels* out) {
+    Levels levels(w);
+    VELA_UNROLL
+    for (int r = 0; r < 8; ++r) out->v[r] = _mm256_sub_epi8(levels.next(r), _mm256_set1_epi8(1));
+    out->scale = _mm256_set1_epi16(1);
+    out->d = half_to_float(w.d);
   }
 };
 
@@ -301,6 +316,19 @@ void vec_dot_rows_tq1_0_q8_k(int64_t n, const void* w, const uint8_t* act, size_
 void vec_dot_rows_tq2_0_q8_k(int64_t n, const void* w, const uint8_t* act, size_t act_stride,
                              int64_t n_act, float* out, int64_t out_stride) {
   TQ2Rows::rows(n, w, act, act_stride, n_act, out, out_stride);
+}
+
+void gemm_tile_tq1_0_q8_k(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
+                          const uint8_t* act, size_t act_stride, int64_t n_act, float* out,
+                          int64_t out_stride) {
+  int8_levels_gemm_tile<TernaryLevels<TQ1Levels>>(n, w, w_stride, n_w_rows, act, act_stride, n_act,
+                                                  out, out_stride);
+}
+void gemm_tile_tq2_0_q8_k(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
+                          const uint8_t* act, size_t act_stride, int64_t n_act, float* out,
+                          int64_t out_stride) {
+  int8_levels_gemm_tile<TernaryLevels<TQ2Levels>>(n, w, w_stride, n_w_rows, act, act_stride, n_act,
+                                                  out, out_stride);
 }
 
 }  // namespace vela::kernels::avx2

@@ -1,5 +1,6 @@
-// AVX2 + FMA + F16C kernel table: every weight type's vec_dot and vec_dot_rows, the float types'
-// gemm_tile, and the activation conversions (this file is compiled with -mavx2 -mfma -mf16c).
+// AVX2 + FMA + F16C kernel table: every weight type's vec_dot and vec_dot_rows, the float, codebook
+// and ternary types' gemm_tile, and the activation conversions (this file is compiled with -mavx2
+// -mfma -mf16c).
 #include "kernels/x86/avx2/kernels_avx2.h"
 #include "kernels/kernel_table.h"
 
@@ -42,6 +43,15 @@ void register_avx2_kernels(TraitsTable& table) {
   set_dot(GgmlType::MXFP4, k::vec_dot_mxfp4_q8_0, k::vec_dot_rows_mxfp4_q8_0);
   set_dot(GgmlType::IQ1_S, k::vec_dot_iq1_s_q8_k, k::vec_dot_rows_iq1_s_q8_k);
   set_dot(GgmlType::IQ1_M, k::vec_dot_iq1_m_q8_k, k::vec_dot_rows_iq1_m_q8_k);
+  entry(GgmlType::IQ2_XXS).gemm_tile = k::gemm_tile_iq2_xxs_q8_k;
+  entry(GgmlType::IQ2_XS).gemm_tile = k::gemm_tile_iq2_xs_q8_k;
+  entry(GgmlType::IQ2_S).gemm_tile = k::gemm_tile_iq2_s_q8_k;
+  entry(GgmlType::IQ3_XXS).gemm_tile = k::gemm_tile_iq3_xxs_q8_k;
+  entry(GgmlType::IQ3_S).gemm_tile = k::gemm_tile_iq3_s_q8_k;
+  entry(GgmlType::IQ1_S).gemm_tile = k::gemm_tile_iq1_s_q8_k;
+  entry(GgmlType::IQ1_M).gemm_tile = k::gemm_tile_iq1_m_q8_k;
+  entry(GgmlType::TQ1_0).gemm_tile = k::gemm_tile_tq1_0_q8_k;
+  entry(GgmlType::TQ2_0).gemm_tile = k::gemm_tile_tq2_0_q8_k;
 
   entry(GgmlType::BF16).from_float = k::quantize_row_bf16;
   entry(GgmlType::Q8_0).from_float = k::quantize_row_q8_0_activations;

@@ -29,6 +29,21 @@ void gemm_tile_f16_f32(int64_t, const void*, size_t, int64_t, const uint8_t*, si
                        float*, int64_t);
 void gemm_tile_bf16_bf16(int64_t, const void*, size_t, int64_t, const uint8_t*, size_t, int64_t,
                          float*, int64_t);
+// The codebook and ternary types: each group of 8 weight rows decoded once to int8 levels
+// (gemm_int8_levels_avx2.h), bit-identical to their vec_dot.
+#define VELA_AVX2_INT8_LEVELS_GEMM_TILE(name)                                                 \
+  void gemm_tile_##name##_q8_k(int64_t, const void*, size_t, int64_t, const uint8_t*, size_t, \
+                               int64_t, float*, int64_t);
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq2_xxs)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq2_xs)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq2_s)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq3_xxs)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq3_s)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq1_s)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(iq1_m)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(tq1_0)
+VELA_AVX2_INT8_LEVELS_GEMM_TILE(tq2_0)
+#undef VELA_AVX2_INT8_LEVELS_GEMM_TILE
 
 // 32-element block weights (dot_q_avx2.cpp); n a multiple of 32.
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
