@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "kernels/packed/packed_layout.h"
+#include "quant/ggml_type.h"
 #include "quant/quantize.h"
 #include "tools_support/bench/roofline.h"
 #include "tools_support/quant_recipe.h"
@@ -32,6 +34,13 @@ struct Case {
   int64_t n_tokens;
   double seconds = 0;  // median per call
 };
+
+// The tensor type whose GGUF name is `name`, if any.
+std::optional<GgmlType> tensor_type_named(const std::string& name) {
+  for (uint32_t type = 0; type < 64; ++type)
+    if (ggml_type_info(type) && ggml_type_name(type) == name) return static_cast<GgmlType>(type);
+  return std::nullopt;
+}
 
 const char* layout_name(WeightLayout l) {
   return l == WeightLayout::kInterleaved16 ? "interleaved16" : "row-major";
@@ -80,9 +89,13 @@ int run_bench_matmul(int argc, char** argv) {
     while (pos <= list.size()) {
       const size_t comma = std::min(list.find(',', pos), list.size());
       const std::string name = list.substr(pos, comma - pos);
-      auto target = parse_quant_target(name);
-      const GgmlType* t = target && !target->k_mix ? &target->base : nullptr;
-      if (t == nullptr || !can_quantize(*t)) {
+      // A tensor type's own name first: IQ2_S also names a mix, whose base type is IQ2_XS.
+      std::optional<GgmlType> t = tensor_type_named(name);
+      if (!t) {
+        auto target = parse_quant_target(name);
+        if (target && !target->k_mix) t = target->base;
+      }
+      if (!t || !can_quantize(*t)) {
         std::fprintf(stderr, "vela bench matmul: unsupported --type '%s'\n", name.c_str());
         return 2;
       }

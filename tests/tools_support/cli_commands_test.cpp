@@ -165,6 +165,15 @@ TEST(ToolsCli, BenchMatmul) {
   r = run("bench matmul --type Q9_9");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("Q9_9"), std::string::npos) << r.err;
+  // A tensor type by its own name, though IQ2_S also names a mix (of IQ2_XS tensors); a mix
+  // itself is refused.
+  r =
+      run("bench matmul --type IQ2_S --rows 16 --cols 256 --tokens 1 -t 1 -r 1 "
+          "--working-set-mib 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["results"][0]["type"], "IQ2_S") << r.out;
+  r = run("bench matmul --type Q4_K_M");
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 }  // namespace
