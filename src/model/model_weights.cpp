@@ -15,6 +15,15 @@
 #include "util/huge_pages.h"
 
 namespace vela {
+
+// Assigns the value of a Result expression to dst, or returns its error from the caller.
+#define VELA_TRY_ASSIGN(dst, expr) \
+  do {                             \
+    auto r_ = (expr);              \
+    if (!r_) return r_.error();    \
+    dst = std::move(*r_);          \
+  } while (0)
+
 namespace {
 
 std::string shape_string(const GgufTensorInfo& t) {
@@ -200,12 +209,6 @@ Status load_eagle3_tensors(const GgufFile& g, const ModelConfig& c, const ModelW
     if (!m) return make_error("the target's " + m.message());
     return m;
   };
-#define VELA_TRY_ASSIGN(dst, expr) \
-  do {                             \
-    auto r_ = (expr);              \
-    if (!r_) return r_.error();    \
-    dst = std::move(*r_);          \
-  } while (0)
   if (g.find_tensor("token_embd.weight") != nullptr)
     VELA_TRY_ASSIGN(w.token_embd, get_matrix(g, "token_embd.weight", V, E));
   else if (target != nullptr)
@@ -260,7 +263,6 @@ Status load_eagle3_tensors(const GgufFile& g, const ModelConfig& c, const ModelW
   if (g.find_tensor(hidden_norm) == nullptr)
     return make_error("missing tensor 'blk.0.hidden_norm.weight' (or 'blk.0.attn_norm_2.weight')");
   VELA_TRY_ASSIGN(w.eagle3.hidden_norm, get_vector(g, hidden_norm, E, true));
-#undef VELA_TRY_ASSIGN
   return {};
 }
 
@@ -297,13 +299,6 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   const int64_t kv_dim = int64_t(c.n_head_kv) * c.head_dim;
   // Columns of Q/K/V: an EAGLE-3 head attends over [embedding | hidden], 2 * n_embd.
   const int64_t attn_in = c.eagle3 ? 2 * int64_t(c.n_embd) : c.n_embd;
-
-#define VELA_TRY_ASSIGN(dst, expr) \
-  do {                             \
-    auto r_ = (expr);              \
-    if (!r_) return r_.error();    \
-    dst = std::move(*r_);          \
-  } while (0)
 
   // The output head is the target's (repacked or not by the target's load, and owned by it).
   bool head_from_target = false;
@@ -537,7 +532,6 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(l.ple_post_norm, get_vector(g, p + "post_norm.weight", c.n_embd, true));
     }
   }
-#undef VELA_TRY_ASSIGN
   if (shard.sharded()) {
     int64_t attn_block_cols = 1, down_block_cols = 1, shared_down_block_cols = 1;
     for (const LayerWeights& l : w.layers) {
@@ -689,5 +683,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
   }
   return w;
 }
+
+#undef VELA_TRY_ASSIGN
 
 }  // namespace vela

@@ -152,7 +152,9 @@ TEST(ToolsCli, BenchMatmul) {
   for (const auto& c : j["results"]) {
     layouts.insert(c["layout"].get<std::string>());
     EXPECT_GT(c["gmac_per_s"].get<double>(), 0);
-    if (c["tokens"] == 1) EXPECT_DOUBLE_EQ(c["cost_vs_one_row"].get<double>(), 1.0);
+    if (c["tokens"] == 1) {
+      EXPECT_DOUBLE_EQ(c["cost_vs_one_row"].get<double>(), 1.0);
+    }
   }
   EXPECT_TRUE(layouts.count("row-major"));
   // Two row-major cases per type, plus two interleaved ones where the CPU has the kernels.

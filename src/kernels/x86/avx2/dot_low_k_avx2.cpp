@@ -5,7 +5,8 @@
 // Q3_K weight them by their sub-block scales with madd into 8 int32 lanes per row, the ternary
 // types add them up in int16. The levels' offsets (Q2_K's mins, Q3_K's -4, the ternary -1) come
 // from Q8_K's 16-element sums, and each super-block's integer lanes are scaled once by
-// d_w * d_a into the row's float accumulator, as the scalar reference does.
+// d_w * d_a into the row's float accumulator, as the scalar reference does (the ternary types
+// add the lanes up first, as gemm_int8_levels_avx2.h's prompt kernel, which they also take).
 #include "kernels/x86/avx2/avx2_common.h"
 #include "kernels/x86/avx2/gemm_int8_levels_avx2.h"
 #include "kernels/x86/avx2/kernels_avx2.h"
