@@ -399,7 +399,13 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(dn.beta, get_matrix(g, p + "ssm_beta.weight", d.n_v_heads, c.n_embd));
       VELA_TRY_ASSIGN(dn.alpha, get_matrix(g, p + "ssm_alpha.weight", d.n_v_heads, c.n_embd));
       VELA_TRY_ASSIGN(dn.out, get_matrix(g, p + "ssm_out.weight", c.n_embd, d.value_dim()));
-      VELA_TRY_ASSIGN(dn.conv, get_f32_rows(g, p + "ssm_conv1d.weight", channels, d.conv_kernel));
+      std::vector<float> taps;  // [channels, conv_kernel] as the file has them
+      VELA_TRY_ASSIGN(taps, get_f32_rows(g, p + "ssm_conv1d.weight", channels, d.conv_kernel));
+      // Tap-major, so that the convolution runs over contiguous channels.
+      dn.conv.resize(taps.size());
+      for (int64_t ch = 0; ch < channels; ++ch)
+        for (int32_t j = 0; j < d.conv_kernel; ++j)
+          dn.conv[size_t(j * channels + ch)] = taps[size_t(ch * d.conv_kernel + j)];
       VELA_TRY_ASSIGN(dn.dt_bias, get_vector(g, p + "ssm_dt.bias", d.n_v_heads, true));
       VELA_TRY_ASSIGN(dn.a, get_vector(g, p + "ssm_a", d.n_v_heads, true));
       VELA_TRY_ASSIGN(dn.norm, get_vector(g, p + "ssm_norm.weight", d.head_v_dim, true));

@@ -54,7 +54,8 @@ struct DeltaNetWeights {
   WeightMatrix beta;           // ssm_beta [n_v_heads, n_embd]: write strength before sigmoid
   WeightMatrix alpha;          // ssm_alpha [n_v_heads, n_embd]: decay rate before softplus
   WeightMatrix out;            // ssm_out [n_embd, value_dim]
-  std::vector<float> conv;     // ssm_conv1d [conv_channels, conv_kernel] taps, oldest first
+  std::vector<float> conv;     // ssm_conv1d transposed: [conv_kernel, conv_channels], tap j of
+                               // every channel in row j (oldest input first)
   std::vector<float> dt_bias;  // ssm_dt.bias [n_v_heads]
   std::vector<float> a;        // ssm_a [n_v_heads]: -exp(A_log), the decay's scale
   std::vector<float> norm;     // ssm_norm [head_v_dim]
