@@ -75,26 +75,6 @@ inline bool copies_rows(int n) {
   return n % 8 == 0 && n <= kMaxCopiedRow;
 }
 
-// v[0..7] (8 rows of 8 floats) transposed in place: lane j of v[i] := lane i of v[j].
-inline void transpose8(__m256 v[8]) {
-  __m256 t[8];
-  for (int i = 0; i < 4; ++i) {  // rows 2i, 2i + 1 interleaved within each 128-bit half
-    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {  // rows 4i .. 4i + 3: v[4i + j]'s half H holds element 4H + j
-    v[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    v[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    v[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    v[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int j = 0; j < 4; ++j) {  // the halves across the two row quads
-    t[j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x20);
-    t[4 + j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x31);
-  }
-  for (int i = 0; i < 8; ++i) v[i] = t[i];
-}
-
 // Scores of R rows x the positions of V vectors of kt (element i of position p at
 // kt[i * kAttnMaxPositions + p]), the first p0 of them in out already: each lane runs dot's chain
 // for one score. out[r * out_stride + p] for p0 <= p < n_pos.

@@ -45,6 +45,35 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// v[0..7] (8 rows of 8 floats) transposed in place: lane j of v[i] := lane i of v[j].
+inline void transpose8(__m256 v[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {  // rows 2i, 2i + 1 interleaved within each 128-bit half
+    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {  // rows 4i .. 4i + 3: v[4i + j]'s half H holds element 4H + j
+    v[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    v[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    v[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    v[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {  // the halves across the two row quads
+    t[j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x20);
+    t[4 + j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) v[i] = t[i];
+}
+
+// The same for 8 rows of 8 int32 (the shuffles move bits, whatever they hold).
+inline void transpose8(__m256i v[8]) {
+  __m256 f[8];
+  for (int i = 0; i < 8; ++i) f[i] = _mm256_castsi256_ps(v[i]);
+  transpose8(f);
+  for (int i = 0; i < 8; ++i) v[i] = _mm256_castps_si256(f[i]);
+}
+
+// Sum of the 8 int32 lanes.
 inline int hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));

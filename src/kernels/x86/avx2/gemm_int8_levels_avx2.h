@@ -33,42 +33,15 @@ inline __m256 super_block_step(__m256 acc, __m256i s, __m256 d_w, float d_a) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d_w, _mm256_set1_ps(d_a)), acc);
 }
 
-// The exact sum of the 8 int32 lanes.
-inline int32_t hsum_epi32(__m256i v) {
-  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
-}
-
 // The row-wise kernels' step: acc (all lanes equal) for one row whose super-block left its exact
 // integer sum spread over the lanes of isum.
 inline __m256 row_super_block_step(__m256 acc, __m256i isum, float d_w, float d_a) {
-  return super_block_step(acc, _mm256_set1_epi32(hsum_epi32(isum)), _mm256_set1_ps(d_w), d_a);
+  return super_block_step(acc, _mm256_set1_epi32(hsum_i32(isum)), _mm256_set1_ps(d_w), d_a);
 }
 
 // The row's sum from the row-wise kernels' acc (all lanes equal).
 inline float row_sum(__m256 acc) {
   return _mm256_cvtss_f32(acc);
-}
-
-// In place: lane n of r[j] becomes lane j of the old r[n].
-inline void transpose8x8_epi32(__m256i r[8]) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // Per 128-bit half q, u[4i + e] holds element 4q + e of rows 4i .. 4i + 3.
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int e = 0; e < 4; ++e) {
-    r[e] = _mm256_permute2x128_si256(u[e], u[4 + e], 0x20);
-    r[4 + e] = _mm256_permute2x128_si256(u[e], u[4 + e], 0x31);
-  }
 }
 
 // The levels' bias: v + 64 is unsigned and below 128, so vpmaddubsw's pair sums (<= 2 * 127 *
@@ -115,11 +88,11 @@ void decode_group(const uint8_t* w, size_t w_stride, int n_rows, int64_t nb,
     }
     DecodedGroupBlock& o = out[b];
     for (int c = 0; c < 8; ++c) {
-      transpose8x8_epi32(v[c]);
+      transpose8(v[c]);
       for (int e = 0; e < 8; ++e) _mm256_store_si256(&o.w[8 * c + e], v[c][e]);
     }
-    transpose8x8_epi32(scale_lo);
-    transpose8x8_epi32(scale_hi);
+    transpose8(scale_lo);
+    transpose8(scale_hi);
     const __m256i minus_bias = _mm256_set1_epi16(-kLevelBias);
     const __m256i low_half = _mm256_set1_epi32(0xFFFF);
     for (int s = 0; s < 8; ++s) {

@@ -190,36 +190,6 @@ float dot(const float* q, const void* k_row, int n) {
   return _mm_cvtss_f32(sum);
 }
 
-// v[0..15] (16 rows of 16 floats) transposed in place: lane j of v[i] := lane i of v[j].
-inline void transpose16(__m512 v[16]) {
-  __m512 t[16];
-  // Rows 2i, 2i + 1 interleaved within each 128-bit lane: [a0 b0 a1 b1], [a2 b2 a3 b3].
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-  }
-  // Rows 4i .. 4i + 3: v[4i + j]'s 128-bit lane L holds their element 4L + j.
-  const auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
-  for (int i = 0; i < 4; ++i) {
-    v[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
-    v[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
-    v[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
-    v[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
-  }
-  // The 4 x 4 transpose of 128-bit lanes across the row quads.
-  for (int j = 0; j < 4; ++j) {
-    const __m512 ab_lo = _mm512_shuffle_f32x4(v[j], v[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 ab_hi = _mm512_shuffle_f32x4(v[j], v[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512 cd_lo = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 cd_hi = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
-    t[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, _MM_SHUFFLE(2, 0, 2, 0));
-    t[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, _MM_SHUFFLE(3, 1, 3, 1));
-    t[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, _MM_SHUFFLE(2, 0, 2, 0));
-    t[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-  for (int i = 0; i < 16; ++i) v[i] = t[i];
-}
-
 // Scores of R rows (q, q_stride apart) x the positions of V vectors of kt (the stored rows
 // transposed: element i of position p at kt[i * kAttnMaxPositions + p]), n elements each: per
 // element, one broadcast query value meets each vector of 16 positions in an FMA, so every lane

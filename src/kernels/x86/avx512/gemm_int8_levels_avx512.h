@@ -53,34 +53,6 @@ inline float row_sum(__m512 acc) {
   return _mm_cvtss_f32(_mm512_castps512_ps128(acc));
 }
 
-// In place: lane n of r[j] becomes lane j of the old r[n].
-inline void transpose16x16_epi32(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // Per 128-bit quarter q, u[4i + e] holds element 4q + e of rows 4i .. 4i + 3.
-  __m512i u[16];
-  for (int i = 0; i < 4; ++i) {
-    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  // Element 4q + e of all rows: quarter i of the result is quarter q of u[4i + e].
-  for (int e = 0; e < 4; ++e) {
-    const __m512i even01 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x88);
-    const __m512i odd01 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xDD);
-    const __m512i even23 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x88);
-    const __m512i odd23 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xDD);
-    r[e] = _mm512_shuffle_i32x4(even01, even23, 0x88);
-    r[8 + e] = _mm512_shuffle_i32x4(even01, even23, 0xDD);
-    r[4 + e] = _mm512_shuffle_i32x4(odd01, odd23, 0x88);
-    r[12 + e] = _mm512_shuffle_i32x4(odd01, odd23, 0xDD);
-  }
-}
-
 // One super-block of a group of 16 weight rows, decoded for vpdpbusd.
 struct DecodedGroupBlock {
   __m512i w[64];      // lane n of w[j]: row n's levels 4j .. 4j + 3, each + 128
@@ -115,10 +87,10 @@ void decode_group(const uint8_t* w, size_t w_stride, int n_rows, int64_t nb,
     }
     DecodedGroupBlock& o = out[b];
     for (int c = 0; c < 4; ++c) {
-      transpose16x16_epi32(v[c]);
+      transpose16(v[c]);
       for (int j = 0; j < 16; ++j) _mm512_store_si512(&o.w[16 * c + j], v[c][j]);
     }
-    transpose16x16_epi32(scale);
+    transpose16(scale);
     for (int s = 0; s < 16; ++s) _mm512_store_si512(&o.scale[s], scale[s]);
     o.d = _mm512_load_ps(d);
   }
