@@ -133,6 +133,22 @@ inline simde__m512 dpbf16_ps(simde__m512 src, simde__m512bh a, simde__m512bh b) 
   return from_lanes<simde__m512>(acc);
 }
 
+// vpdpbusd: each 32-bit lane plus the four products of its unsigned bytes of a with the signed
+// bytes of b, wrapping. Out of line: SIMDe's own form, inlined into the kernels' unrolled tiles,
+// made GCC spend minutes on packed_gemm_avx512.cpp alone.
+[[gnu::noinline]] inline simde__m512i dpbusd_epi32(simde__m512i src, simde__m512i a,
+                                                   simde__m512i b) {
+  uint32_t acc[16];
+  uint8_t x[64];
+  int8_t y[64];
+  to_lanes<uint32_t, 16>(src, acc);
+  to_lanes<uint8_t, 64>(a, x);
+  to_lanes<int8_t, 64>(b, y);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 4 * i; j < 4 * i + 4; ++j) acc[i] += uint32_t(int32_t(x[j]) * int32_t(y[j]));
+  return from_lanes<simde__m512i>(acc);
+}
+
 inline simde__m512i zextsi256_si512(simde__m256i v) {
   uint8_t lanes[64] = {};
   std::memcpy(lanes, &v, sizeof(v));
@@ -141,11 +157,17 @@ inline simde__m512i zextsi256_si512(simde__m256i v) {
 
 }  // namespace vela::kernels::avx512_emulation
 
+// Built with AVX2 enabled, SIMDe includes the compiler's own intrinsics headers, which declare
+// these already.
+#if !defined(SIMDE_X86_AVX2_NATIVE)
 typedef simde__mmask8 __mmask8;
 typedef simde__mmask16 __mmask16;
 typedef simde__mmask32 __mmask32;
 typedef simde__mmask64 __mmask64;
+#endif
+#if !defined(_MM_FROUND_NO_EXC)
 #define _MM_FROUND_NO_EXC SIMDE_MM_FROUND_NO_EXC
+#endif
 
 // SIMDe's aliases are function-like macros, which split a template argument list at its commas,
 // and its _mm512_madd_epi16 alias takes the masked form's four operands; plain names avoid both.
@@ -180,6 +202,10 @@ typedef simde__mmask64 __mmask64;
 #define _mm_fmadd_ss(a, b, c) (VELA_EMU::fmadd_ss(a, b, c))
 #undef _mm512_dpbf16_ps
 #define _mm512_dpbf16_ps(src, a, b) (VELA_EMU::dpbf16_ps(src, a, b))
+
+// One that compiles too slowly in SIMDe's form.
+#undef _mm512_dpbusd_epi32
+#define _mm512_dpbusd_epi32(src, a, b) (VELA_EMU::dpbusd_epi32(src, a, b))
 
 // The intrinsics SIMDe 0.7.4 lacks.
 #define _mm512_shuffle_f32x4(a, b, imm) \
