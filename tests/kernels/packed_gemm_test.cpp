@@ -532,6 +532,48 @@ TEST(PackedQ2_K, EveryCodeAndScaleExactAgainstReference) {
   expect_super_blocks_exact(type, bytes_of_blocks(w), rows, nb);
 }
 
+// TQ2_0 over raw super-blocks: every q (0..3, 3 included though a well-formed file never holds
+// it) in every position, blocks of all 0 and all 3 against activation quants of +-127, and
+// random ones. Beyond expect_super_blocks_exact: the AVX-512 kernel gives the floats of the
+// AVX-512 row-wise dot on the file's layout, bit for bit (so repacking a ternary model changes
+// no logit).
+TEST(PackedTQ2_0, EveryCodeExactAgainstReferenceAndTheRowKernel) {
+  const GgmlType type = GgmlType::TQ2_0;
+  const int64_t rows = 48, nb = 3, n = nb * kQK_K;
+  std::vector<BlockTQ2_0> w(size_t(rows * nb));
+  uint32_t state = 2020;
+  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    BlockTQ2_0& b = w[size_t(i)];
+    b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
+    if (i % 4 == 2) {  // element e's q = (e + i / 4) % 4
+      std::memset(b.qs, 0, sizeof(b.qs));
+      for (int e = 0; e < kQK_K; ++e)
+        b.qs[32 * (e / 128) + e % 32] |= uint8_t(int((e + i / 4) % 4) << (2 * (e / 32 % 4)));
+      continue;
+    }
+    for (auto& q : b.qs) q = i % 4 < 2 ? uint8_t(i % 8 < 4 ? 0x00 : 0xFF) : uint8_t(next() >> 24);
+  }
+  const auto wb = bytes_of_blocks(w);
+  expect_super_blocks_exact(type, wb, rows, nb);
+
+  const PackedGemmFn kernel = packed_gemm_kernel(PackedKernelKind::kAvx512, type);
+  const TypeTraits* row_kernels = type_traits_for(KernelIsa::kAvx512, type);
+  if (kernel == nullptr || row_kernels == nullptr) GTEST_SKIP() << "no AVX-512 VNNI";
+  const int64_t n_act = 5;
+  const size_t stride = bytes_of(GgmlType::Q8_K, n);
+  const auto act = make_acts(type, n_act, n, stride, 31);
+  const auto y = run(kernel, packed(type, wb, rows, n), rows, n, act, stride, n_act, rows);
+  const size_t w_row = wb.size() / size_t(rows);
+  for (int64_t t = 0; t < n_act; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float want = row_kernels->vec_dot(n, &wb[size_t(r) * w_row], &act[size_t(t) * stride]);
+      const float got = y[size_t(t * rows + r)];
+      ASSERT_EQ(std::memcmp(&want, &got, 4), 0)
+          << "row " << r << " token " << t << ": " << want << " vs " << got;
+    }
+}
+
 // The SIMD BF16 kernels this CPU can run: AVX2 and AVX-512 widened FMA, and vdpbf16ps (with
 // AVX512-BF16).
 std::vector<std::pair<const char*, PackedGemmFn>> simd_bf16_kernels() {
@@ -599,7 +641,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::IQ4_XS,
-                    GgmlType::Q3_K, GgmlType::Q2_K),
+                    GgmlType::Q3_K, GgmlType::Q2_K, GgmlType::TQ2_0),
     [](const auto& info) { return std::string(ggml_type_name(uint32_t(info.param))); });
 
 }  // namespace

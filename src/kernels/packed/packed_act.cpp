@@ -87,6 +87,8 @@ int packed_act_sums_per_block(GgmlType w_type) {
     case GgmlType::IQ4_XS:
     case GgmlType::Q2_K:
       return 8;
+    case GgmlType::TQ2_0:
+      return 1;
     default:
       return 0;
   }
@@ -141,6 +143,14 @@ void write_packed_act_sums(GgmlType w_type, const uint8_t* act, size_t act_strid
                                   }
                                 });
       return;
+    case GgmlType::TQ2_0:
+      for_each_block<BlockQ8_K>(act, act_stride, nb, per, t_begin, t_end, out,
+                                [](const BlockQ8_K& a, int32_t* o) {
+                                  int32_t sum = 0;
+                                  for (int s = 0; s < 16; ++s) sum += a.bsums[s];
+                                  o[0] = -sum;
+                                });
+      return;
     case GgmlType::IQ4_XS:
       for_each_block<BlockQ8_K>(
           act, act_stride, nb, per, t_begin, t_end, out, [](const BlockQ8_K& a, int32_t* o) {
@@ -179,6 +189,8 @@ PackedActPrep packed_act_sums_prep(GgmlType w_type) {
       return {sums_bytes<GgmlType::Q3_K>, write_sums<GgmlType::Q3_K>};
     case GgmlType::Q2_K:
       return {sums_bytes<GgmlType::Q2_K>, write_sums<GgmlType::Q2_K>};
+    case GgmlType::TQ2_0:
+      return {sums_bytes<GgmlType::TQ2_0>, write_sums<GgmlType::TQ2_0>};
     default:
       return {};
   }

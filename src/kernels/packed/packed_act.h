@@ -22,7 +22,8 @@ namespace vela {
 // sub-block's sum, -128 * its activation sum (the AVX-512 kernel's levels + 128); Q3_K: 16, the
 // start of each 16-element sub-block's sum, -4 * its activation sum (the AVX-512 kernel's q, level
 // + 4); Q2_K: 8, the sums of sub-blocks 2k and 2k + 1 as an int16 pair (low half 2k), as Q4_K's
-// for its mins. 0 for other types.
+// for its mins; TQ2_0: 1, the start of each block's integer sum, -1 * its activation sum. 0 for
+// other types.
 int packed_act_sums_per_block(GgmlType w_type);
 
 // Rows [t_begin, t_end) of w_type's values for the activation rows at act (act_stride bytes

@@ -182,6 +182,16 @@ struct BlockQ2_Kx16 {
 };
 static_assert(sizeof(BlockQ2_Kx16) == 16 * 84, "16 Q2_K super-blocks");
 
+// 16 rows x one TQ2_0 super-block (256 elements, value of element k = d * (q - 1), q = 0..3).
+// The quants as Q2_K's plane: bits 2v, 2v + 1 of byte (n, i) of qs[j] are row n's element
+// 16j + 4v + i. The kernels take q unsigned and the -1 through the activations' block sum. The
+// GGUF blocks' bytes exactly.
+struct BlockTQ2_0x16 {
+  uint16_t d[kPackedRows];         // [16 rows] fp16 scale
+  uint8_t qs[16][kPackedRows][4];  // [16 sub-blocks of 16][16 rows][4 bytes] 2-bit fields
+};
+static_assert(sizeof(BlockTQ2_0x16) == 16 * 66, "16 TQ2_0 super-blocks");
+
 // F32, F16 and BF16 weights in 16-row groups of the whole row length: group g holds rows 16 g ..
 // 16 g + 15 with element k of row n at slot (k / P) * 16 P + n P + k % P, so one vector load at a
 // column (F32, F16: P = 1; 16 rows) or a column pair (BF16: P = 2, the pairs vdpbf16ps multiplies)

@@ -98,10 +98,10 @@ PackedGemmFn packed_gemm_kernel(PackedKernelKind kind, GgmlType w_type) {
 
 const PackedKernels& active_packed_kernels(GgmlType w_type) {
   static constexpr std::array kTypes = {
-      GgmlType::F32,   GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0,
-      GgmlType::Q4_0,  GgmlType::Q4_1,   GgmlType::Q5_0, GgmlType::Q5_1,
-      GgmlType::Q4_K,  GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_NL,
-      GgmlType::MXFP4, GgmlType::IQ4_XS, GgmlType::Q3_K, GgmlType::Q2_K};
+      GgmlType::F32,  GgmlType::F16,    GgmlType::BF16,  GgmlType::Q8_0,   GgmlType::Q4_0,
+      GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,  GgmlType::Q4_K,   GgmlType::Q5_K,
+      GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::IQ4_XS, GgmlType::Q3_K,
+      GgmlType::Q2_K, GgmlType::TQ2_0};
   static const auto table = [] {
     std::array<PackedKernels, kTypes.size()> t;
     for (size_t i = 0; i < kTypes.size(); ++i) t[i] = select(kTypes[i]);

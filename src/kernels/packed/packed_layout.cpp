@@ -242,6 +242,37 @@ void unpack_block(const BlockQ2_Kx16& in, int n, BlockQ2_K* out) {
   }
 }
 
+// TQ2_0: the scale copied, each element's 2 bits (the file's qs field, in Q2_K's order) moved to
+// its place in the interleaved plane.
+void pack_group(const BlockTQ2_0* rows[kPackedRows], int64_t nb, BlockTQ2_0x16* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    BlockTQ2_0x16& o = out[b];
+    for (int n = 0; n < kPackedRows; ++n) {
+      const BlockTQ2_0& src = rows[n][b];
+      o.d[n] = src.d;
+      for (int j = 0; j < kLowKSubBlocks; ++j)
+        for (int i = 0; i < 4; ++i) {
+          int byte = 0;
+          for (int v = 0; v < 4; ++v) {
+            const int e = 16 * j + 4 * v + i;
+            byte |= ((src.qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3) << (2 * v);
+          }
+          o.qs[j][n][i] = uint8_t(byte);
+        }
+    }
+  }
+}
+
+void unpack_block(const BlockTQ2_0x16& in, int n, BlockTQ2_0* out) {
+  out->d = in.d[n];
+  std::memset(out->qs, 0, sizeof(out->qs));
+  for (int e = 0; e < kQK_K; ++e) {
+    const int q = (in.qs[e / 16][n][e % 4] >> (2 * (e % 16 / 4))) & 3;
+    uint8_t& byte = out->qs[32 * (e / 128) + e % 32];
+    byte = uint8_t(byte | q << (2 * (e / 32 % 4)));
+  }
+}
+
 // Q6_K element k of a GGUF block (dequantize_row_q6_k's order: half, quarter, position).
 struct Q6Index {
   int ql, ql_shift, qh, qh_shift;
@@ -345,7 +376,8 @@ template <class Block>
 constexpr int64_t kPackedK =
     std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K> ||
             std::is_same_v<Block, BlockQ6_K> || std::is_same_v<Block, BlockIQ4_XS> ||
-            std::is_same_v<Block, BlockQ3_K> || std::is_same_v<Block, BlockQ2_K>
+            std::is_same_v<Block, BlockQ3_K> || std::is_same_v<Block, BlockQ2_K> ||
+            std::is_same_v<Block, BlockTQ2_0>
         ? kPackedSuperK
         : kPackedBlockK;
 
@@ -401,6 +433,8 @@ bool with_packed_types(GgmlType w_type, Fn&& fn) {
       return fn.template operator()<BlockQ3_K, BlockQ3_Kx16>(), true;
     case GgmlType::Q2_K:
       return fn.template operator()<BlockQ2_K, BlockQ2_Kx16>(), true;
+    case GgmlType::TQ2_0:
+      return fn.template operator()<BlockTQ2_0, BlockTQ2_0x16>(), true;
     default:
       return false;
   }
@@ -464,7 +498,8 @@ void unpack_float_row(const FloatInterleave& f, const void* packed, int64_t n_co
 int64_t interleaved16_block_cols(GgmlType w_type) {
   if (const auto f = float_interleave(w_type)) return f->pair;
   return w_type == GgmlType::Q4_K || w_type == GgmlType::Q5_K || w_type == GgmlType::Q6_K ||
-                 w_type == GgmlType::IQ4_XS || w_type == GgmlType::Q3_K || w_type == GgmlType::Q2_K
+                 w_type == GgmlType::IQ4_XS || w_type == GgmlType::Q3_K ||
+                 w_type == GgmlType::Q2_K || w_type == GgmlType::TQ2_0
              ? kPackedSuperK
              : kPackedBlockK;
 }

@@ -23,14 +23,14 @@ bool prefers_interleaved16(GgmlType w_type, int64_t n_rows, int64_t n_cols);
 
 // Bytes of one group of 16 rows of n_cols in the interleaved layout of w_type (F32, F16, BF16,
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K, IQ4_NL, MXFP4: the same as 16 GGUF rows; Q4_K, Q5_K, IQ4_XS:
-// 2.8% / 2.3% / 1.5% more, their decoded scales; Q3_K: 3.6% more, its decoded scales; Q2_K: the
-// same).
+// 2.8% / 2.3% / 1.5% more, their decoded scales; Q3_K: 3.6% more, its decoded scales; Q2_K,
+// TQ2_0: the same).
 // Group g starts at g * this.
 int64_t interleaved16_group_bytes(GgmlType w_type, int64_t n_cols);
 
 // Repacks rows [row_begin, row_end) (multiples of 16) of the row-major matrix src: [n_rows,
 // n_cols] in w_type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL,
-// MXFP4, IQ4_XS, Q3_K or Q2_K) into dst, a buffer of n_rows
+// MXFP4, IQ4_XS, Q3_K, Q2_K or TQ2_0) into dst, a buffer of n_rows
 // / 16 groups; the rows land in groups row_begin / 16 onward.
 void pack_interleaved16(GgmlType w_type, const void* src, int64_t n_cols, int64_t row_begin,
                         int64_t row_end, void* dst);

@@ -184,6 +184,18 @@ float step_q2_k(const BlockQ2_Kx16& w, int n, const BlockQ8_K& a, float acc) {
   return acc + std::fma(d, float(dots), -m);
 }
 
+// TQ2_0: the exact integer sum of (q - 1) * a over the super-block, then the one fma of the
+// row-wise kernels of the ternary types (x86/avx512/gemm_int8_levels_avx512.h's
+// super_block_step), so the packed and the row-major layouts give the same floats.
+float step_tq2_0(const BlockTQ2_0x16& w, int n, const BlockQ8_K& a, float acc) {
+  int32_t sum = 0;
+  for (int k = 0; k < kQK_K; ++k) {
+    const int q = (w.qs[k / 16][n][k % 4] >> (2 * (k % 16 / 4))) & 3;
+    sum += (q - 1) * int32_t(a.qs[k]);
+  }
+  return std::fma(float(sum), fp16_to_fp32(w.d[n]) * a.d, acc);
+}
+
 template <class Packed, class Act, int64_t kK,
           float (*kStep)(const Packed&, int, const Act&, float)>
 void gemm_ref(const PackedGemmArgs& p) {
@@ -277,6 +289,8 @@ PackedGemmFn packed_gemm_ref(GgmlType w_type) {
       return gemm_ref<BlockQ3_Kx16, BlockQ8_K, kPackedSuperK, step_q3_k>;
     case GgmlType::Q2_K:
       return gemm_ref<BlockQ2_Kx16, BlockQ8_K, kPackedSuperK, step_q2_k>;
+    case GgmlType::TQ2_0:
+      return gemm_ref<BlockTQ2_0x16, BlockQ8_K, kPackedSuperK, step_tq2_0>;
     default:
       return nullptr;
   }

@@ -1,8 +1,8 @@
-// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K and Q2_K weights
-// against Q8_K activations (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four weights of
-// one row, so vpdpbusd with one broadcast activation dword feeds the exact integer sums of all 16
-// rows at once. (Measured: 16-row token tiles over a block-major activation copy, which pay for
-// Q8_0 / Q4_0, made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
+// AVX-512 VNNI kernels for 16-row interleaved Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K, Q2_K and TQ2_0
+// weights against Q8_K activations (packed_gemm.h). As for Q8_0 / Q4_0, a dword lane holds four
+// weights of one row, so vpdpbusd with one broadcast activation dword feeds the exact integer sums
+// of all 16 rows at once. (Measured: 16-row token tiles over a block-major activation copy, which
+// pay for Q8_0 / Q4_0, made Q4_K prompt processing 4-7% slower and Q6_K 10% slower here.)
 #include <type_traits>
 
 #include "kernels/packed/nibble_format.h"
@@ -508,6 +508,67 @@ void gemm_q2_k(const PackedGemmArgs& p) {
     });
 }
 
+// TQ2_0: rows r < R of the token tile against one group. Per sub-block the plane's 4 vectors of
+// q (0..3: a shift and a mask each), each row's dot by vpdpbusd from the block's start (-1 * the
+// activations' sum: the levels are q - 1) in kChains chains; then super_block_step's one fma,
+// as the row-wise kernels of the type.
+template <int R>
+void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const uint8_t* act, size_t act_stride,
+                      const int32_t* starts, float* y, int64_t y_stride, bool streams) {
+  constexpr int kChains = R <= 2 ? 4 : R <= 4 ? 2 : 1;
+  const __m512i three = _mm512_set1_epi8(3);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockTQ2_0x16& wb = wg[b];
+    prefetch_ahead(wg + b, streams);
+    const BlockQ8_K* a[R];
+    __m512i dots[kChains][R];
+    for (int r = 0; r < R; ++r) {
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+      dots[0][r] = _mm512_set1_epi32(starts[r * nb + b]);
+      for (int c = 1; c < kChains; ++c) dots[c][r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 16; ++j) {
+      const __m512i raw = _mm512_loadu_si512(wb.qs[j]);
+      __m512i q[4];
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) q[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * v), three);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qa = a[r]->qs + 16 * j;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+          __m512i& dot = dots[(4 * j + v) % kChains][r];
+          dot = _mm512_dpbusd_epi32(dot, q[v], _mm512_set1_epi32(load_i32(qa + 4 * v)));
+        }
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512i dot = dots[0][r];
+      for (int c = 1; c < kChains; ++c) dot = _mm512_add_epi32(dot, dots[c][r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
+                               acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+void gemm_tq2_0(const PackedGemmArgs& p) {
+  const int64_t nb = p.n_cols / kPackedSuperK;
+  const int32_t* starts = packed_act_sums(GgmlType::TQ2_0, p);
+  const auto* w = static_cast<const BlockTQ2_0x16*>(p.w);
+  for (int64_t g = 0; g < p.n_groups; ++g)
+    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
+      group_tile_tq2_0<decltype(tile)::value>(
+          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, starts + t * nb,
+          p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+    });
+}
+
 void gemm_q6_k(const PackedGemmArgs& p) {
   gemm_sub_blocks<BlockQ6_Kx16, 16>(
       p, GgmlType::Q6_K, kQ6_KDecodeOnceMinTokens,
@@ -568,6 +629,8 @@ PackedGemmFn packed_gemm_k_avx512_vnni(GgmlType w_type) {
       return gemm_q3_k;
     case GgmlType::Q2_K:
       return gemm_q2_k;
+    case GgmlType::TQ2_0:
+      return gemm_tq2_0;
     default:
       return nullptr;
   }
