@@ -206,8 +206,32 @@ void unpack_block(const BlockQ3_Kx16& in, int n, BlockQ3_K* out) {
   }
 }
 
-// Q2_K: the scale / min bytes copied into their pairs, each element's 2 bits (the file's qs field,
-// q3_k_low()'s order) moved to its place in the interleaved plane.
+// Row n of a Q2_K / TQ2_0 block's 2-bit plane: each element's 2 bits (the file's qs field,
+// q3_k_low()'s order) moved to its place in the interleaved plane, and back.
+void pack_two_bit_plane(const uint8_t (&qs)[kQK_K / 4], int n,
+                        uint8_t (&plane)[kLowKSubBlocks][kPackedRows][4]) {
+  for (int j = 0; j < kLowKSubBlocks; ++j)
+    for (int i = 0; i < 4; ++i) {
+      int byte = 0;
+      for (int v = 0; v < 4; ++v) {
+        const int e = 16 * j + 4 * v + i;
+        byte |= ((qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3) << (2 * v);
+      }
+      plane[j][n][i] = uint8_t(byte);
+    }
+}
+
+void unpack_two_bit_plane(const uint8_t (&plane)[kLowKSubBlocks][kPackedRows][4], int n,
+                          uint8_t (&qs)[kQK_K / 4]) {
+  std::memset(qs, 0, sizeof(qs));
+  for (int e = 0; e < kQK_K; ++e) {
+    const int q = (plane[e / 16][n][e % 4] >> (2 * (e % 16 / 4))) & 3;
+    uint8_t& byte = qs[32 * (e / 128) + e % 32];
+    byte = uint8_t(byte | q << (2 * (e / 32 % 4)));
+  }
+}
+
+// Q2_K: the scale / min bytes copied into their pairs, the 2-bit plane interleaved.
 void pack_group(const BlockQ2_K* rows[kPackedRows], int64_t nb, BlockQ2_Kx16* out) {
   for (int64_t b = 0; b < nb; ++b) {
     BlockQ2_Kx16& o = out[b];
@@ -215,17 +239,8 @@ void pack_group(const BlockQ2_K* rows[kPackedRows], int64_t nb, BlockQ2_Kx16* ou
       const BlockQ2_K& src = rows[n][b];
       o.d[n] = src.d;
       o.dmin[n] = src.dmin;
-      for (int j = 0; j < kLowKSubBlocks; ++j) {
-        o.scale_min[j / 2][n][j % 2] = src.scales[j];
-        for (int i = 0; i < 4; ++i) {
-          int byte = 0;
-          for (int v = 0; v < 4; ++v) {
-            const int e = 16 * j + 4 * v + i;
-            byte |= ((src.qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3) << (2 * v);
-          }
-          o.qs[j][n][i] = uint8_t(byte);
-        }
-      }
+      for (int j = 0; j < kLowKSubBlocks; ++j) o.scale_min[j / 2][n][j % 2] = src.scales[j];
+      pack_two_bit_plane(src.qs, n, o.qs);
     }
   }
 }
@@ -233,44 +248,22 @@ void pack_group(const BlockQ2_K* rows[kPackedRows], int64_t nb, BlockQ2_Kx16* ou
 void unpack_block(const BlockQ2_Kx16& in, int n, BlockQ2_K* out) {
   out->d = in.d[n];
   out->dmin = in.dmin[n];
-  std::memset(out->qs, 0, sizeof(out->qs));
   for (int j = 0; j < kLowKSubBlocks; ++j) out->scales[j] = in.scale_min[j / 2][n][j % 2];
-  for (int e = 0; e < kQK_K; ++e) {
-    const int q = (in.qs[e / 16][n][e % 4] >> (2 * (e % 16 / 4))) & 3;
-    uint8_t& byte = out->qs[32 * (e / 128) + e % 32];
-    byte = uint8_t(byte | q << (2 * (e / 32 % 4)));
-  }
+  unpack_two_bit_plane(in.qs, n, out->qs);
 }
 
-// TQ2_0: the scale copied, each element's 2 bits (the file's qs field, in Q2_K's order) moved to
-// its place in the interleaved plane.
+// TQ2_0: the scale copied, the 2-bit plane interleaved.
 void pack_group(const BlockTQ2_0* rows[kPackedRows], int64_t nb, BlockTQ2_0x16* out) {
-  for (int64_t b = 0; b < nb; ++b) {
-    BlockTQ2_0x16& o = out[b];
+  for (int64_t b = 0; b < nb; ++b)
     for (int n = 0; n < kPackedRows; ++n) {
-      const BlockTQ2_0& src = rows[n][b];
-      o.d[n] = src.d;
-      for (int j = 0; j < kLowKSubBlocks; ++j)
-        for (int i = 0; i < 4; ++i) {
-          int byte = 0;
-          for (int v = 0; v < 4; ++v) {
-            const int e = 16 * j + 4 * v + i;
-            byte |= ((src.qs[32 * (e / 128) + e % 32] >> (2 * (e / 32 % 4))) & 3) << (2 * v);
-          }
-          o.qs[j][n][i] = uint8_t(byte);
-        }
+      out[b].d[n] = rows[n][b].d;
+      pack_two_bit_plane(rows[n][b].qs, n, out[b].qs);
     }
-  }
 }
 
 void unpack_block(const BlockTQ2_0x16& in, int n, BlockTQ2_0* out) {
   out->d = in.d[n];
-  std::memset(out->qs, 0, sizeof(out->qs));
-  for (int e = 0; e < kQK_K; ++e) {
-    const int q = (in.qs[e / 16][n][e % 4] >> (2 * (e % 16 / 4))) & 3;
-    uint8_t& byte = out->qs[32 * (e / 128) + e % 32];
-    byte = uint8_t(byte | q << (2 * (e / 32 % 4)));
-  }
+  unpack_two_bit_plane(in.qs, n, out->qs);
 }
 
 // Q6_K element k of a GGUF block (dequantize_row_q6_k's order: half, quarter, position).

@@ -3,6 +3,7 @@
 // for one weight row and one activation block, with shared loops around it; the float formats
 // are one fma chain per output.
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
@@ -77,7 +78,10 @@ inline int level(const BlockQ3_Kx16& b, int n, int k) {  // -4..3
   return low + 4 * high - kQ3_KOffset;
 }
 
-inline int level(const BlockQ2_Kx16& b, int n, int k) {  // 0..3
+// Q2_K's and TQ2_0's 2-bit plane: q, 0..3.
+template <class Packed>
+requires(std::is_same_v<Packed, BlockQ2_Kx16> ||
+         std::is_same_v<Packed, BlockTQ2_0x16>) inline int level(const Packed& b, int n, int k) {
   return (b.qs[k / 16][n][k % 4] >> (2 * (k % 16 / 4))) & 3;
 }
 
@@ -189,10 +193,7 @@ float step_q2_k(const BlockQ2_Kx16& w, int n, const BlockQ8_K& a, float acc) {
 // super_block_step), so the packed and the row-major layouts give the same floats.
 float step_tq2_0(const BlockTQ2_0x16& w, int n, const BlockQ8_K& a, float acc) {
   int32_t sum = 0;
-  for (int k = 0; k < kQK_K; ++k) {
-    const int q = (w.qs[k / 16][n][k % 4] >> (2 * (k % 16 / 4))) & 3;
-    sum += (q - 1) * int32_t(a.qs[k]);
-  }
+  for (int k = 0; k < kQK_K; ++k) sum += (level(w, n, k) - 1) * int32_t(a.qs[k]);
   return std::fma(float(sum), fp16_to_fp32(w.d[n]) * a.d, acc);
 }
 
