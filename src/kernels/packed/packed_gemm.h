@@ -3,8 +3,8 @@
 // for Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 weights against Q8_0 activations (IQ4_NL and MXFP4 by
 // a table lookup of each nibble's level, nibble_format.h), Q4_1 and Q5_1 against Q8_1 and the K
 // types and IQ4_XS (the same lookup, sub-block scales as Q6_K's) and Q3_K (levels from 2-bit
-// and 1-bit planes, Q6_K's 16-element sub-blocks) and Q2_K (2-bit plane, Q4_K's mins) against
-// Q8_K; float ones for F32
+// and 1-bit planes, Q6_K's 16-element sub-blocks), Q2_K (2-bit plane, Q4_K's mins) and TQ2_0
+// (Q2_K's plane, no scales) against Q8_K; float ones for F32
 // and F16 weights against f32 activations and BF16 against BF16. Kernels: at the AVX-512 level VNNI
 // (int8 types, any batch) and FMA / vdpbf16ps (float types; BF16 by vdpbf16ps or widened,
 // Bf16Kernel), for Q8_0 / Q4_0 the AMX tile kernel (prompt processing and batched decode); at the
@@ -66,7 +66,7 @@ struct PackedActPrep {
 enum class PackedKernelKind { kReference, kAvx2, kAvx512, kAmx };
 
 // The kernel of `kind` for weights of w_type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, MXFP4, IQ4_XS, Q3_K, Q2_K; AMX: Q8_0, Q4_0), or
+// Q5_K, Q6_K, IQ4_NL, MXFP4, IQ4_XS, Q3_K, Q2_K, TQ2_0; AMX: Q8_0, Q4_0), or
 // nullptr when this CPU (or the process's AMX permission) lacks it or the type has no packed
 // form of that kind. AMX is opt-in for now (VELA_AMX=1): it has not yet been verified on a CPU
 // with tiles.
@@ -103,7 +103,8 @@ namespace kernels {
 // Defined per instruction set; nullptr where the CPU lacks it (checked by the caller).
 PackedGemmFn packed_gemm_ref(GgmlType w_type);
 PackedGemmFn packed_gemm_avx2(GgmlType w_type);        // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K-Q6_K,
-                                                       // IQ4_NL, MXFP4, IQ4_XS, Q3_K, Q2_K
+                                                       // IQ4_NL, MXFP4, IQ4_XS, Q3_K, Q2_K,
+                                                       // TQ2_0
 PackedGemmFn packed_gemm_float_avx2(GgmlType w_type);  // F32, F16, BF16 (widened)
 PackedGemmFn packed_gemm_avx512_vnni(GgmlType w_type);
 // F32, F16, BF16; kDot needs AVX512-BF16.

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the AVX2 int8 packed kernels (packed_gemm_avx2.cpp: Q8_0 and the nibble formats;
-// packed_gemm_k_avx2.cpp: Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K; packed_gemm_q2_k_avx2.cpp: Q2_K): the
-// 8-row halves of a 16-row group, the weight prefetch, the walk over (group, token tile) pairs
+// packed_gemm_k_avx2.cpp: Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K; packed_gemm_q2_k_avx2.cpp: Q2_K, TQ2_0):
+// the 8-row halves of a 16-row group, the weight prefetch, the walk over (group, token tile) pairs
 // with its decode-once thresholds, 5th bits, the inner loops that pair vectors of levels with
 // activation broadcasts, and the K types' driver (gemm_k, lone_row_k) over a kernel description.
 // Thread-safety: pure functions; disjoint outputs may be computed concurrently.
@@ -21,10 +21,11 @@
 
 namespace vela::kernels {
 
-// Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K (packed_gemm_k_avx2.cpp), Q2_K (through
-// packed_gemm_q2_k_avx2()); else null.
+// Q4_K, Q5_K, Q6_K, IQ4_XS, Q3_K (packed_gemm_k_avx2.cpp), Q2_K and TQ2_0 (through
+// packed_gemm_q2_k_avx2() / packed_gemm_tq2_0_avx2()); else null.
 PackedGemmFn packed_gemm_k_avx2(GgmlType w_type);
-PackedGemmFn packed_gemm_q2_k_avx2();  // packed_gemm_q2_k_avx2.cpp
+PackedGemmFn packed_gemm_q2_k_avx2();   // packed_gemm_q2_k_avx2.cpp
+PackedGemmFn packed_gemm_tq2_0_avx2();  // packed_gemm_q2_k_avx2.cpp
 
 namespace avx2 {
 

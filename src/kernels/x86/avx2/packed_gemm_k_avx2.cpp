@@ -655,6 +655,8 @@ PackedGemmFn packed_gemm_k_avx2(GgmlType w_type) {
       return avx2::gemm_k<avx2::Q3KKernel>;
     case GgmlType::Q2_K:
       return packed_gemm_q2_k_avx2();
+    case GgmlType::TQ2_0:
+      return packed_gemm_tq2_0_avx2();
     default:
       return nullptr;
   }

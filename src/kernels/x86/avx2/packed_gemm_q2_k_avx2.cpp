@@ -1,9 +1,11 @@
-// AVX2 kernels for 16-row interleaved Q2_K weights against Q8_K activations (packed_gemm.h), on
-// the K types' scheme (packed_gemm_k_avx2.cpp, walked by gemm_k): each 16-element sub-block's exact
-// dot of q (0..3) by vpmaddubsw, scaled by its 4-bit scale in vpmaddwd, as Q3_K's; the mins by
-// vpmaddwd with the activations' sub-block sum pairs and the reference's float steps per
-// super-block, as Q4_K's; so results are bit-identical to the scalar reference and to the AVX-512
-// kernel. A lone token walks two groups' weight streams in lockstep (lone_row_k).
+// AVX2 kernels for 16-row interleaved Q2_K and TQ2_0 weights against Q8_K activations
+// (packed_gemm.h), on the K types' scheme (packed_gemm_k_avx2.cpp, walked by gemm_k). Q2_K: each
+// 16-element sub-block's exact dot of q (0..3) by vpmaddubsw, scaled by its 4-bit scale in
+// vpmaddwd, as Q3_K's; the mins by vpmaddwd with the activations' sub-block sum pairs and the
+// reference's float steps per super-block, as Q4_K's. TQ2_0: the same plane and dots without
+// scales, the -1 of its levels q - 1 through the activations' block sum, and one fma per
+// super-block. So results are bit-identical to the scalar reference and to the AVX-512 kernels.
+// A lone token walks two groups' weight streams in lockstep (lone_row_k).
 #include "kernels/packed/packed_blocks.h"
 #include "kernels/packed/packed_gemm.h"
 #include "kernels/x86/avx2/avx2_common.h"
@@ -21,9 +23,10 @@ inline __m256i decode_q2_k_vector(__m256i plane, int v) {
   return _mm256_and_si256(_mm256_srli_epi16(plane, 2 * v), _mm256_set1_epi8(3));
 }
 
-// Sub-block pair sub (sub-blocks 2 sub, 2 sub + 1) of rows 8h .. 8h + 7 of a Q2_K block: its 8
-// vectors of q, 0-3 sub-block 2 sub's, 4-7 sub-block 2 sub + 1's.
-inline void decode_q2_k_sub(const BlockQ2_Kx16& wb, int sub, int h, __m256i w[8]) {
+// Sub-block pair sub (sub-blocks 2 sub, 2 sub + 1) of rows 8h .. 8h + 7 of a Q2_K or TQ2_0
+// block: its 8 vectors of q, 0-3 sub-block 2 sub's, 4-7 sub-block 2 sub + 1's.
+template <class Packed>
+inline void decode_q2_k_sub(const Packed& wb, int sub, int h, __m256i w[8]) {
   VELA_UNROLL
   for (int k = 0; k < 2; ++k) {
     const __m256i plane = loadu256(wb.qs[2 * sub + k][kHalfRows * h]);
@@ -193,11 +196,138 @@ struct Q2KKernel {
   }
 };
 
+// One 16-element TQ2_0 sub-block of rows 8h .. 8h + 7 (its 4 vectors of q, w) against the
+// activations' 4 broadcast dwords x, added to sum: the 4 vpmaddubsw pair sums add up exactly in
+// int16 (at most 4 * 2 * 3 * 128 = 3072), widened by vpmaddwd with ones.
+inline __m256i tq2_0_sub_sum(const __m256i* w, const __m256i* x, __m256i sum) {
+  const __m256i s01 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(w[0], x[0]), _mm256_maddubs_epi16(w[1], x[1]));
+  const __m256i s23 =
+      _mm256_add_epi16(_mm256_maddubs_epi16(w[2], x[2]), _mm256_maddubs_epi16(w[3], x[3]));
+  return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_add_epi16(s01, s23), _mm256_set1_epi16(1)));
+}
+
+// A lone row's sub-block pair sub of rows 8h .. 8h + 7 of a TQ2_0 block against activation block
+// a: sum plus both sub-blocks' dots of q.
+inline __m256i lone_step_tq2_0(const BlockTQ2_0x16& wb, int sub, int h, const BlockQ8_K& a,
+                               __m256i sum) {
+  __m256i w[8];
+  decode_q2_k_sub(wb, sub, h, w);
+  VELA_UNROLL
+  for (int k = 0; k < 2; ++k) {
+    __m256i x[4];
+    VELA_UNROLL
+    for (int v = 0; v < 4; ++v)
+      x[v] = _mm256_set1_epi32(load_i32(a.qs + 16 * (2 * sub + k) + 4 * v));
+    sum = tq2_0_sub_sum(w + 4 * k, x, sum);
+  }
+  return sum;
+}
+
+// The reference's float step for half h of a TQ2_0 block against activation block a: the exact
+// sum S = dots + start (block_start: -1 * the activations' sum), then acc + S * (d * a.d) in one
+// fma.
+inline __m256 finish_half_block_tq2_0(const BlockTQ2_0x16& wb, int h, __m256i dots,
+                                      const BlockQ8_K& a, const int32_t* block_start, __m256 acc) {
+  const __m256 dw =
+      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.d + kHalfRows * h)));
+  const __m256i sum = _mm256_add_epi32(dots, _mm256_set1_epi32(block_start[0]));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
+}
+
+// TQ2_0: rows r < R of the token tile against both halves of one group, sub-block pair by pair
+// (its 8 vectors of q per half decoded here, or read from decoded when kDecoded, as Q2_K's), each
+// row's 4 activation dwords per sub-block broadcast once for both halves, then the float step per
+// super-block (finish_half_block_tq2_0; starts: one per token and block).
+template <int R, bool kDecoded>
+void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const __m256i* decoded,
+                      const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
+                      int64_t y_stride) {
+  __m256 acc[2][R];
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockTQ2_0x16& wb = wg[b];
+    const BlockQ8_K* a[R];
+    VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
+    __m256i sum[2][R];
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r) sum[h][r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int sub = 0; sub < 8; ++sub) {
+      if constexpr (!kDecoded) prefetch_ahead_slice<BlockTQ2_0x16, 8>(&wb, sub);
+      __m256i local[2][8];
+      const __m256i* w[2];
+      VELA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (kDecoded) {
+          w[h] = decoded + 64 * (h * nb + b) + 8 * sub;
+        } else {
+          decode_q2_k_sub(wb, sub, h, local[h]);
+          w[h] = local[h];
+        }
+      }
+      VELA_UNROLL
+      for (int k = 0; k < 2; ++k) {
+        const int j = 2 * sub + k;
+        VELA_UNROLL
+        for (int r = 0; r < R; ++r) {
+          __m256i x[4];
+          VELA_UNROLL
+          for (int v = 0; v < 4; ++v) x[v] = _mm256_set1_epi32(load_i32(a[r]->qs + 16 * j + 4 * v));
+          VELA_UNROLL
+          for (int h = 0; h < 2; ++h) sum[h][r] = tq2_0_sub_sum(w[h] + 4 * k, x, sum[h][r]);
+        }
+      }
+    }
+    VELA_UNROLL
+    for (int h = 0; h < 2; ++h) VELA_UNROLL
+    for (int r = 0; r < R; ++r)
+      acc[h][r] = finish_half_block_tq2_0(wb, h, sum[h][r], *a[r], starts + r * nb + b, acc[h][r]);
+  }
+  VELA_UNROLL
+  for (int h = 0; h < 2; ++h) VELA_UNROLL
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
+}
+
+// TQ2_0's kernel for gemm_k: q unsigned (0..3), the -1 through each block's start (1 per block).
+struct TQ2_0Kernel {
+  using Packed = BlockTQ2_0x16;
+  static constexpr GgmlType kType = GgmlType::TQ2_0;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = 1;
+  // Q2_K's decode without the scales: not measured on its own.
+  static constexpr int64_t kDecodeFrom = kQ2_KDecodeOnceMinTokens;
+  static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
+    decode_q2_k_sub(wb, sub, h, out);
+  }
+  template <int R, bool kDecoded, class... Args>
+  static void tile(Args... args) {
+    group_tile_tq2_0<R, kDecoded>(args...);
+  }
+  static constexpr int kLoneSteps = 8;  // sub-block pairs per block
+  static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
+                           const int32_t* /*block_sums*/, __m256i sum) {
+    return lone_step_tq2_0(wb, step, h, a, sum);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
+                            const int32_t* block_sums, __m256 acc) {
+    return finish_half_block_tq2_0(wb, h, sum, a, block_sums, acc);
+  }
+};
+
 }  // namespace
 }  // namespace avx2
 
 PackedGemmFn packed_gemm_q2_k_avx2() {
   return avx2::gemm_k<avx2::Q2KKernel>;
+}
+
+PackedGemmFn packed_gemm_tq2_0_avx2() {
+  return avx2::gemm_k<avx2::TQ2_0Kernel>;
 }
 
 }  // namespace vela::kernels
