@@ -89,6 +89,13 @@ std::vector<float> run(PackedGemmFn kernel, const std::vector<uint8_t>& w, int64
   return y;
 }
 
+// A fixed pseudo-random sequence for the raw-block tests (a 32-bit linear congruential
+// generator).
+struct Lcg {
+  uint32_t state;
+  uint32_t operator()() { return state = state * 1664525u + 1013904223u; }
+};
+
 class PackedGemm : public testing::TestWithParam<GgmlType> {};
 
 TEST_P(PackedGemm, RepackingIsLossless) {
@@ -294,8 +301,7 @@ TEST_P(PackedCodebook, EveryCodeAndScaleExactAgainstReference) {
   const int64_t rows = 48, nb = 9, n = nb * kPackedBlockK;
   const size_t block = type == GgmlType::MXFP4 ? sizeof(BlockMXFP4) : sizeof(BlockIQ4_NL);
   std::vector<uint8_t> w(size_t(rows * nb) * block);
-  uint32_t state = 12345;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  Lcg next{12345};
   for (int64_t i = 0; i < rows * nb; ++i) {
     uint8_t* b = &w[size_t(i) * block];
     if (type == GgmlType::MXFP4) {
@@ -381,8 +387,7 @@ void expect_super_blocks_exact(GgmlType type, const std::vector<uint8_t>& wb, in
     unpack_interleaved16_row(type, pw.data(), n, r, row.data());
     ASSERT_EQ(std::memcmp(row.data(), &wb[size_t(r) * row_bytes_w], row_bytes_w), 0) << "row " << r;
   }
-  uint32_t state = 777;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  Lcg next{777};
   const size_t stride = bytes_of(GgmlType::Q8_K, n);
   for (int64_t n_act : {1, 2, 3, 5, 8, 11, 17, 33}) {
     std::vector<uint8_t> act(stride * size_t(n_act));
@@ -437,8 +442,7 @@ TEST(PackedIQ4_XS, EveryCodeAndScaleExactAgainstReference) {
   const GgmlType type = GgmlType::IQ4_XS;
   const int64_t rows = 48, nb = 3;
   std::vector<BlockIQ4_XS> w(size_t(rows * nb));
-  uint32_t state = 4242;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  Lcg next{4242};
   for (int64_t i = 0; i < rows * nb; ++i) {
     BlockIQ4_XS& b = w[size_t(i)];
     b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-5f);
@@ -464,8 +468,7 @@ TEST(PackedQ3_K, EveryCodeAndScaleExactAgainstReference) {
   const GgmlType type = GgmlType::Q3_K;
   const int64_t rows = 48, nb = 3;
   std::vector<BlockQ3_K> w(size_t(rows * nb));
-  uint32_t state = 3131;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  Lcg next{3131};
   for (int64_t i = 0; i < rows * nb; ++i) {
     BlockQ3_K& b = w[size_t(i)];
     b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
@@ -505,8 +508,7 @@ TEST(PackedQ2_K, EveryCodeAndScaleExactAgainstReference) {
   const GgmlType type = GgmlType::Q2_K;
   const int64_t rows = 48, nb = 3;
   std::vector<BlockQ2_K> w(size_t(rows * nb));
-  uint32_t state = 2121;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  Lcg next{2121};
   for (int64_t i = 0; i < rows * nb; ++i) {
     BlockQ2_K& b = w[size_t(i)];
     b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
@@ -541,8 +543,7 @@ TEST(PackedTQ2_0, EveryCodeExactAgainstReferenceAndTheRowKernel) {
   const GgmlType type = GgmlType::TQ2_0;
   const int64_t rows = 48, nb = 3, n = nb * kQK_K;
   std::vector<BlockTQ2_0> w(size_t(rows * nb));
-  uint32_t state = 2020;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  Lcg next{2020};
   for (int64_t i = 0; i < rows * nb; ++i) {
     BlockTQ2_0& b = w[size_t(i)];
     b.d = fp32_to_fp16(float(1 + next() % 1000) * 1e-4f);
