@@ -66,27 +66,6 @@ inline __m256i q2_k_sub_sum(const __m256i* w, const __m256i* x, __m256i scale, _
   return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_add_epi16(s01, s23), scale));
 }
 
-// A lone row's sub-block pair sub of rows 8h .. 8h + 7 of a Q2_K block against activation block
-// a: sum plus both sub-blocks' scaled dots.
-inline __m256i lone_step_q2_k(const BlockQ2_Kx16& wb, int sub, int h, const BlockQ8_K& a,
-                              __m256i sum) {
-  __m256i scale[2];
-  q2_k_scale_pairs(wb, sub, h, scale);
-  VELA_UNROLL
-  for (int k = 0; k < 2; ++k) {
-    const int j = 2 * sub + k;
-    const __m256i plane = loadu256(wb.qs[j][kHalfRows * h]);
-    __m256i w[4], x[4];
-    VELA_UNROLL
-    for (int v = 0; v < 4; ++v) {
-      w[v] = decode_q2_k_vector(plane, v);
-      x[v] = _mm256_set1_epi32(load_i32(a.qs + 16 * j + 4 * v));
-    }
-    sum = q2_k_sub_sum(w, x, scale[k], sum);
-  }
-  return sum;
-}
-
 // The reference's float steps for half h of a Q2_K block against activation block a
 // (block_pairs: its 8 sums of sub-block pairs as int16 pairs): acc plus d * dots minus dmin * the
 // mins times those sums (one vpmaddwd per pair: the widened bytes' high nibbles are the mins).
@@ -108,120 +87,15 @@ inline __m256 finish_half_block_q2_k(const BlockQ2_Kx16& wb, int h, __m256i dots
   return _mm256_add_ps(acc, _mm256_fmsub_ps(d, _mm256_cvtepi32_ps(dots), m));
 }
 
-// Q2_K: rows r < R of the token tile against both halves of one group, sub-block pair by pair:
-// its 8 vectors of q per half (decoded here into a local copy, or read from decoded when
-// kDecoded: half h of block b's pair sub at decoded + 64 (h nb + b) + 8 sub) serve the R rows,
-// each row's 4 activation dwords per sub-block broadcast once for both halves (q2_k_sub_sum),
-// then the mins and the reference's float step per super-block (finish_half_block_q2_k).
-template <int R, bool kDecoded>
-void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const __m256i* decoded, const uint8_t* act,
-                     size_t act_stride, const int32_t* pairs, float* y, int64_t y_stride) {
-  __m256 acc[2][R];
-  VELA_UNROLL
-  for (int h = 0; h < 2; ++h) VELA_UNROLL
-  for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ2_Kx16& wb = wg[b];
-    const BlockQ8_K* a[R];
-    VELA_UNROLL
-    for (int r = 0; r < R; ++r)
-      a[r] = reinterpret_cast<const BlockQ8_K*>(act + size_t(r) * act_stride) + b;
-    __m256i sum[2][R];
-    VELA_UNROLL
-    for (int h = 0; h < 2; ++h) VELA_UNROLL
-    for (int r = 0; r < R; ++r) sum[h][r] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-    for (int sub = 0; sub < 8; ++sub) {
-      if constexpr (!kDecoded) prefetch_ahead_slice<BlockQ2_Kx16, 8>(&wb, sub);
-      __m256i local[2][8];
-      const __m256i* w[2];
-      __m256i scale[2][2];  // [half][sub-block of the pair]
-      VELA_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        if constexpr (kDecoded) {
-          w[h] = decoded + 64 * (h * nb + b) + 8 * sub;
-        } else {
-          decode_q2_k_sub(wb, sub, h, local[h]);
-          w[h] = local[h];
-        }
-        q2_k_scale_pairs(wb, sub, h, scale[h]);
-      }
-      VELA_UNROLL
-      for (int k = 0; k < 2; ++k) {
-        const int j = 2 * sub + k;
-        VELA_UNROLL
-        for (int r = 0; r < R; ++r) {
-          __m256i x[4];
-          VELA_UNROLL
-          for (int v = 0; v < 4; ++v) x[v] = _mm256_set1_epi32(load_i32(a[r]->qs + 16 * j + 4 * v));
-          VELA_UNROLL
-          for (int h = 0; h < 2; ++h)
-            sum[h][r] = q2_k_sub_sum(w[h] + 4 * k, x, scale[h][k], sum[h][r]);
-        }
-      }
-    }
-    VELA_UNROLL
-    for (int h = 0; h < 2; ++h) VELA_UNROLL
-    for (int r = 0; r < R; ++r)
-      acc[h][r] =
-          finish_half_block_q2_k(wb, h, sum[h][r], *a[r], pairs + (r * nb + b) * 8, acc[h][r]);
-  }
-  VELA_UNROLL
-  for (int h = 0; h < 2; ++h) VELA_UNROLL
-  for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
-}
-
-// Q2_K's kernel for gemm_k: q unsigned (0..3), the mins through the activations' sub-block sum
-// pairs (8 per block), as on AVX-512.
-struct Q2KKernel {
-  using Packed = BlockQ2_Kx16;
-  static constexpr GgmlType kType = GgmlType::Q2_K;
-  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = 8;
-  static constexpr int64_t kDecodeFrom = kQ2_KDecodeOnceMinTokens;
-  static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
-    decode_q2_k_sub(wb, sub, h, out);
-  }
-  template <int R, bool kDecoded, class... Args>
-  static void tile(Args... args) {
-    group_tile_q2_k<R, kDecoded>(args...);
-  }
-  static constexpr int kLoneSteps = 8;  // sub-block pairs per block
-  static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
-                           const int32_t* /*block_sums*/, __m256i sum) {
-    return lone_step_q2_k(wb, step, h, a, sum);
-  }
-  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
-                            const int32_t* block_sums, __m256 acc) {
-    return finish_half_block_q2_k(wb, h, sum, a, block_sums, acc);
-  }
-};
-
 // One 16-element TQ2_0 sub-block of rows 8h .. 8h + 7 (its 4 vectors of q, w) against the
 // activations' 4 broadcast dwords x, added to sum: the 4 vpmaddubsw pair sums add up exactly in
-// int16 (at most 4 * 2 * 3 * 128 = 3072), widened by vpmaddwd with ones.
+// int16 (at most 3072, as Q2_K's), widened by vpmaddwd with ones.
 inline __m256i tq2_0_sub_sum(const __m256i* w, const __m256i* x, __m256i sum) {
   const __m256i s01 =
       _mm256_add_epi16(_mm256_maddubs_epi16(w[0], x[0]), _mm256_maddubs_epi16(w[1], x[1]));
   const __m256i s23 =
       _mm256_add_epi16(_mm256_maddubs_epi16(w[2], x[2]), _mm256_maddubs_epi16(w[3], x[3]));
   return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_add_epi16(s01, s23), _mm256_set1_epi16(1)));
-}
-
-// A lone row's sub-block pair sub of rows 8h .. 8h + 7 of a TQ2_0 block against activation block
-// a: sum plus both sub-blocks' dots of q.
-inline __m256i lone_step_tq2_0(const BlockTQ2_0x16& wb, int sub, int h, const BlockQ8_K& a,
-                               __m256i sum) {
-  __m256i w[8];
-  decode_q2_k_sub(wb, sub, h, w);
-  VELA_UNROLL
-  for (int k = 0; k < 2; ++k) {
-    __m256i x[4];
-    VELA_UNROLL
-    for (int v = 0; v < 4; ++v)
-      x[v] = _mm256_set1_epi32(load_i32(a.qs + 16 * (2 * sub + k) + 4 * v));
-    sum = tq2_0_sub_sum(w + 4 * k, x, sum);
-  }
-  return sum;
 }
 
 // The reference's float step for half h of a TQ2_0 block against activation block a: the exact
@@ -235,20 +109,80 @@ inline __m256 finish_half_block_tq2_0(const BlockTQ2_0x16& wb, int h, __m256i do
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(a.d)), acc);
 }
 
-// TQ2_0: rows r < R of the token tile against both halves of one group, sub-block pair by pair
-// (its 8 vectors of q per half decoded here, or read from decoded when kDecoded, as Q2_K's), each
-// row's 4 activation dwords per sub-block broadcast once for both halves, then the float step per
-// super-block (finish_half_block_tq2_0; starts: one per token and block).
-template <int R, bool kDecoded>
-void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const __m256i* decoded,
-                      const uint8_t* act, size_t act_stride, const int32_t* starts, float* y,
-                      int64_t y_stride) {
+// How the two formats on the 2-bit plane differ: Q2_K scales each sub-block's dot (its scale
+// pairs) and takes the mins through the activations' sub-block sum pairs (8 per block); TQ2_0 has
+// no scales and takes its -1 through one start per block.
+struct Q2KFormat {
+  using Packed = BlockQ2_Kx16;
+  static constexpr GgmlType kType = GgmlType::Q2_K;
+  static constexpr int kSumsPerBlock = 8;
+  static void sub_scales(const Packed& wb, int sub, int h, __m256i scale[2]) {
+    q2_k_scale_pairs(wb, sub, h, scale);
+  }
+  static __m256i sub_sum(const __m256i* w, const __m256i* x, __m256i scale, __m256i sum) {
+    return q2_k_sub_sum(w, x, scale, sum);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
+                            const int32_t* block_sums, __m256 acc) {
+    return finish_half_block_q2_k(wb, h, sum, a, block_sums, acc);
+  }
+};
+
+struct TQ2_0Format {
+  using Packed = BlockTQ2_0x16;
+  static constexpr GgmlType kType = GgmlType::TQ2_0;
+  static constexpr int kSumsPerBlock = 1;
+  static void sub_scales(const Packed&, int, int, __m256i scale[2]) {
+    scale[0] = scale[1] = _mm256_setzero_si256();  // unused
+  }
+  static __m256i sub_sum(const __m256i* w, const __m256i* x, __m256i /*scale*/, __m256i sum) {
+    return tq2_0_sub_sum(w, x, sum);
+  }
+  static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
+                            const int32_t* block_sums, __m256 acc) {
+    return finish_half_block_tq2_0(wb, h, sum, a, block_sums, acc);
+  }
+};
+
+// A lone row's sub-block pair sub of rows 8h .. 8h + 7 of a block of format F against activation
+// block a: sum plus both sub-blocks' (scaled) dots.
+template <class F>
+inline __m256i lone_step_two_bit(const typename F::Packed& wb, int sub, int h, const BlockQ8_K& a,
+                                 __m256i sum) {
+  __m256i scale[2];
+  F::sub_scales(wb, sub, h, scale);
+  VELA_UNROLL
+  for (int k = 0; k < 2; ++k) {
+    const int j = 2 * sub + k;
+    const __m256i plane = loadu256(wb.qs[j][kHalfRows * h]);
+    __m256i w[4], x[4];
+    VELA_UNROLL
+    for (int v = 0; v < 4; ++v) {
+      w[v] = decode_q2_k_vector(plane, v);
+      x[v] = _mm256_set1_epi32(load_i32(a.qs + 16 * j + 4 * v));
+    }
+    sum = F::sub_sum(w, x, scale[k], sum);
+  }
+  return sum;
+}
+
+// Rows r < R of the token tile against both halves of one group of format F, sub-block pair by
+// pair: its 8 vectors of q per half (decoded here into a local copy, or read from decoded when
+// kDecoded: half h of block b's pair sub at decoded + 64 (h nb + b) + 8 sub) serve the R rows,
+// each row's 4 activation dwords per sub-block broadcast once for both halves (F::sub_sum), then
+// the reference's float step per super-block (F::finish_half; sums: F::kSumsPerBlock per token
+// and block).
+template <class F, int R, bool kDecoded>
+void group_tile_two_bit(const typename F::Packed* wg, int64_t nb, const __m256i* decoded,
+                        const uint8_t* act, size_t act_stride, const int32_t* sums, float* y,
+                        int64_t y_stride) {
+  using Packed = typename F::Packed;
   __m256 acc[2][R];
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
   for (int r = 0; r < R; ++r) acc[h][r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockTQ2_0x16& wb = wg[b];
+    const Packed& wb = wg[b];
     const BlockQ8_K* a[R];
     VELA_UNROLL
     for (int r = 0; r < R; ++r)
@@ -259,9 +193,10 @@ void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const __m256i* decode
     for (int r = 0; r < R; ++r) sum[h][r] = _mm256_setzero_si256();
 #pragma GCC unroll 1
     for (int sub = 0; sub < 8; ++sub) {
-      if constexpr (!kDecoded) prefetch_ahead_slice<BlockTQ2_0x16, 8>(&wb, sub);
+      if constexpr (!kDecoded) prefetch_ahead_slice<Packed, 8>(&wb, sub);
       __m256i local[2][8];
       const __m256i* w[2];
+      __m256i scale[2][2];  // [half][sub-block of the pair]
       VELA_UNROLL
       for (int h = 0; h < 2; ++h) {
         if constexpr (kDecoded) {
@@ -270,6 +205,7 @@ void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const __m256i* decode
           decode_q2_k_sub(wb, sub, h, local[h]);
           w[h] = local[h];
         }
+        F::sub_scales(wb, sub, h, scale[h]);
       }
       VELA_UNROLL
       for (int k = 0; k < 2; ++k) {
@@ -280,42 +216,45 @@ void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const __m256i* decode
           VELA_UNROLL
           for (int v = 0; v < 4; ++v) x[v] = _mm256_set1_epi32(load_i32(a[r]->qs + 16 * j + 4 * v));
           VELA_UNROLL
-          for (int h = 0; h < 2; ++h) sum[h][r] = tq2_0_sub_sum(w[h] + 4 * k, x, sum[h][r]);
+          for (int h = 0; h < 2; ++h)
+            sum[h][r] = F::sub_sum(w[h] + 4 * k, x, scale[h][k], sum[h][r]);
         }
       }
     }
     VELA_UNROLL
     for (int h = 0; h < 2; ++h) VELA_UNROLL
     for (int r = 0; r < R; ++r)
-      acc[h][r] = finish_half_block_tq2_0(wb, h, sum[h][r], *a[r], starts + r * nb + b, acc[h][r]);
+      acc[h][r] = F::finish_half(wb, h, sum[h][r], *a[r], sums + (r * nb + b) * F::kSumsPerBlock,
+                                 acc[h][r]);
   }
   VELA_UNROLL
   for (int h = 0; h < 2; ++h) VELA_UNROLL
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(y + r * y_stride + kHalfRows * h, acc[h][r]);
 }
 
-// TQ2_0's kernel for gemm_k: q unsigned (0..3), the -1 through each block's start (1 per block).
-struct TQ2_0Kernel {
-  using Packed = BlockTQ2_0x16;
-  static constexpr GgmlType kType = GgmlType::TQ2_0;
-  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = 1;
-  // Q2_K's decode without the scales: not measured on its own.
+// A 2-bit plane format's kernel for gemm_k: q unsigned (0..3), decoded at most once per call from
+// kQ2_KDecodeOnceMinTokens tokens (TQ2_0's decode is Q2_K's; not measured on its own).
+template <class F>
+struct TwoBitKernel {
+  using Packed = typename F::Packed;
+  static constexpr GgmlType kType = F::kType;
+  static constexpr int kSubs = 8, kSubVectors = 8, kMaxR = 4, kSumsPerBlock = F::kSumsPerBlock;
   static constexpr int64_t kDecodeFrom = kQ2_KDecodeOnceMinTokens;
   static void decode_sub(const Packed& wb, int sub, int h, __m256i* out) {
     decode_q2_k_sub(wb, sub, h, out);
   }
   template <int R, bool kDecoded, class... Args>
   static void tile(Args... args) {
-    group_tile_tq2_0<R, kDecoded>(args...);
+    group_tile_two_bit<F, R, kDecoded>(args...);
   }
   static constexpr int kLoneSteps = 8;  // sub-block pairs per block
   static __m256i lone_step(const Packed& wb, int step, int h, const BlockQ8_K& a,
                            const int32_t* /*block_sums*/, __m256i sum) {
-    return lone_step_tq2_0(wb, step, h, a, sum);
+    return lone_step_two_bit<F>(wb, step, h, a, sum);
   }
   static __m256 finish_half(const Packed& wb, int h, __m256i sum, const BlockQ8_K& a,
                             const int32_t* block_sums, __m256 acc) {
-    return finish_half_block_tq2_0(wb, h, sum, a, block_sums, acc);
+    return F::finish_half(wb, h, sum, a, block_sums, acc);
   }
 };
 
@@ -323,11 +262,11 @@ struct TQ2_0Kernel {
 }  // namespace avx2
 
 PackedGemmFn packed_gemm_q2_k_avx2() {
-  return avx2::gemm_k<avx2::Q2KKernel>;
+  return avx2::gemm_k<avx2::TwoBitKernel<avx2::Q2KFormat>>;
 }
 
 PackedGemmFn packed_gemm_tq2_0_avx2() {
-  return avx2::gemm_k<avx2::TQ2_0Kernel>;
+  return avx2::gemm_k<avx2::TwoBitKernel<avx2::TQ2_0Format>>;
 }
 
 }  // namespace vela::kernels
