@@ -496,16 +496,25 @@ void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const uint8_t* act, siz
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
 
-void gemm_q2_k(const PackedGemmArgs& p) {
+// The formats on the 2-bit plane (Q2_K, TQ2_0): every token tile against every group, each with
+// its tokens' kSumsPerBlock activation sums per block. tile_for(std::integral_constant<int, R>)
+// gives the format's tile of R tokens.
+template <class Packed, GgmlType kType, int kSumsPerBlock, class TileFor>
+void gemm_two_bit(const PackedGemmArgs& p, TileFor tile_for) {
   const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* pairs = packed_act_sums(GgmlType::Q2_K, p);
-  const auto* w = static_cast<const BlockQ2_Kx16*>(p.w);
+  const int32_t* sums = packed_act_sums(kType, p);
+  const auto* w = static_cast<const Packed*>(p.w);
   for (int64_t g = 0; g < p.n_groups; ++g)
     for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      group_tile_q2_k<decltype(tile)::value>(
-          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, pairs + t * nb * 8,
-          p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
+      tile_for(tile)(w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride,
+                     sums + t * nb * kSumsPerBlock, p.y + t * p.y_stride + g * kPackedRows,
+                     p.y_stride, t == 0);
     });
+}
+
+void gemm_q2_k(const PackedGemmArgs& p) {
+  gemm_two_bit<BlockQ2_Kx16, GgmlType::Q2_K, 8>(
+      p, [](auto tile) { return group_tile_q2_k<decltype(tile)::value>; });
 }
 
 // TQ2_0: rows r < R of the token tile against one group. Per sub-block the plane's 4 vectors of
@@ -558,15 +567,8 @@ void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const uint8_t* act, s
 }
 
 void gemm_tq2_0(const PackedGemmArgs& p) {
-  const int64_t nb = p.n_cols / kPackedSuperK;
-  const int32_t* starts = packed_act_sums(GgmlType::TQ2_0, p);
-  const auto* w = static_cast<const BlockTQ2_0x16*>(p.w);
-  for (int64_t g = 0; g < p.n_groups; ++g)
-    for_row_tiles(p.n_act, [&](auto tile, int64_t t) {
-      group_tile_tq2_0<decltype(tile)::value>(
-          w + g * nb, nb, p.act + size_t(t) * p.act_stride, p.act_stride, starts + t * nb,
-          p.y + t * p.y_stride + g * kPackedRows, p.y_stride, t == 0);
-    });
+  gemm_two_bit<BlockTQ2_0x16, GgmlType::TQ2_0, 1>(
+      p, [](auto tile) { return group_tile_tq2_0<decltype(tile)::value>; });
 }
 
 void gemm_q6_k(const PackedGemmArgs& p) {
