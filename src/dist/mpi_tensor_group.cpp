@@ -168,7 +168,7 @@ class MpiTensorGroup : public TensorParallel {
       words_.resize(payload_.size() / sizeof(int32_t));
       std::copy_n(payload_.data(), words_.size() * sizeof(int32_t),
                   reinterpret_cast<char*>(words_.data()));
-      auto b = BatchMessage::decode(words_);
+      auto b = received_.decode(words_);
       if (!b) {
         std::fprintf(stderr, "vela: tensor-parallel rank %d: %s\n", world_rank_,
                      b.message().c_str());
@@ -369,6 +369,7 @@ class MpiTensorGroup : public TensorParallel {
   TensorParallelTraffic traffic_;
   Command last_ = kClose;
   std::vector<int32_t> words_;
+  BatchMessage received_;  // decodes words_
   std::vector<char> payload_;
   std::vector<float> parts_;
   std::vector<int> counts_, displs_;

@@ -15,7 +15,7 @@ std::string encode_setup(const ShardSetup& s) {
                             {"micro_batch_tokens", s.micro_batch_tokens},
                             {"kv",
                              {s.kv.n_layer, s.kv.n_head_kv, s.kv.head_dim, s.kv.block_size,
-                              s.kv.n_blocks, int(s.kv.type)}},
+                              s.kv.n_blocks, int(s.kv.type), s.kv.n_state_slots}},
                             {"identity", identity_to_json(s.expected)}};
   return j.dump();
 }
@@ -39,6 +39,8 @@ Result<ShardSetup> decode_setup(const std::string& text) {
                          .block_size = kv.at(3).get<int32_t>(),
                          .n_blocks = kv.at(4).get<int32_t>(),
                          .type = KvType(kv.at(5).get<int>())};
+    s.kv.n_state_slots = kv.at(6).get<int32_t>();
+    if (s.kv.n_state_slots < 0) return make_error("negative state slot count in the setup");
     auto expected = identity_from_json(j.at("identity"));
     if (!expected) return expected.error();
     s.expected = *expected;
@@ -87,7 +89,8 @@ std::unique_ptr<Worker> load_checked_worker(const std::string& setup_text,
   }
   // Rank 0's blocks (the block ids are the same on every rank) in this rank's own layout: its
   // stage's layers, and what its model keeps per token (a K-only row for latent attention).
-  const KvCacheConfig kv = model_cache_config(c, sent.block_size, sent.n_blocks, sent.type);
+  const KvCacheConfig kv =
+      model_cache_config(c, sent.block_size, sent.n_blocks, sent.type, sent.n_state_slots);
   ForwardOptions fo;
   fo.max_batch_tokens = setup->max_batch_tokens;
   fo.max_logits = setup->max_logits;

@@ -70,6 +70,7 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   batch_state_slots_.resize(size_t(sc.max_num_seqs));
   planned_checkpoints_.reserve(size_t(sc.max_num_batched_tokens));
   batch_checkpoints_.reserve(size_t(sc.max_num_batched_tokens));
+  pending_state_copies_.reserve(2 * size_t(sc.max_num_seqs));
   if (engine_cache::speculation_state_slots(*model, config) > 0)
     speculation_slots_ = sc.max_num_seqs + engine_cache::state_checkpoint_slots(*model, config);
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
@@ -514,6 +515,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   if (kv_.state_slots() != nullptr) {
     batch.state_slots = std::span<const int32_t>(batch_state_slots_.data(), size_t(n_seqs));
     batch.state_checkpoints = batch_checkpoints_;
+    batch.state_copies = pending_state_copies_;
   }
   phases.done();  // the forward pass has its own span
   TensorParallel* const group = config_.tensor_parallel.get();
@@ -521,8 +523,9 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   const Clock::time_point forward_start = Clock::now();
   const Status forward_status = forward_->begin_forward(batch, cache_, logits_, hidden_);
   count_forward(forward_start, traffic_before);
-  // The checkpoints are written (a model with recurrent layers runs no pipeline: the pass is
-  // done), or never will be.
+  pending_state_copies_.clear();  // done by the pass, or by none when it failed
+  // The checkpoints are written (by this pass, which every later pass follows on every rank: a
+  // pipeline's stages run passes in order), or never will be.
   for (const StateCheckpointWrite& cp : batch_checkpoints_) {
     if (!checkpoints_.owns(cp.slot)) continue;  // a speculation slot
     if (forward_status)

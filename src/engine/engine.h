@@ -262,7 +262,8 @@ class Engine {
   // The tokens a speculating request keeps from its rows; rolls back the rest.
   void verify(Live& live, std::span<float> rows);
   void record_kv_occupancy();
-  // Copies the checkpointed state of each newly admitted request's cached prefix into its slot.
+  // Queues the copy of each newly admitted request's cached prefix's checkpointed state into its
+  // slot (the pass about to be built does it first).
   void restore_states(const SchedulerOutput& scheduled);
   // Fills cache_groups_ and group_entry_ from the cache's layout (once, at construction).
   void describe_cache_groups();
@@ -305,6 +306,9 @@ class Engine {
   std::vector<int32_t> batch_state_slots_;  // [max_num_seqs] state slot of each batch sequence
   std::vector<PlannedCheckpoint> planned_checkpoints_;   // [<= max_num_batched_tokens] a request's
   std::vector<StateCheckpointWrite> batch_checkpoints_;  // [<= max_num_batched_tokens] the pass's
+  // [<= 2 * max_num_seqs] state copies for the next pass to do first (every rank holds its part
+  // of the states): prefix checkpoints restored, speculative states kept
+  std::vector<StateCopy> pending_state_copies_;
   // First speculation state slot (recurrent models that speculate), or -1.
   int32_t speculation_slots_ = -1;
   std::vector<CacheGroupUsage> cache_groups_;  // geometry of cache_groups(), usage left at 0

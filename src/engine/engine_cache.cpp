@@ -157,13 +157,10 @@ std::vector<CacheGroupUsage> Engine::cache_groups() const {
 }
 
 void Engine::restore_states(const SchedulerOutput& scheduled) {
-  const KvCacheConfig& kc = cache_.config();
   for (const ScheduledRequest& s : scheduled.scheduled) {
     KvSequence& seq = s.request->kv;
     if (seq.restore_from < 0) continue;
-    for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
-      std::copy_n(cache_.state(layer, seq.restore_from), kc.state_floats,
-                  cache_.state(layer, seq.state_slot));
+    pending_state_copies_.push_back({seq.restore_from, seq.state_slot});
     seq.restore_from = -1;
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
 // How an engine lays out its cache for a model: the K/V blocks (windowed layers in groups of their
 // own), and for recurrent layers the state slots of running sequences, of prefix checkpoints and
-// of speculative proposals, in that order. Used by engine.cpp and engine_cache.cpp only.
+// of speculative proposals, in that order. Used by the engine's own files (engine.cpp,
+// engine_cache.cpp, engine_factory.cpp: the workers' caches take rank 0's state slots).
 // Pure functions; no thread-safety concerns.
 #include <cstdint>
 

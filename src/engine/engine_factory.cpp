@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "dist/tensor_group.h"
+#include "engine/engine_cache.h"
 #include "engine/expert_placement.h"
 #include "engine/memory_guard.h"
 #include "model/expert_loading.h"
@@ -281,6 +282,8 @@ Result<std::unique_ptr<Engine>> make_engine(const EngineOptions& o) {
                              .block_size = c.block_size,
                              .n_blocks = c.n_blocks,
                              .type = c.kv_type};
+    // The same slots as rank 0's (their ids travel in the batches), each a rank's part of a state.
+    setup.kv.n_state_slots = engine_cache::cache_config(**model, c).n_state_slots;
     if (auto st = dist::start_workers(*group, setup); !st) return st.error();
   }
   return std::make_unique<Engine>(std::move(*model), std::move(*tokenizer), c);

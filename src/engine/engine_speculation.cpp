@@ -254,12 +254,8 @@ void Engine::verify(Live& live, std::span<float> rows) {
   live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
   // A recurrent state ran through every proposal: take the one saved after the last accepted.
   const int32_t n_kept = r.num_computed - verified;  // proposals whose K/V stay
-  if (speculation_slots_ >= 0 && n_kept < n_draft) {
-    const KvCacheConfig& kc = cache_.config();
-    for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
-      std::copy_n(cache_.state(layer, speculation_slot(r.kv.state_slot, n_kept)), kc.state_floats,
-                  cache_.state(layer, r.kv.state_slot));
-  }
+  if (speculation_slots_ >= 0 && n_kept < n_draft)
+    pending_state_copies_.push_back({speculation_slot(r.kv.state_slot, n_kept), r.kv.state_slot});
   kv_.truncate(r.kv, int32_t(r.tokens.size()));
   if (proposer_) proposer_->rollback(r.id, r.num_computed);
   kv_.cache_full_blocks(r.tokens, r.num_computed, r.kv);

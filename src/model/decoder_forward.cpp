@@ -142,10 +142,12 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
     // is its cache row's width, not a head's output).
     const int64_t head_cols =
         int64_t(r.n_head) * (c.latent_attention() ? c.mla.v_head_dim : c.head_dim);
+    const int64_t delta_cols = int64_t(r.n_delta_v_heads) * c.delta_net.head_v_dim;
     for (int32_t i = 0; i <= n_ranks; ++i) {
       head_split_.push_back(i * head_cols);
       ff_split_.push_back(i * r.n_ff);
       vocab_split_.push_back(shard_vocab_begin(c.n_vocab, {i, n_ranks}));
+      delta_split_.push_back(i * delta_cols);
     }
     split_layers_ = n_ranks > 1;
     // A stage of several ranks computes its vocabulary slice of the logits and gathers them.
@@ -162,6 +164,20 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
       ffn_full_.resize(T * size_t(ff_split_.back()));
       gathered = std::max(gathered, ffn_full_.size());
     }
+    if (c.recurrent() && r.replicated_delta_out && n_ranks > 1) {
+      delta_full_.resize(T * size_t(delta_split_.back()));
+      gathered = std::max(gathered, delta_full_.size());
+      // Each rank's value heads sit in runs of the whole (tensor_shard.h), not in one block.
+      const DeltaNetConfig& whole = model_->whole_config().delta_net;
+      for (int32_t i = 0; i < n_ranks; ++i) {
+        ShardRanges other = r;
+        other.delta_k_head_begin = i * r.n_delta_k_heads;
+        std::vector<IndexRun> runs = delta_value_head_runs(whole, other);
+        for (IndexRun& run : runs)
+          run = {run.begin * whole.head_v_dim, run.count * whole.head_v_dim};
+        delta_placement_.push_back(std::move(runs));
+      }
+    }
     gathered_.resize(gathered);
     if (tp_->n_stages() > 1) {
       if (tp_->world_rank() == 0) max_in_flight_ = tp_->n_stages();
@@ -176,7 +192,8 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
 }
 
 void DecoderForward::gather_columns(const float* local, int64_t n_rows,
-                                    std::span<const int64_t> split, float* out, bool everyone) {
+                                    std::span<const int64_t> split, float* out, bool everyone,
+                                    std::span<const std::vector<IndexRun>> placement) {
   const int32_t n_ranks = tp_->size();
   const int32_t rank = tp_->rank();
   const int64_t local_cols = split[size_t(rank) + 1] - split[size_t(rank)];
@@ -190,18 +207,29 @@ void DecoderForward::gather_columns(const float* local, int64_t n_rows,
   tp_->gather(part, {gathered_.data(), size_t(n_rows * split.back())}, gather_counts_, everyone);
   // Rank-major [rank][row, rank's columns] to [row, all columns].
   const float* from = gathered_.data();
+  const int64_t width = split.back();
   for (int32_t r = 0; r < n_ranks; ++r) {
     const int64_t begin = split[size_t(r)], cols = split[size_t(r) + 1] - begin;
-    for (int64_t i = 0; i < n_rows; ++i)
-      std::copy_n(from + i * cols, cols, out + i * split.back() + begin);
+    for (int64_t i = 0; i < n_rows; ++i) {
+      if (placement.empty()) {
+        std::copy_n(from + i * cols, cols, out + i * width + begin);
+        continue;
+      }
+      const float* src = from + i * cols;
+      for (const IndexRun& run : placement[size_t(r)]) {
+        std::copy_n(src, run.count, out + i * width + run.begin);
+        src += run.count;
+      }
+    }
     from += n_rows * cols;
   }
 }
 
 void DecoderForward::output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
-                                       std::span<const int64_t> split, std::vector<float>& full) {
+                                       std::span<const int64_t> split, std::vector<float>& full,
+                                       std::span<const std::vector<IndexRun>> placement) {
   if (split_layers_ && !full.empty()) {
-    gather_columns(x, n_tokens, split, full.data(), true);
+    gather_columns(x, n_tokens, split, full.data(), true, placement);
     x = full.data();
   }
   project(x, n_tokens, {{&w, proj_.data()}});
@@ -270,9 +298,10 @@ void DecoderForward::find_token_runs(const ForwardBatch& b) {
     const int32_t visible = c.sliding_window > 0 ? std::min(pos + 1, c.sliding_window) : pos + 1;
     attention_work_ += int64_t(visible) * c.n_head * c.head_dim * 2;
   }
-  // Each span's checkpoints: a run of b.state_checkpoints (in span order, validate()).
+  // Each span's checkpoints: a run of b.state_checkpoints (in span order, validate()). A pipeline
+  // stage without recurrent layers has none to save.
   size_t span = 0;
-  for (int32_t k = 0; k < int32_t(b.state_checkpoints.size()); ++k) {
+  for (int32_t k = 0; delta_net_ && k < int32_t(b.state_checkpoints.size()); ++k) {
     const int32_t s = b.state_checkpoints[size_t(k)].seq;
     while (b.seq_index[size_t(spans_[span].first)] != s) ++span;
     if (spans_[span].n_checkpoints++ == 0) spans_[span].first_checkpoint = k;
@@ -332,6 +361,10 @@ Status DecoderForward::begin_forward(const ForwardBatch& b, KvCache& cache, std:
   pass.arg("logits", int64_t(b.logits_indices.size()));
   if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
   if (tp_ != nullptr && tp_->world_rank() == 0) tp_->send_batch(b);
+  const KvCacheConfig& kc = cache.config();
+  for (const StateCopy& copy : b.state_copies)
+    for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
+      std::copy_n(cache.state(layer, copy.from), kc.state_floats, cache.state(layer, copy.to));
   if (tp_ != nullptr && tp_->n_stages() > 1) {
     run_pipeline(b, cache, logits, hidden);
   } else {
@@ -363,8 +396,11 @@ void DecoderForward::run_pipeline(const ForwardBatch& b, KvCache& cache, std::sp
   const int64_t T = b.n_tokens(), V = c.n_vocab, E = c.n_embd;
   // Micro-batches take the logits and hidden rows of their tokens in order, so each one's rows
   // are a contiguous run of the pass's: rows named out of token order keep one micro-batch.
+  // A recurrent state's pieces end where its tokens in a pass do (gated_deltanet.h), and its
+  // checkpoints fall within them: such a model's passes stay whole (on every stage alike).
   int64_t n_micro = 1;
-  if (std::is_sorted(b.logits_indices.begin(), b.logits_indices.end()) &&
+  if (!model_->whole_config().recurrent() &&
+      std::is_sorted(b.logits_indices.begin(), b.logits_indices.end()) &&
       std::is_sorted(b.hidden_indices.begin(), b.hidden_indices.end()))
     n_micro = std::clamp<int64_t>(T / std::max(1, options_.micro_batch_tokens), 1, tp_->n_stages());
   size_t logit_row = 0, hidden_row = 0;
@@ -486,8 +522,11 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
       latent_attention_mixer(b, cache, l, lc, T, ops);
     } else if (lc.mixer == MixerKind::kGatedDeltaNet) {
       ops.next("delta_net");
-      delta_net_->run(spans_, b.state_checkpoints, cache, l.delta_net, lc.state_index, xn_.data(),
-                      T, *projector_, *pool_, min_work_, proj_.data());
+      const float* y =
+          delta_net_->run(spans_, b.state_checkpoints, cache, l.delta_net, lc.state_index,
+                          xn_.data(), T, *projector_, *pool_, min_work_);
+      ops.next("delta_out");
+      output_projection(l.delta_net.out, y, T, delta_split_, delta_full_, delta_placement_);
     } else {
       attention_mixer(b, cache, il, T, ops);
     }

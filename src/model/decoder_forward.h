@@ -183,16 +183,20 @@ class DecoderForward {
   // The output head over final_'s n_logits rows into logits (gathering the ranks' vocabulary
   // slices when tensor-parallel; an EAGLE-3 head's draft rows scattered through d2t).
   void output_head(int64_t n_logits, std::span<float> logits);
-  // y = W x of a sub-layer's output matrix (attention output, FFN down) into proj_, for x the
-  // rank's slice [n_tokens, split[rank + 1] - split[rank]] of the full input's columns: the
+  // y = W x of a sub-layer's output matrix (attention output, FFN down, ssm_out) into proj_, for
+  // x the rank's slice [n_tokens, split[rank + 1] - split[rank]] of the full input's columns: the
   // partial products summed over the ranks, or for a matrix every rank keeps whole, the full
-  // input gathered first into `full` [n_tokens, split.back()].
+  // input gathered first into `full` [n_tokens, split.back()] (placement as gather_columns').
   void output_projection(const WeightMatrix& w, const float* x, int64_t n_tokens,
-                         std::span<const int64_t> split, std::vector<float>& full);
+                         std::span<const int64_t> split, std::vector<float>& full,
+                         std::span<const std::vector<IndexRun>> placement = {});
   // The ranks' column slices of a [n_rows, split.back()] matrix, rank r's [n_rows, split[r + 1] -
-  // split[r]] in `local`, assembled in `out` on rank 0 (everyone: on every rank).
+  // split[r]] in `local`, assembled in `out` on rank 0 (everyone: on every rank). A rank's
+  // columns are columns split[r] .. of the whole, or with `placement` the runs placement[r]
+  // (their widths adding up to the rank's columns) in order.
   void gather_columns(const float* local, int64_t n_rows, std::span<const int64_t> split,
-                      float* out, bool everyone);
+                      float* out, bool everyone,
+                      std::span<const std::vector<IndexRun>> placement = {});
 
   std::shared_ptr<const Model> model_;
   ForwardOptions options_;
@@ -247,12 +251,16 @@ class DecoderForward {
   int64_t attention_work_ = 0;       // multiply-adds of one layer's attention in this pass
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
   // Tensor-parallel only.
-  TensorParallel* tp_ = nullptr;        // options_.tensor_parallel
-  bool split_layers_ = false;           // a stage of several ranks: slices, all-reduced
-  std::vector<float> local_logits_;     // [max_logits, this rank's vocabulary rows]
-  std::vector<float> gathered_;         // [n_ranks][rows, that rank's columns] of a gather
-  std::vector<float> attn_full_;        // [T, full n_head * head_dim] (attention output kept whole)
-  std::vector<float> ffn_full_;         // [T, full n_ff] (FFN down kept whole)
+  TensorParallel* tp_ = nullptr;      // options_.tensor_parallel
+  bool split_layers_ = false;         // a stage of several ranks: slices, all-reduced
+  std::vector<float> local_logits_;   // [max_logits, this rank's vocabulary rows]
+  std::vector<float> gathered_;       // [n_ranks][rows, that rank's columns] of a gather
+  std::vector<float> attn_full_;      // [T, full n_head * head_dim] (attention output kept whole)
+  std::vector<float> ffn_full_;       // [T, full n_ff] (FFN down kept whole)
+  std::vector<float> delta_full_;     // [T, full value_dim] (ssm_out kept whole)
+  std::vector<int64_t> delta_split_;  // [n_ranks + 1] first DeltaNet value column of each rank
+  // [n_ranks] each rank's DeltaNet value columns in the whole: runs of heads (its local order)
+  std::vector<std::vector<IndexRun>> delta_placement_;
   std::vector<int64_t> head_split_;     // [n_ranks + 1] first attention column of each rank
   std::vector<int64_t> ff_split_;       // [n_ranks + 1] first FFN column of each rank
   std::vector<int64_t> vocab_split_;    // [n_ranks + 1] first vocabulary row of each rank

@@ -19,6 +19,13 @@ struct StateCheckpointWrite {
   int32_t slot = 0;
 };
 
+// A recurrent state to copy before a pass: every state layer of slot `from` into slot `to` (a
+// prefix checkpoint restored, the state after the last accepted speculative token kept).
+struct StateCopy {
+  int32_t from = 0;
+  int32_t to = 0;
+};
+
 struct ForwardBatch {
   std::span<const int32_t> token_ids;  // [n_tokens]
   std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
@@ -35,6 +42,9 @@ struct ForwardBatch {
   std::span<const int32_t> state_slots;     // [n_seqs] recurrent-state slot of each sequence
   // [n_checkpoints] states to save on the way, each within its sequence's tokens of the batch
   std::span<const StateCheckpointWrite> state_checkpoints;
+  // [n_copies] done in order before the pass, on every rank (each copies its own layers' and
+  // heads' part of the states)
+  std::span<const StateCopy> state_copies;
   int32_t n_kv_groups = 1;  // the cache's layer groups (block_tables)
   // [n_tokens, n_embd] an MTP block's hidden-state input (empty otherwise): row t goes with
   // token t (Model::mtp_block). An EAGLE-3 head's (Model::eagle3_head): [n_tokens, 3 *

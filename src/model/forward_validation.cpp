@@ -115,8 +115,15 @@ Status DecoderForward::validate(const ForwardBatch& b, const KvCache& cache, siz
       for (size_t j = 0; j < i; ++j)
         if (b.state_checkpoints[i].slot == b.state_checkpoints[j].slot)
           return make_error("two checkpoints share a slot");
-  } else if (!b.state_checkpoints.empty()) {
-    return make_error("state checkpoints for a model without recurrent layers");
+    for (const StateCopy& copy : b.state_copies)
+      if (copy.from < 0 || copy.from >= kc.n_state_slots || copy.to < 0 ||
+          copy.to >= kc.n_state_slots || copy.from == copy.to)
+        return make_error("state copy from slot " + std::to_string(copy.from) + " to slot " +
+                          std::to_string(copy.to) + " is out of range or onto itself");
+  } else if (!model_->whole_config().recurrent() &&
+             (!b.state_checkpoints.empty() || !b.state_copies.empty())) {
+    // (A pipeline stage without recurrent layers of a model with some has no part of them.)
+    return make_error("state checkpoints or copies for a model without recurrent layers");
   }
   for (int32_t b_id : b.block_tables)
     if (b_id < -1 || b_id >= kc.n_blocks)

@@ -42,17 +42,11 @@ GatedDeltaNetMixer::GatedDeltaNetMixer(const ModelConfig& config, int32_t max_to
   for (int32_t i = 0; i < n_threads; ++i) scratch_.emplace_back(d_.head_k_dim, d_.head_v_dim);
 }
 
-void GatedDeltaNetMixer::reserve(const DeltaNetWeights& w, int32_t max_tokens,
-                                 Projector& projector) const {
-  for (const WeightMatrix* m : {&w.qkv, &w.gate, &w.beta, &w.alpha, &w.out})
-    projector.reserve(*m, max_tokens);
-}
-
-void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
-                             std::span<const StateCheckpointWrite> checkpoints, KvCache& cache,
-                             const DeltaNetWeights& w, int32_t state_layer, const float* xn,
-                             int64_t T, Projector& projector, ThreadPool& pool, int64_t min_work,
-                             float* out) {
+const float* GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
+                                     std::span<const StateCheckpointWrite> checkpoints,
+                                     KvCache& cache, const DeltaNetWeights& w, int32_t state_layer,
+                                     const float* xn, int64_t T, Projector& projector,
+                                     ThreadPool& pool, int64_t min_work) {
   const int64_t C = d_.conv_channels();
   const int32_t K = d_.conv_kernel;
   const int32_t n_v = d_.n_v_heads, n_k = d_.n_k_heads;
@@ -188,7 +182,7 @@ void GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
     rms_norm(o, w.norm.data(), n * n_v, dv, eps, o);
     silu_mul(z_.data() + t0 * value_dim, o, n * value_dim);
   });
-  projector.project(z_.data(), T, {{&w.out, out}});
+  return z_.data();
 }
 
 }  // namespace vela

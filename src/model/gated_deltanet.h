@@ -6,7 +6,9 @@
 //   q, k L2-normalised per key head; beta = sigmoid(ssm_beta x);
 //   g = softplus(ssm_alpha x + dt_bias) * a            (log-decay, a = -exp(A_log) < 0)
 //   o = gated delta rule (gated_delta_rule.h), value head h reading key head h % n_k_heads
-//   out = ssm_out (rms_norm(o per head) * ssm_norm * silu(attn_gate x))
+//   y = rms_norm(o per head) * ssm_norm * silu(attn_gate x)   (ssm_out y is the caller's: a
+//                                                              tensor-parallel rank's y is its
+//                                                              value heads' columns)
 // A sequence whose first token in the batch is at position 0 starts from a zero state. A
 // sequence's tokens go through the rule in pieces that end at every multiple of kDeltaChunk
 // positions (and at its checkpoints, which the engine places at such multiples): pieces of at
@@ -48,17 +50,16 @@ class GatedDeltaNetMixer {
   // Buffers sized once for max_tokens tokens; n_threads: the pool's (one scratch each).
   GatedDeltaNetMixer(const ModelConfig& config, int32_t max_tokens, int32_t n_threads);
 
-  // Room in `projector` for this mixer's input projections of max_tokens rows.
-  void reserve(const DeltaNetWeights& w, int32_t max_tokens, Projector& projector) const;
-
-  // out[t] = the mixer's output for token t of the batch; each span's state (state layer
-  // `state_layer` of its slot) advances by its tokens.
-  // xn, out: [n_tokens, n_embd]; spans cover the batch's tokens. Element-wise loops below
-  // min_work multiply-adds stay on the calling thread.
+  // Returns y, [n_tokens, value_dim] in the mixer's buffer until the next run: token t's gated,
+  // normed output, the input of ssm_out. Each span's state (state layer `state_layer` of its
+  // slot) advances by its tokens.
+  // xn: [n_tokens, n_embd]; spans cover the batch's tokens. Element-wise loops below min_work
+  // multiply-adds stay on the calling thread.
   // checkpoints: the spans' states to save, each span's by position.
-  void run(std::span<const SequenceSpan> spans, std::span<const StateCheckpointWrite> checkpoints,
-           KvCache& cache, const DeltaNetWeights& w, int32_t state_layer, const float* xn,
-           int64_t n_tokens, Projector& projector, ThreadPool& pool, int64_t min_work, float* out);
+  const float* run(std::span<const SequenceSpan> spans,
+                   std::span<const StateCheckpointWrite> checkpoints, KvCache& cache,
+                   const DeltaNetWeights& w, int32_t state_layer, const float* xn, int64_t n_tokens,
+                   Projector& projector, ThreadPool& pool, int64_t min_work);
 
  private:
   const ModelConfig& config_;

@@ -154,26 +154,102 @@ Status repack_matrices(ModelWeights& w, const std::vector<WeightMatrix*>& matric
   return {};
 }
 
-// Columns [col_begin, col_begin + n_cols) of row-major m (whole blocks) copied into a buffer of
+// The column runs of row-major m (whole blocks), concatenated, copied into a buffer of
 // w.column_slices. release_pages: m is in a file mapping, whose pages the copy replaces (every
 // page of m is read: a row's slice is shorter than a page).
-WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, int64_t col_begin, int64_t n_cols,
+WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, std::span<const IndexRun> runs,
                           bool release_pages) {
   const GgmlTypeInfo info = *ggml_type_info(uint32_t(m.type));
-  assert(col_begin % info.block_size == 0 && n_cols % info.block_size == 0);
   WeightMatrix v = m;
-  v.n_cols = n_cols;
-  v.row_bytes = row_bytes(info, n_cols);
+  v.n_cols = 0;
+  for (const IndexRun& run : runs) {
+    assert(run.begin % info.block_size == 0 && run.count % info.block_size == 0);
+    v.n_cols += run.count;
+  }
+  v.row_bytes = row_bytes(info, v.n_cols);
   auto slice = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(m.n_rows * v.row_bytes)]);
-  const int64_t offset = col_begin / info.block_size * info.type_size;
-  for (int64_t r = 0; r < m.n_rows; ++r)
-    std::memcpy(slice.get() + r * v.row_bytes,
-                static_cast<const uint8_t*>(m.data) + r * m.row_bytes + offset,
-                size_t(v.row_bytes));
+  for (int64_t r = 0; r < m.n_rows; ++r) {
+    uint8_t* out = slice.get() + r * v.row_bytes;
+    for (const IndexRun& run : runs) {
+      const size_t bytes = size_t(run.count / info.block_size * info.type_size);
+      std::memcpy(out,
+                  static_cast<const uint8_t*>(m.data) + r * m.row_bytes +
+                      run.begin / info.block_size * info.type_size,
+                  bytes);
+      out += bytes;
+    }
+  }
   v.data = slice.get();
   w.column_slices.push_back(std::move(slice));
   if (release_pages) release_mapped_pages(m.data, m.n_rows * m.row_bytes);
   return v;
+}
+
+WeightMatrix copy_columns(ModelWeights& w, const WeightMatrix& m, int64_t col_begin, int64_t n_cols,
+                          bool release_pages) {
+  const IndexRun run{col_begin, n_cols};
+  return copy_columns(w, m, {&run, 1}, release_pages);
+}
+
+// The row runs of row-major m, concatenated, copied into a buffer of w.column_slices (the pages
+// of the other rows stay in the mapping, never read).
+WeightMatrix copy_rows(ModelWeights& w, const WeightMatrix& m, std::span<const IndexRun> runs) {
+  WeightMatrix v = m;
+  v.n_rows = 0;
+  for (const IndexRun& run : runs) v.n_rows += run.count;
+  auto slice = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(v.n_rows * m.row_bytes)]);
+  uint8_t* out = slice.get();
+  for (const IndexRun& run : runs) {
+    std::memcpy(out, static_cast<const uint8_t*>(m.data) + run.begin * m.row_bytes,
+                size_t(run.count * m.row_bytes));
+    out += run.count * m.row_bytes;
+  }
+  v.data = slice.get();
+  w.column_slices.push_back(std::move(slice));
+  return v;
+}
+
+// The runs of `runs` (in units of `unit` elements or rows) in element or row units.
+std::vector<IndexRun> scaled_runs(std::span<const IndexRun> runs, int64_t unit,
+                                  int64_t offset = 0) {
+  std::vector<IndexRun> out;
+  for (const IndexRun& run : runs) out.push_back({offset + run.begin * unit, run.count * unit});
+  return out;
+}
+
+// The elements of v in the runs, concatenated.
+std::vector<float> gather_runs(const std::vector<float>& v, std::span<const IndexRun> runs) {
+  std::vector<float> out;
+  for (const IndexRun& run : runs)
+    out.insert(out.end(), v.begin() + run.begin, v.begin() + run.begin + run.count);
+  return out;
+}
+
+// A Gated DeltaNet mixer's slice of rank r: the rows, channels and columns of its key heads and
+// of the value heads reading them, in the local order (delta_value_head_runs).
+void shard_delta_net(ModelWeights& w, DeltaNetWeights& dn, const DeltaNetConfig& d,
+                     const ShardRanges& r, bool release_pages) {
+  const std::vector<IndexRun> heads = delta_value_head_runs(d, r);
+  const IndexRun key_heads{r.delta_k_head_begin, r.n_delta_k_heads};
+  const int64_t dk = d.head_k_dim, dv = d.head_v_dim;
+  // The convolution's channels: the key heads' q, then their k, then the value heads' v.
+  std::vector<IndexRun> channels = scaled_runs({&key_heads, 1}, dk);
+  for (const IndexRun& run : scaled_runs({&key_heads, 1}, dk, d.key_dim())) channels.push_back(run);
+  for (const IndexRun& run : scaled_runs(heads, dv, 2 * d.key_dim())) channels.push_back(run);
+  dn.qkv = copy_rows(w, dn.qkv, channels);
+  dn.gate = copy_rows(w, dn.gate, scaled_runs(heads, dv));
+  dn.beta = copy_rows(w, dn.beta, heads);
+  dn.alpha = copy_rows(w, dn.alpha, heads);
+  if (!r.replicated_delta_out)
+    dn.out = copy_columns(w, dn.out, scaled_runs(heads, dv), release_pages);
+  // Tap-major [conv_kernel, channels]: each tap's row, sliced.
+  const int64_t all_channels = d.conv_channels();
+  std::vector<IndexRun> taps;
+  for (int32_t j = 0; j < d.conv_kernel; ++j)
+    for (const IndexRun& run : channels) taps.push_back({j * all_channels + run.begin, run.count});
+  dn.conv = gather_runs(dn.conv, taps);
+  dn.dt_bias = gather_runs(dn.dt_bias, heads);
+  dn.a = gather_runs(dn.a, heads);
 }
 
 std::vector<float> slice_vector(const std::vector<float>& v, int64_t begin, int64_t n) {
@@ -539,15 +615,19 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     }
   }
   if (shard.sharded()) {
-    int64_t attn_block_cols = 1, down_block_cols = 1, shared_down_block_cols = 1;
+    int64_t attn_block_cols = 1, down_block_cols = 1, shared_down_block_cols = 1,
+            delta_out_block_cols = 1;
     for (const LayerWeights& l : w.layers) {
-      attn_block_cols = std::max(attn_block_cols, block_columns(l.wo.type));
+      if (l.wo.data) attn_block_cols = std::max(attn_block_cols, block_columns(l.wo.type));
+      if (l.delta_net.out.data)
+        delta_out_block_cols = std::max(delta_out_block_cols, block_columns(l.delta_net.out.type));
       if (l.w_down.data) down_block_cols = std::max(down_block_cols, block_columns(l.w_down.type));
       if (l.shared_expert.down.data)
         shared_down_block_cols =
             std::max(shared_down_block_cols, block_columns(l.shared_expert.down.type));
     }
-    auto ranges = shard_ranges(c, shard, attn_block_cols, down_block_cols, shared_down_block_cols);
+    auto ranges = shard_ranges(c, shard, attn_block_cols, down_block_cols, shared_down_block_cols,
+                               delta_out_block_cols);
     if (!ranges) return ranges.error();
     w.shard = *ranges;
     const ShardRanges& r = w.shard;
@@ -565,7 +645,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         l.w_up = weight_rows(fused_gate_up[i], c.n_ff, c.n_ff);
         fused_gate_up[i] = {};
       }
-      if (LatentAttentionWeights& mw = l.mla; mw.kv_a.data) {
+      if (l.delta_net.qkv.data) {
+        shard_delta_net(w, l.delta_net, c.delta_net, r, g.memory_mapped());
+      } else if (LatentAttentionWeights& mw = l.mla; mw.kv_a.data) {
         // This rank's heads of the per-head matrices; the latent projections (attn_q_a and its
         // norm, attn_kv_a_mqa and its norm) serve every head and stay whole.
         const LatentAttentionConfig& m = c.mla;
@@ -577,7 +659,9 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         if (!r.replicated_attn_output)
           l.wo = copy_columns(w, l.wo, h0 * m.v_head_dim, nh * m.v_head_dim, g.memory_mapped());
       } else {
-        l.wq = weight_rows(l.wq, r.head_begin * hd, r.n_head * hd);
+        // A query gate (attention_output_gate) follows each head's query rows.
+        const int64_t q_rows = arch.attention_output_gate ? 2 * hd : hd;
+        l.wq = weight_rows(l.wq, r.head_begin * q_rows, r.n_head * q_rows);
         l.wk = weight_rows(l.wk, r.kv_head_begin * hd, r.n_head_kv * hd);
         l.wv = weight_rows(l.wv, r.kv_head_begin * hd, r.n_head_kv * hd);
         l.bq = slice_vector(l.bq, r.head_begin * hd, r.n_head * hd);

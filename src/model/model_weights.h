@@ -193,7 +193,8 @@ struct ModelWeights {
   std::shared_ptr<uint8_t[]> repacked;
   int64_t repacked_bytes = 0;
   // A tensor-parallel rank's slice: which heads, FFN columns, vocabulary rows and layers it
-  // holds, and the column slices it copied out of the mapping (those not repacked).
+  // holds, and the slices it copied out of the mapping (column slices; the row runs of a DeltaNet
+  // slice), those not repacked.
   ShardRanges shard;
   std::vector<std::shared_ptr<uint8_t[]>> column_slices;
 

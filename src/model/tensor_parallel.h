@@ -91,17 +91,23 @@ class TensorParallel {
 };
 
 // A ForwardBatch flattened into one int32 message and back (what send_batch carries): the
-// tokens, positions, sequence indices, block tables, logits and hidden-state rows.
+// tokens, positions, sequence indices, block tables, logits and hidden-state rows, and the
+// recurrent-state slots, checkpoints and copies.
+// Thread-safety: none; one object per sending or receiving thread.
 class BatchMessage {
  public:
   void encode(const ForwardBatch& batch);
-  // The batch view over `words` (the message as received); an error when it is malformed.
-  static Result<ForwardBatch> decode(std::span<const int32_t> words);
+  // The batch view over `words` (the message as received) and this object (its checkpoints and
+  // copies, until the next decode); an error when it is malformed.
+  Result<ForwardBatch> decode(std::span<const int32_t> words);
   const std::vector<int32_t>& words() const { return words_; }
 
  private:
-  // [header, token_ids, positions, seq_index, tables, logits rows, hidden rows]
+  // [header, token_ids, positions, seq_index, tables, logits rows, hidden rows, state slots,
+  //  checkpoints (seq, position, slot), copies (from, to)]
   std::vector<int32_t> words_;
+  std::vector<StateCheckpointWrite> checkpoints_;  // decoded
+  std::vector<StateCopy> copies_;                  // decoded
 };
 
 // A non-zero rank's life: runs every pass rank 0 sends, on its own slice and KV cache, until

@@ -37,21 +37,22 @@ int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
   return std::min(n_vocab, groups * shard.rank / shard.size * 16);
 }
 
+std::vector<IndexRun> delta_value_head_runs(const DeltaNetConfig& d, const ShardRanges& r) {
+  std::vector<IndexRun> runs;
+  if (d.n_k_heads <= 0 || r.n_delta_k_heads <= 0) return runs;
+  for (int64_t j = 0; j < d.n_v_heads / d.n_k_heads; ++j)
+    runs.push_back({j * d.n_k_heads + r.delta_k_head_begin, r.n_delta_k_heads});
+  return runs;
+}
+
 Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
                                  int64_t attn_block_cols, int64_t down_block_cols,
-                                 int64_t shared_down_block_cols) {
+                                 int64_t shared_down_block_cols, int64_t delta_out_block_cols) {
   ShardRanges r;
   auto layers = stage_layers(c.n_layer, s.stage, s.n_stages);
   if (!layers) return layers.error();
   r.layer_begin = layers->begin;
   r.n_layer = layers->count;
-  // A recurrent layer's state is one per sequence over all of its heads, kept in state slots
-  // that neither the slices nor the stages have a way to share yet.
-  if (c.recurrent() && (s.sharded() || s.n_stages > 1))
-    return make_error(
-        "tensor and pipeline parallelism do not split a model with recurrent "
-        "(Gated DeltaNet) layers (" +
-        c.arch_name + ")");
   const bool uniform_layers =
       std::all_of(c.layers.begin(), c.layers.end(), [&](const LayerConfig& l) {
         // Zero: a config built by hand without per-layer values, the model's.
@@ -76,6 +77,8 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     r.n_vocab = c.n_vocab;
     r.n_expert = c.n_expert;
     r.n_shared_ff = c.n_ff_shared_expert;
+    r.n_delta_k_heads = c.delta_net.n_k_heads;
+    r.n_delta_v_heads = c.delta_net.n_v_heads;
     return r;
   }
   const std::string size = str(s.size);
@@ -90,6 +93,10 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
   if (c.n_head_kv % s.size != 0 && s.size % c.n_head_kv != 0)
     return make_error(str(c.n_head_kv) + " KV heads neither split over nor replicate to " + size +
                       " ranks");
+  const DeltaNetConfig& d = c.delta_net;
+  if (c.recurrent() && (d.n_k_heads % s.size != 0 || d.n_v_heads % d.n_k_heads != 0))
+    return make_error(str(d.n_k_heads) + " DeltaNet key heads (serving " + str(d.n_v_heads) +
+                      " value heads) do not split over " + size + " ranks");
   if (c.moe() && c.n_expert % s.size != 0)
     return make_error(str(c.n_expert) + " experts do not split over " + size + " ranks");
   if (dense_layers && c.n_ff % s.size != 0)
@@ -118,6 +125,13 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     r.n_shared_ff = r.replicated_shared_expert ? c.n_ff_shared_expert : per_rank;
     r.shared_ff_begin = r.replicated_shared_expert ? 0 : s.rank * per_rank;
   }
+  if (c.recurrent()) {
+    r.n_delta_k_heads = d.n_k_heads / s.size;
+    r.delta_k_head_begin = s.rank * r.n_delta_k_heads;
+    r.n_delta_v_heads = d.n_v_heads / s.size;
+    // Every rank's runs start at a multiple of the run width (j * n_k_heads is one).
+    r.replicated_delta_out = int64_t(r.n_delta_k_heads) * d.head_v_dim % delta_out_block_cols != 0;
+  }
   // Each head's columns of the attention output: its value width under latent attention (whose
   // head_dim is the cache row's width).
   const int64_t head_out = c.latent_attention() ? c.mla.v_head_dim : c.head_dim;
@@ -135,6 +149,8 @@ ModelConfig shard_config(const ModelConfig& c, const ShardRanges& r) {
   local.n_head_kv = r.n_head_kv;
   if (r.n_ff > 0) local.n_ff = int32_t(r.n_ff);  // else no dense layer reads it
   local.n_ff_shared_expert = int32_t(r.n_shared_ff);
+  local.delta_net.n_k_heads = r.n_delta_k_heads;
+  local.delta_net.n_v_heads = r.n_delta_v_heads;
   if (r.n_layer != c.n_layer) {
     local.n_layer = r.n_layer;
     local.layers.assign(c.layers.begin() + r.layer_begin,

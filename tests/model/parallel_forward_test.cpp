@@ -19,8 +19,8 @@ std::vector<float> run_passes(const std::shared_ptr<const Model>& model, KvType 
   ForwardOptions options{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, n_threads,
                          /*min_parallel_work=*/0};
   DecoderForward fwd(model, options, std::move(pool));
-  KvCache cache(
-      model_cache_config(model->config(), test::kTwoSeqBlock, test::kTwoSeqBlocks, kv_type));
+  KvCache cache(model_cache_config(model->config(), test::kTwoSeqBlock, test::kTwoSeqBlocks,
+                                   kv_type, test::kTwoSeqStateSlots));
   return test::run_two_sequence_passes(fwd, cache);
 }
 
@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "tiny-qwen2-bpe-F16",     // Q/K/V biases, neox rope
                       "tiny-llama-256-Q4_K_M",  // mixed types, Q8_K activations
                       "tiny-deepseek2-F32",     // latent attention, grouped sigmoid routing
-                      "tiny-openai-moe-F32"),   // sinks, output and expert biases
+                      "tiny-openai-moe-F32",    // sinks, output and expert biases
+                      "tiny-qwen35-Q8_0"),      // DeltaNet: a checkpoint, then its restore
     [](const auto& info) {
       std::string n = info.param;
       for (char& ch : n)

@@ -34,8 +34,8 @@ ForwardOptions options(std::shared_ptr<TensorParallel> group = nullptr) {
 // The cache of one rank: its stage's layers, its KV heads (latent attention: the whole
 // compressed row, K only, on every rank).
 KvCache make_cache(const Model& m) {
-  return KvCache(
-      model_cache_config(m.config(), test::kTwoSeqBlock, test::kTwoSeqBlocks, KvType::kF16));
+  return KvCache(model_cache_config(m.config(), test::kTwoSeqBlock, test::kTwoSeqBlocks,
+                                    KvType::kF16, test::kTwoSeqStateSlots));
 }
 
 // The logits of run_two_sequence_passes with the model split over n_stages pipeline stages of
@@ -157,7 +157,11 @@ INSTANTIATE_TEST_SUITE_P(
                       TpCase{"tiny-deepseek2-F32", 1, 3},  // the dense layer, then MoE ones
                       TpCase{"tiny-llama-256-Q4_K_M", 2, 2}, TpCase{"tiny-llama-gqa", 2, 2},
                       TpCase{"tiny-qwen3moe-F32", 2, 2},
-                      TpCase{"tiny-deepseek2-F32", 2, 2}),  // a dense stage, an MoE one
+                      TpCase{"tiny-deepseek2-F32", 2, 2},  // a dense stage, an MoE one
+                      // Gated DeltaNet by key heads: states, checkpoints and copies on each rank
+                      TpCase{"tiny-qwen35-F32", 2}, TpCase{"tiny-qwen35-Q8_0", 1, 3},
+                      TpCase{"tiny-qwen35-Q8_0", 2, 2},
+                      TpCase{"tiny-qwen35moe-Q4_K_M", 2}),  // ssm_out kept whole (256-blocks)
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
       if (info.param.n_stages > 1) name += "_pp" + std::to_string(info.param.n_stages);
@@ -323,18 +327,50 @@ TEST(TensorShard, LatentMoeSplitsHeadsDenseLayersExpertsAndTheSharedExpert) {
   EXPECT_EQ(stage->n_shared_ff, 64);
 }
 
-TEST(TensorShard, RecurrentLayersStillRefuse) {
+// Gated DeltaNet splits by key heads, each rank taking the value heads that read its own (value
+// head h reads key head h % n_k_heads): a rank's value heads are a run per j of h = j * n_k + k.
+TEST(TensorShard, RecurrentLayersSplitByKeyHeads) {
   ModelConfig c = latent_moe_config();
   c.mla = {};
+  c.head_dim = 32;
   c.arch_name = "qwen35moe";
   c.n_state_layers = 1;
   c.layers[0].mixer = MixerKind::kGatedDeltaNet;
-  for (const TensorShard& s : {TensorShard{0, 2}, TensorShard{0, 1, 0, 2}}) {
-    auto r = shard_ranges(c, s, 1, 1, 1);
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.message().find("recurrent (Gated DeltaNet) layers (qwen35moe)"), std::string::npos)
-        << r.message();
-  }
+  c.delta_net = {
+      .n_k_heads = 4, .n_v_heads = 8, .head_k_dim = 32, .head_v_dim = 64, .conv_kernel = 4};
+  auto r = shard_ranges(c, {1, 2}, 1, 1, 1, 32);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->delta_k_head_begin, 2);
+  EXPECT_EQ(r->n_delta_k_heads, 2);
+  EXPECT_EQ(r->n_delta_v_heads, 4);
+  EXPECT_FALSE(r->replicated_delta_out);  // runs of 2 heads of 64 columns: whole 32-blocks
+  const std::vector<IndexRun> runs = delta_value_head_runs(c.delta_net, *r);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].begin, 2);  // global heads 2, 3 read key heads 2, 3; so do 6, 7
+  EXPECT_EQ(runs[0].count, 2);
+  EXPECT_EQ(runs[1].begin, 6);
+  EXPECT_EQ(runs[1].count, 2);
+  const ModelConfig local = shard_config(c, *r);
+  EXPECT_EQ(local.delta_net.n_k_heads, 2);
+  EXPECT_EQ(local.delta_net.n_v_heads, 4);
+  EXPECT_EQ(local.delta_net.state_floats() * 2, c.delta_net.state_floats());
+  // 4 ranks: one key head's 64 columns are not a whole 256-column block.
+  auto four = shard_ranges(c, {3, 4}, 1, 1, 1, 256);
+  ASSERT_TRUE(four.ok()) << four.message();
+  EXPECT_TRUE(four->replicated_delta_out);
+  EXPECT_EQ(delta_value_head_runs(c.delta_net, *four)[1].begin, 7);
+  // Key heads that do not divide among the ranks, and whole layers in pipeline stages.
+  c.n_expert = 8;
+  c.delta_net.n_k_heads = 2;
+  c.delta_net.n_v_heads = 4;
+  auto bad = shard_ranges(c, {0, 4}, 1, 1, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("2 DeltaNet key heads (serving 4 value heads) do not split over 4"),
+            std::string::npos)
+      << bad.message();
+  auto stage = shard_ranges(c, {0, 1, 1, 2}, 1, 1, 1);
+  ASSERT_TRUE(stage.ok()) << stage.message();
+  EXPECT_EQ(stage->n_delta_v_heads, 4);
 }
 
 // A copy of tiny-deepseek2 (all F32) written to `path`, in one of two forms:
@@ -418,23 +454,39 @@ TEST(TensorParallelLatentAttention, QuantizedSplitsOrKeepsTheSharedExpertWhole) 
 TEST(BatchMessage, RoundTripsAndRejectsMalformedMessages) {
   const std::vector<int32_t> ids = {3, 4, 5}, pos = {0, 1, 0}, seq = {0, 0, 1};
   const std::vector<int32_t> table = {1, -1, 2, -1}, logits = {1, 2};
+  const std::vector<int32_t> hidden = {0}, slots = {4, 2};
+  const std::vector<StateCheckpointWrite> checkpoints = {{0, 1, 7}, {1, 1, 8}};
+  const std::vector<StateCopy> copies = {{6, 4}};
   BatchMessage m;
-  const std::vector<int32_t> hidden = {0};
-  m.encode(ForwardBatch{ids, pos, seq, table, 2, logits, hidden});
-  auto b = BatchMessage::decode(m.words());
+  ForwardBatch sent{ids, pos, seq, table, 2, logits, hidden, slots, checkpoints};
+  sent.state_copies = copies;
+  m.encode(sent);
+  BatchMessage received;
+  auto b = received.decode(m.words());
   ASSERT_TRUE(b.ok()) << b.message();
   EXPECT_EQ(std::vector<int32_t>(b->token_ids.begin(), b->token_ids.end()), ids);
   EXPECT_EQ(std::vector<int32_t>(b->block_tables.begin(), b->block_tables.end()), table);
   EXPECT_EQ(b->max_blocks_per_seq, 2);
   EXPECT_EQ(std::vector<int32_t>(b->logits_indices.begin(), b->logits_indices.end()), logits);
   EXPECT_EQ(std::vector<int32_t>(b->hidden_indices.begin(), b->hidden_indices.end()), hidden);
+  EXPECT_EQ(std::vector<int32_t>(b->state_slots.begin(), b->state_slots.end()), slots);
+  ASSERT_EQ(b->state_checkpoints.size(), 2u);
+  EXPECT_EQ(b->state_checkpoints[1].seq, 1);
+  EXPECT_EQ(b->state_checkpoints[1].position, 1);
+  EXPECT_EQ(b->state_checkpoints[1].slot, 8);
+  ASSERT_EQ(b->state_copies.size(), 1u);
+  EXPECT_EQ(b->state_copies[0].from, 6);
+  EXPECT_EQ(b->state_copies[0].to, 4);
   std::vector<int32_t> words = m.words();
   words.pop_back();
-  EXPECT_FALSE(BatchMessage::decode(words).ok());
+  EXPECT_FALSE(received.decode(words).ok());
   words = m.words();
   words[0] = -1;
-  EXPECT_FALSE(BatchMessage::decode(words).ok());
-  EXPECT_FALSE(BatchMessage::decode(std::span<const int32_t>(words.data(), 2)).ok());
+  EXPECT_FALSE(received.decode(words).ok());
+  words = m.words();
+  words[7] = 2;  // a second copy the message does not hold
+  EXPECT_FALSE(received.decode(words).ok());
+  EXPECT_FALSE(received.decode(std::span<const int32_t>(words.data(), 2)).ok());
 }
 
 // The Lite form's attn_q splits by heads as attn_q_b does.

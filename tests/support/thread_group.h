@@ -60,7 +60,7 @@ class ThreadGroup {
       if (closed) return std::nullopt;
       words_ = words;
       lock.unlock();
-      auto b = BatchMessage::decode(words_);
+      auto b = received_.decode(words_);
       EXPECT_TRUE(b.ok()) << b.message();
       return *b;
     }
@@ -117,6 +117,7 @@ class ThreadGroup {
     int32_t world_rank_;
     Stage& stage_;
     std::vector<int32_t> words_;
+    BatchMessage received_;  // decodes words_
     size_t next_batch_ = 0;  // index in g_.batches_ of the next batch to receive
   };
 
