@@ -7,10 +7,10 @@ namespace {
 
 const std::vector<ArchDescription>& registry() {
   static const std::vector<ArchDescription> all = {
-      arch::llama(),   arch::qwen2(),     arch::qwen3(),     arch::qwen3moe(),
-      arch::olmoe(),   arch::gemma2(),    arch::gemma3(),    arch::phi3(),
-      arch::qwen35(),  arch::qwen35moe(), arch::deepseek2(), arch::qwen2moe(),
-      arch::glm4moe(), arch::gpt_oss(),   arch::gemma4(),    arch::eagle3()};
+      arch::llama(),     arch::qwen2(),    arch::qwen3(),   arch::qwen3moe(), arch::olmoe(),
+      arch::gemma2(),    arch::gemma3(),   arch::phi3(),    arch::qwen35(),   arch::qwen35moe(),
+      arch::deepseek2(), arch::qwen2moe(), arch::glm4moe(), arch::gpt_oss(),  arch::gemma4(),
+      arch::eagle3(),    arch::qwen3next()};
   return all;
 }
 

@@ -95,6 +95,11 @@ struct ArchDescription {
   // attn_q holds, per head, the query and then as many rows of an output gate: the head's
   // attention output is multiplied by sigmoid(gate) (qwen35).
   bool attention_output_gate = false;
+  // Gated DeltaNet projections fused per key head (qwen3next): ssm_in holds, for each key head,
+  // its q and k rows, then the v and then the z rows of the value heads reading it; ssm_ba (or
+  // ssm_beta_alpha) those value heads' beta rows, then their alpha rows. Value head h reads key
+  // head h / (n_v_heads / n_k_heads) (DeltaNetConfig::grouped_value_heads).
+  bool fused_delta_projections = false;
   // The norm in front of the FFN ("ffn_norm"; qwen35 calls it post_attention_norm).
   std::string_view ffn_norm_name = "ffn_norm";
   // A shared expert beside the routed ones (ffn_{gate,up,down}_shexp, expert_shared_feed_forward
@@ -144,6 +149,7 @@ ArchDescription gemma3();
 ArchDescription phi3();
 ArchDescription qwen35();
 ArchDescription qwen35moe();
+ArchDescription qwen3next();
 ArchDescription deepseek2();
 ArchDescription gpt_oss();
 ArchDescription qwen2moe();

@@ -3,7 +3,7 @@
 // memory is a fixed-size matrix per value head, decayed and corrected by each token.
 //
 // Per value head h, with S the head's state ([d_k, d_v] in the paper's notation) and, for each
-// token t, L2-normalised q_t and k_t (of key head h % n_k_heads), value v_t, log-decay g_t <= 0
+// token t, L2-normalised q_t and k_t (of the key head h reads), value v_t, log-decay g_t <= 0
 // and write strength beta_t in (0, 1):
 //   S   <- exp(g_t) * S
 //   S   <- S + k_t (beta_t * (v_t - S^T k_t))^T
@@ -23,13 +23,6 @@ namespace vela {
 
 // Tokens per chunk of the chunked form.
 inline constexpr int32_t kDeltaChunk = 64;
-
-struct DeltaRuleShape {
-  int32_t n_k_heads = 0;   // query/key heads
-  int32_t n_v_heads = 0;   // value heads (a multiple of n_k_heads); head h reads key head h % n_k
-  int32_t head_k_dim = 0;  // d_k
-  int32_t head_v_dim = 0;  // d_v
-};
 
 // One value head's inputs for n_tokens consecutive tokens of one sequence. Token t's vectors
 // are at q + t * q_stride etc.; g and beta at g[t * gb_stride], beta[t * gb_stride].

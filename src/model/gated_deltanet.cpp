@@ -124,7 +124,7 @@ const float* GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
   const auto task = [&](int64_t i, int32_t thread) {
     const SequenceSpan& s = spans[size_t(i / n_v)];
     const int32_t h = int32_t(i % n_v);
-    const int32_t kh = h % n_k;
+    const int32_t kh = d_.key_head_of(h);
     const int64_t first = s.first;
     float* state = cache.state(state_layer, s.state_slot) + d_.conv_state_floats() +
                    int64_t(h) * dv * dk;  // [dv, dk]

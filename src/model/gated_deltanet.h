@@ -5,7 +5,7 @@
 //                                                       inputs are carried in the state)
 //   q, k L2-normalised per key head; beta = sigmoid(ssm_beta x);
 //   g = softplus(ssm_alpha x + dt_bias) * a            (log-decay, a = -exp(A_log) < 0)
-//   o = gated delta rule (gated_delta_rule.h), value head h reading key head h % n_k_heads
+//   o = gated delta rule (gated_delta_rule.h), value head h reading key head key_head_of(h)
 //   y = rms_norm(o per head) * ssm_norm * silu(attn_gate x)   (ssm_out y is the caller's: a
 //                                                              tensor-parallel rank's y is its
 //                                                              value heads' columns)

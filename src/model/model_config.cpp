@@ -303,6 +303,7 @@ Status read_mixers(const GgufFile& g, const std::string& a, ModelConfig& c) {
       return make_error("ssm.inner_size " + std::to_string(inner) +
                         " is not a multiple of ssm.time_step_rank " + std::to_string(d.n_v_heads));
     d.head_v_dim = inner / d.n_v_heads;
+    d.grouped_value_heads = c.arch->fused_delta_projections;
     if (d.head_v_dim != d.head_k_dim)
       return make_error("DeltaNet value head size " + std::to_string(d.head_v_dim) +
                         " differs from the key head size ssm.state_size " +

@@ -107,8 +107,15 @@ struct DeltaNetConfig {
   int32_t head_k_dim = 0;   // ssm.state_size
   int32_t head_v_dim = 0;   // ssm.inner_size / n_v_heads
   int32_t conv_kernel = 0;  // ssm.conv_kernel
+  // Value head h reads key head h / (n_v_heads / n_k_heads) (qwen3next's order) instead of
+  // h % n_k_heads (qwen35's, whose converter reorders the value heads).
+  bool grouped_value_heads = false;
 
   int64_t key_dim() const { return int64_t(n_k_heads) * head_k_dim; }
+  // The key head value head h reads.
+  int32_t key_head_of(int32_t h) const {
+    return grouped_value_heads ? h / (n_v_heads / n_k_heads) : h % n_k_heads;
+  }
   int64_t value_dim() const { return int64_t(n_v_heads) * head_v_dim; }
   int64_t conv_channels() const { return 2 * key_dim() + value_dim(); }
   // One sequence's state of one layer: the convolution's last conv_kernel - 1 inputs

@@ -64,7 +64,10 @@ Result<std::vector<float>> get_vector(const GgufFile& g, const std::string& name
   if (!is_supported_weight_type(t->type))
     return make_error("tensor '" + name + "' has type " + ggml_type_name(t->type) +
                       ", not a weight type");
-  if (t->n_dims != 1 || t->ne[0] != n)
+  // Trailing dimensions of 1 (a [n, 1] row some converters write) are the same vector.
+  bool trailing_ones = true;
+  for (uint32_t i = 1; i < t->n_dims; ++i) trailing_ones &= t->ne[i] == 1;
+  if (t->n_dims < 1 || !trailing_ones || t->ne[0] != n)
     return make_error("tensor '" + name + "' has shape " + shape_string(*t) + ", expected [" +
                       std::to_string(n) + "]");
   std::vector<float> out(static_cast<size_t>(n));
@@ -223,6 +226,43 @@ std::vector<float> gather_runs(const std::vector<float>& v, std::span<const Inde
   for (const IndexRun& run : runs)
     out.insert(out.end(), v.begin() + run.begin, v.begin() + run.begin + run.count);
   return out;
+}
+
+// qwen3next's fused DeltaNet projections (ArchDescription::fused_delta_projections) as the
+// mixer's matrices, their rows copied out and the fused tensors' pages released: ssm_in holds per
+// key head q (dk rows), k (dk), the v rows of its r value heads (r dv), then their z rows (r dv);
+// ssm_ba (or ssm_beta_alpha) per key head its value heads' beta rows (r), then alpha rows (r).
+Status split_fused_delta_projections(const GgufFile& g, const std::string& p, const ModelConfig& c,
+                                     ModelWeights& w, DeltaNetWeights& dn) {
+  const DeltaNetConfig& d = c.delta_net;
+  const int64_t r = d.n_v_heads / d.n_k_heads, dk = d.head_k_dim, dv = d.head_v_dim;
+  const int64_t per_key = 2 * dk + 2 * r * dv;
+  WeightMatrix in, ba;
+  VELA_TRY_ASSIGN(in, get_matrix(g, p + "ssm_in.weight", d.n_k_heads * per_key, c.n_embd));
+  const std::string ba_name =
+      g.find_tensor(p + "ssm_ba.weight") != nullptr ? "ssm_ba.weight" : "ssm_beta_alpha.weight";
+  VELA_TRY_ASSIGN(ba, get_matrix(g, p + ba_name, d.n_k_heads * 2 * r, c.n_embd));
+  std::vector<IndexRun> q, k, v, z, beta, alpha;
+  for (int64_t h = 0; h < d.n_k_heads; ++h) {
+    q.push_back({h * per_key, dk});
+    k.push_back({h * per_key + dk, dk});
+    v.push_back({h * per_key + 2 * dk, r * dv});
+    z.push_back({h * per_key + 2 * dk + r * dv, r * dv});
+    beta.push_back({h * 2 * r, r});
+    alpha.push_back({h * 2 * r + r, r});
+  }
+  std::vector<IndexRun> qkv = q;
+  qkv.insert(qkv.end(), k.begin(), k.end());
+  qkv.insert(qkv.end(), v.begin(), v.end());
+  dn.qkv = copy_rows(w, in, qkv);
+  dn.gate = copy_rows(w, in, z);
+  dn.beta = copy_rows(w, ba, beta);
+  dn.alpha = copy_rows(w, ba, alpha);
+  if (g.memory_mapped()) {
+    release_mapped_pages(in.data, in.n_rows * in.row_bytes);
+    release_mapped_pages(ba.data, ba.n_rows * ba.row_bytes);
+  }
+  return {};
 }
 
 // A Gated DeltaNet mixer's slice of rank r: the rows, channels and columns of its key heads and
@@ -470,10 +510,14 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       const DeltaNetConfig& d = c.delta_net;
       DeltaNetWeights& dn = l.delta_net;
       const int64_t channels = d.conv_channels();
-      VELA_TRY_ASSIGN(dn.qkv, get_matrix(g, p + "attn_qkv.weight", channels, c.n_embd));
-      VELA_TRY_ASSIGN(dn.gate, get_matrix(g, p + "attn_gate.weight", d.value_dim(), c.n_embd));
-      VELA_TRY_ASSIGN(dn.beta, get_matrix(g, p + "ssm_beta.weight", d.n_v_heads, c.n_embd));
-      VELA_TRY_ASSIGN(dn.alpha, get_matrix(g, p + "ssm_alpha.weight", d.n_v_heads, c.n_embd));
+      if (arch.fused_delta_projections) {
+        if (Status st = split_fused_delta_projections(g, p, c, w, dn); !st) return st.error();
+      } else {
+        VELA_TRY_ASSIGN(dn.qkv, get_matrix(g, p + "attn_qkv.weight", channels, c.n_embd));
+        VELA_TRY_ASSIGN(dn.gate, get_matrix(g, p + "attn_gate.weight", d.value_dim(), c.n_embd));
+        VELA_TRY_ASSIGN(dn.beta, get_matrix(g, p + "ssm_beta.weight", d.n_v_heads, c.n_embd));
+        VELA_TRY_ASSIGN(dn.alpha, get_matrix(g, p + "ssm_alpha.weight", d.n_v_heads, c.n_embd));
+      }
       VELA_TRY_ASSIGN(dn.out, get_matrix(g, p + "ssm_out.weight", c.n_embd, d.value_dim()));
       std::vector<float> taps;  // [channels, conv_kernel] as the file has them
       VELA_TRY_ASSIGN(taps, get_f32_rows(g, p + "ssm_conv1d.weight", channels, d.conv_kernel));
@@ -482,7 +526,12 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       for (int64_t ch = 0; ch < channels; ++ch)
         for (int32_t j = 0; j < d.conv_kernel; ++j)
           dn.conv[size_t(j * channels + ch)] = taps[size_t(ch * d.conv_kernel + j)];
-      VELA_TRY_ASSIGN(dn.dt_bias, get_vector(g, p + "ssm_dt.bias", d.n_v_heads, true));
+      // Converters name the time-step bias ssm_dt.bias, some ssm_dt.
+      const std::string dt_name =
+          g.find_tensor(p + "ssm_dt.bias") != nullptr || g.find_tensor(p + "ssm_dt") == nullptr
+              ? "ssm_dt.bias"
+              : "ssm_dt";
+      VELA_TRY_ASSIGN(dn.dt_bias, get_vector(g, p + dt_name, d.n_v_heads, true));
       VELA_TRY_ASSIGN(dn.a, get_vector(g, p + "ssm_a", d.n_v_heads, true));
       VELA_TRY_ASSIGN(dn.norm, get_vector(g, p + "ssm_norm.weight", d.head_v_dim, true));
     } else if (c.layers[size_t(stage->begin + i)].mixer == MixerKind::kLatentAttention) {

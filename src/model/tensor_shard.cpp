@@ -40,7 +40,10 @@ int64_t shard_vocab_begin(int64_t n_vocab, const TensorShard& shard) {
 std::vector<IndexRun> delta_value_head_runs(const DeltaNetConfig& d, const ShardRanges& r) {
   std::vector<IndexRun> runs;
   if (d.n_k_heads <= 0 || r.n_delta_k_heads <= 0) return runs;
-  for (int64_t j = 0; j < d.n_v_heads / d.n_k_heads; ++j)
+  const int64_t per_key_head = d.n_v_heads / d.n_k_heads;
+  if (d.grouped_value_heads)
+    return {{r.delta_k_head_begin * per_key_head, r.n_delta_k_heads * per_key_head}};
+  for (int64_t j = 0; j < per_key_head; ++j)
     runs.push_back({j * d.n_k_heads + r.delta_k_head_begin, r.n_delta_k_heads});
   return runs;
 }
@@ -129,8 +132,9 @@ Result<ShardRanges> shard_ranges(const ModelConfig& c, const TensorShard& s,
     r.n_delta_k_heads = d.n_k_heads / s.size;
     r.delta_k_head_begin = s.rank * r.n_delta_k_heads;
     r.n_delta_v_heads = d.n_v_heads / s.size;
-    // Every rank's runs start at a multiple of the run width (j * n_k_heads is one).
-    r.replicated_delta_out = int64_t(r.n_delta_k_heads) * d.head_v_dim % delta_out_block_cols != 0;
+    // Every rank's runs (delta_value_head_runs) start at a multiple of their width.
+    const int64_t run_heads = d.grouped_value_heads ? r.n_delta_v_heads : r.n_delta_k_heads;
+    r.replicated_delta_out = run_heads * d.head_v_dim % delta_out_block_cols != 0;
   }
   // Each head's columns of the attention output: its value width under latent attention (whose
   // head_dim is the cache row's width).

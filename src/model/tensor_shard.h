@@ -62,11 +62,12 @@ struct IndexRun {
   int64_t begin = 0, count = 0;
 };
 
-// The global value heads of a rank's DeltaNet slice, in its local order: value head h reads key
-// head h % n_k_heads, so the heads reading the rank's key heads are, for each j < n_v_heads /
-// n_k_heads, the run j * n_k_heads + [delta_k_head_begin, + n_delta_k_heads). Local head
-// j * n_delta_k_heads + i is global head j * n_k_heads + delta_k_head_begin + i, and so reads
-// local key head i: the slice runs the mixer unchanged. d: the model's (whole) DeltaNet config.
+// The global value heads of a rank's DeltaNet slice, in its local order. With value head h
+// reading key head h % n_k_heads (qwen35), the heads reading the rank's key heads are, for each
+// j < n_v_heads / n_k_heads, the run j * n_k_heads + [delta_k_head_begin, + n_delta_k_heads):
+// local head j * n_delta_k_heads + i is global head j * n_k_heads + delta_k_head_begin + i, and
+// so reads local key head i. With grouped value heads (qwen3next: h reads h / (n_v / n_k)) they
+// are one run. Either way the slice runs the mixer unchanged. d: the model's (whole) config.
 std::vector<IndexRun> delta_value_head_runs(const DeltaNetConfig& d, const ShardRanges& r);
 
 // The ranges of `shard` for a model of config `c`, or an error naming what does not split

@@ -1,8 +1,8 @@
 // Models whose layers differ in kind (Qwen3.5: Gated DeltaNet beside attention): the layer
 // layout read from the file, a batch mixing prefill chunks and decodes of several sequences
 // giving each its logits as if alone (bit for bit), a checkpointed state resuming a prefix
-// exactly, the chunked DeltaNet prompt path agreeing with token-by-token decoding, and clear
-// errors for bad batches and bad files.
+// exactly, the chunked DeltaNet prompt path agreeing with token-by-token decoding, Qwen3-Next's
+// fused layout computing what Qwen3.5's does, and clear errors for bad batches and bad files.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,8 @@
 
 #include "model/decoder_forward.h"
 #include "model_rewrite.h"
+#include "qwen3next_copy.h"
+#include "sequence_runner.h"
 #include "support/shared_data.h"
 
 namespace vela {
@@ -286,6 +288,47 @@ TEST(HybridModelLoad, ClearErrorsForBadDeltaNetFiles) {
   EXPECT_TRUE(has(e, "missing metadata 'qwen35.ssm.conv_kernel'")) << e;
   e = load({{"qwen35.full_attention_interval", 1}});  // every layer attention: no attn_q in blk.0
   EXPECT_TRUE(has(e, "missing tensor 'blk.0.attn_q.weight'")) << e;
+}
+
+// tiny-qwen35moe rewritten in qwen3next's layout (fused ssm_in / ssm_ba, value heads grouped by
+// key head, qwen3next_copy.h) gives the original's logits: the split projections' rows are the
+// same rows, the value heads read the same key heads, and only ssm_out's columns sum in another
+// order. A prompt in chunks (the chunked rule), then decode steps.
+TEST(Qwen3Next, FusedLayoutComputesWhatQwen35Computes) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path("models/tiny-qwen35moe-F32.gguf").string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  auto image = GgufFile::from_bytes(test::qwen3next_copy(*src));
+  ASSERT_TRUE(image.ok()) << image.message();
+  EXPECT_NE(image->find_tensor("blk.0.ssm_in.weight"), nullptr);
+  EXPECT_EQ(image->find_tensor("blk.0.attn_qkv.weight"), nullptr);
+  auto next = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*image)));
+  ASSERT_TRUE(next.ok()) << next.message();
+  EXPECT_EQ((*next)->config().arch_name, "qwen3next");
+  EXPECT_TRUE((*next)->config().delta_net.grouped_value_heads);
+  std::shared_ptr<const Model> original = load_shared("tiny-qwen35moe-F32");
+  ASSERT_NE(original, nullptr);
+  test::SequenceRunner a(original, KvType::kF16), b(*next, KvType::kF16);
+  const std::vector<int32_t> prompt = tokens_of(40, 3, original->config().n_vocab);
+  float max_abs = 0, max_diff = 0;
+  const auto compare = [&](std::span<const int32_t> tokens) {
+    const std::vector<float> x = a.append(tokens), y = b.append(tokens);
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(x[i]));
+      max_diff = std::max(max_diff, std::fabs(x[i] - y[i]));
+    }
+  };
+  compare(std::span(prompt).first(24));
+  compare(std::span(prompt).subspan(24));
+  for (int32_t step = 0; step < 4; ++step) {
+    const int32_t token = 7 + 11 * step;
+    compare(std::span(&token, 1));
+  }
+  // Reordered f32 sums: a few ulps of the largest logit; a head read from the wrong key head or
+  // a misplaced row is off by the logits' own scale.
+  EXPECT_LE(max_diff, 1e-4f * max_abs) << "largest logit " << max_abs;
+  EXPECT_GT(max_abs, 1.0f);
 }
 
 }  // namespace

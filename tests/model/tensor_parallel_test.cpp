@@ -14,6 +14,7 @@
 #include "model/decoder_forward.h"
 #include "model/tensor_parallel.h"
 #include "quant/quantize.h"
+#include "qwen3next_copy.h"
 #include "support/shared_data.h"
 #include "support/thread_group.h"
 #include "two_sequence_passes.h"
@@ -449,6 +450,33 @@ TEST(TensorParallelLatentAttention, QuantizedSplitsOrKeepsTheSharedExpertWhole) 
     EXPECT_EQ(moe_layer.wo.n_cols, 4 / n_ranks * 32);
     expect_matches_whole_model(path, n_ranks, 1);
   }
+}
+
+// Qwen3-Next's value heads are grouped by key head: a rank's are one run (delta_value_head_runs),
+// its rows of the fused projections the same heads' rows.
+TEST(TensorParallelQwen3Next, GroupedValueHeadsSplitByKeyHeads) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path("models/tiny-qwen35moe-F32.gguf").string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  const std::string path = test::unique_temp_path("tiny-qwen3next-F32.gguf");
+  {
+    const std::vector<uint8_t> image = test::qwen3next_copy(*src);
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(image.data(), 1, image.size(), f), image.size());
+    std::fclose(f);
+  }
+  ModelLoadOptions lo;
+  lo.shard = {1, 2};
+  auto rank = Model::load(path, lo);
+  ASSERT_TRUE(rank.ok()) << rank.message();
+  const std::vector<IndexRun> runs =
+      delta_value_head_runs((*rank)->whole_config().delta_net, (*rank)->weights().shard);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].begin, 2);  // key head 1 of 2 serves value heads 2 and 3
+  EXPECT_EQ(runs[0].count, 2);
+  expect_matches_whole_model(path, 2, 1);
+  expect_matches_whole_model(path, 1, 2);
 }
 
 TEST(BatchMessage, RoundTripsAndRejectsMalformedMessages) {

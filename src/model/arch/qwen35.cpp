@@ -4,6 +4,8 @@
 // (rope.dimension_count of key_length; the text positions make the sections of its multi-axis RoPE
 // one ordinary NeoX rotation). The FFN's input norm is named post_attention_norm. The MoE forms
 // route with a softmax over the experts, renormalised, beside a shared expert gated by sigmoid.
+// Qwen3-Next (`qwen3next`) is the MoE form with the DeltaNet projections fused per key head
+// (ArchDescription::fused_delta_projections) and its value heads in the checkpoint's order.
 #include "model/architecture.h"
 
 namespace vela::arch {
@@ -24,6 +26,13 @@ ArchDescription qwen35moe() {
   d.ffn = FfnKind::kMoe;
   d.renormalize_experts = true;
   d.gated_shared_expert = true;
+  return d;
+}
+
+ArchDescription qwen3next() {
+  ArchDescription d = qwen35moe();
+  d.name = "qwen3next";
+  d.fused_delta_projections = true;
   return d;
 }
 
