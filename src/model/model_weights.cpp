@@ -241,6 +241,9 @@ Status split_fused_delta_projections(const GgufFile& g, const std::string& p, co
   VELA_TRY_ASSIGN(in, get_matrix(g, p + "ssm_in.weight", d.n_k_heads * per_key, c.n_embd));
   const std::string ba_name =
       g.find_tensor(p + "ssm_ba.weight") != nullptr ? "ssm_ba.weight" : "ssm_beta_alpha.weight";
+  if (g.find_tensor(p + ba_name) == nullptr)
+    return make_error("missing tensor '" + p + "ssm_ba.weight' (or '" + p +
+                      "ssm_beta_alpha.weight')");
   VELA_TRY_ASSIGN(ba, get_matrix(g, p + ba_name, d.n_k_heads * 2 * r, c.n_embd));
   std::vector<IndexRun> q, k, v, z, beta, alpha;
   for (int64_t h = 0; h < d.n_k_heads; ++h) {

@@ -329,6 +329,24 @@ TEST(Qwen3Next, FusedLayoutComputesWhatQwen35Computes) {
   // a misplaced row is off by the logits' own scale.
   EXPECT_LE(max_diff, 1e-4f * max_abs) << "largest logit " << max_abs;
   EXPECT_GT(max_abs, 1.0f);
+
+  // A fused tensor missing, or of the wrong height, is named.
+  auto copy = GgufFile::from_bytes(test::qwen3next_copy(*src));
+  ASSERT_TRUE(copy.ok());
+  for (const auto& [drop, want] :
+       {std::pair{"blk.2.ssm_ba.weight", "missing tensor 'blk.2.ssm_ba.weight' (or"},
+        std::pair{"blk.0.ssm_in.weight", "missing tensor 'blk.0.ssm_in.weight'"}}) {
+    auto g = GgufFile::from_bytes(test::rewrite_model(*copy, {}, {drop}));
+    ASSERT_TRUE(g.ok()) << g.message();
+    auto m = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*g)));
+    ASSERT_FALSE(m.ok()) << drop;
+    EXPECT_NE(m.message().find(want), std::string::npos) << m.message();
+  }
+  auto heads = GgufFile::from_bytes(test::rewrite_model(*copy, {{"qwen3next.ssm.group_count", 1}}));
+  ASSERT_TRUE(heads.ok());
+  auto m = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*heads)));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("blk.0.ssm_in.weight' has shape"), std::string::npos) << m.message();
 }
 
 }  // namespace
