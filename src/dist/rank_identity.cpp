@@ -33,13 +33,17 @@ std::string hex(uint64_t v) {
 Result<RankIdentity> identify_rank(const std::string& model_path) {
   auto file = GgufFile::open(model_path);
   if (!file) return make_error("'" + model_path + "': " + file.message());
+  return identify_rank(*file);
+}
+
+RankIdentity identify_rank(const GgufFile& file) {
   RankIdentity id;
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) id.host = host;
   id.build = vela_build_id();
   id.kernels = kernel_isa_name(selected_kernel_isa());
-  id.model_bytes = file->file_size();
-  id.model_index_hash = fnv1a64(file->header_bytes());
+  id.model_bytes = file.file_size();
+  id.model_index_hash = fnv1a64(file.header_bytes());
   return id;
 }
 

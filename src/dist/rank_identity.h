@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/gguf.h"
 #include "util/result.h"
 
 namespace vela::dist {
@@ -22,6 +23,8 @@ struct RankIdentity {
 
 // This process's identity for the model file at `path` (opened and its header read).
 Result<RankIdentity> identify_rank(const std::string& model_path);
+// The same for a file already open.
+RankIdentity identify_rank(const GgufFile& file);
 
 // Why a rank with identity `mine` cannot join rank 0's job (`expected`): the build or the
 // model file differs, said with both values. Empty when it can.

@@ -60,14 +60,17 @@ std::unique_ptr<Worker> load_checked_worker(const std::string& setup_text,
     status = setup.message();
     return nullptr;
   }
-  // Checked before loading: a wrong file can be large, or fail to load with a less clear error.
-  auto mine = identify_rank(setup->model_path);
-  if (!mine) {
-    status = mine.message();
+  // The file is opened once: its identity is checked before the model is built from it (a
+  // wrong file can be large, or fail to load with a less clear error).
+  auto file = GgufFile::open(setup->model_path);
+  if (!file) {
+    status = "'" + setup->model_path + "': " + file.message();
     return nullptr;
   }
-  answer["identity"] = identity_to_json(*mine);
-  if (std::string why = identity_mismatch(setup->expected, *mine); !why.empty()) {
+  const auto gguf = std::make_shared<const GgufFile>(std::move(*file));
+  const RankIdentity mine = identify_rank(*gguf);
+  answer["identity"] = identity_to_json(mine);
+  if (std::string why = identity_mismatch(setup->expected, mine); !why.empty()) {
     status = why;
     return nullptr;
   }
@@ -75,9 +78,9 @@ std::unique_ptr<Worker> load_checked_worker(const std::string& setup_text,
   lo.repack_weights = setup->repack_weights;
   lo.repack_experts = setup->repack_experts;
   lo.shard = {group->rank(), group->size(), group->stage(), group->n_stages()};
-  auto model = Model::load(setup->model_path, lo);
+  auto model = Model::from_gguf(gguf, lo);
   if (!model) {
-    status = model.message();
+    status = "'" + setup->model_path + "': " + model.message();
     return nullptr;
   }
   const ModelConfig& c = (*model)->config();
