@@ -24,9 +24,22 @@ namespace vela {
 namespace {
 
 // mpirun as CI runs it: as root, with more ranks than cores, a bounded run.
+// Open MPI's session directories in a directory of this test process's own: a job's directory is
+// named by a 16-bit hash of its launcher's pid, and one left by a killed job (this suite kills
+// ranks) made a later job's daemon fail to start ("mkdir ... File exists").
+void use_own_session_directory() {
+  static const std::string dir = [] {
+    const std::string d = test::unique_temp_path("ompi-sessions");
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  setenv("OMPI_MCA_orte_tmpdir_base", dir.c_str(), 1);
+}
+
 std::string mpirun(int n_ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  use_own_session_directory();
   return std::string("timeout 120 ") + VELA_MPIRUN + " -np " + std::to_string(n_ranks) +
          " --oversubscribe ";
 }
@@ -590,6 +603,7 @@ class NamespaceHosts {
   // What the namespace hosts need beyond a documented command, as Open MPI's environment
   // parameters: the rsh agent that enters a namespace, and no hwloc topology in shared memory.
   std::string environment() const {
+    use_own_session_directory();
     return "OMPI_MCA_plm_rsh_agent=" + agent_.string() + " OMPI_MCA_rtc=^hwloc ";
   }
   // Runs `command` from the first host.
@@ -600,6 +614,7 @@ class NamespaceHosts {
   // (rtc ^hwloc: the two daemons share this machine, and each writing its hwloc topology to
   // shared memory makes one of them crash now and then.)
   std::string mpirun() const {
+    use_own_session_directory();
     const std::string net = subnet_ + "0/24";
     return "timeout 120 ip netns exec " + hosts_[0] + " " + VELA_MPIRUN + " --host " + hosts_[0] +
            "," + hosts_[1] + " -np 2 --mca plm_rsh_agent " + agent_.string() +

@@ -7,7 +7,6 @@
 // Thread-safety: pure functions; disjoint outputs may be computed concurrently.
 #include <immintrin.h>
 
-#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -17,6 +16,7 @@
 #include "kernels/packed/tile_dispatch.h"
 #include "kernels/thread_buffer.h"
 #include "kernels/x86/avx2/avx2_common.h"
+#include "kernels/x86/prefetch_slices.h"
 #include "quant/blocks.h"
 
 namespace vela::kernels {
@@ -37,29 +37,13 @@ inline void prefetch_ahead(const Packed* block) {
   prefetch_weights<sizeof(Packed)>(block);
 }
 
-// Slice `part` of kParts of those lines. The K blocks are 36-53 lines, and fetching all of them at
-// a block's start, then computing on it for some 100 ns, had a lone row read memory 1.2-1.5x
-// slower than one slice per sub-block does, issued as the sub-block starts: a burst that size
-// overruns the core's outstanding-miss slots (`vela bench matmul --tokens 1 -t 1` on a Zen 3,
-// three alternations, medians: Q4_K 1.31x, Q5_K 1.47x, Q6_K 1.22x; tg of Q4_K_M 1.13-1.37x and
-// Q5_K_M 1.19-1.25x with -t 2). The slices' bounds come from a table: computing them took some 15
-// instructions per slice, a quarter of the Q6_K lone row's loop (the table: 1.07x for Q4_K, Q5_K
-// and Q6_K in L3, the same from memory; the same lines in the same order). Slices of one size
-// instead (the last reaching into the next block, or taking the remainder) were 0.4-0.9x from
-// memory.
+// Slice `part` of kParts of those lines (prefetch_slices.h). Requested as each sub-block starts
+// rather than all at a block's start: `vela bench matmul --tokens 1 -t 1` on a Zen 3, three
+// alternations, medians: Q4_K 1.31x, Q5_K 1.47x, Q6_K 1.22x; tg of Q4_K_M 1.13-1.37x and Q5_K_M
+// 1.19-1.25x with -t 2.
 template <class Packed, int kParts>
 inline void prefetch_ahead_slice(const Packed* block, int part) {
-  constexpr int kLines = int((sizeof(Packed) + 63) / 64);
-  // Byte offset of slice p's first line, p <= kParts: line kLines * p / kParts.
-  static constexpr auto kStart = [] {
-    std::array<int16_t, kParts + 1> start{};
-    for (int p = 0; p <= kParts; ++p) start[size_t(p)] = int16_t(64 * (kLines * p / kParts));
-    return start;
-  }();
-  const char* ahead = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  const char* end = ahead + kStart[size_t(part) + 1];
-  for (const char* line = ahead + kStart[size_t(part)]; line < end; line += 64)
-    _mm_prefetch(line, _MM_HINT_T0);
+  prefetch_slice<kPrefetchBytes, Packed, kParts>(block, part);
 }
 
 // fn(std::integral_constant<int, R>, t) for the token tiles of n_act rows: kMaxR rows (4 or 2)

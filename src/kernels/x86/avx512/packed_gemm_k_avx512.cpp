@@ -97,7 +97,6 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const __m512i* decoded, const
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx16& wb = k_scales(wg[b]);
-    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i dots[R], mins[R];
     for (int r = 0; r < R; ++r) {
@@ -112,6 +111,7 @@ void group_tile_q4_k(const Packed* wg, int64_t nb, const __m512i* decoded, const
         load_decoded<8>(decoded + kDecodedBlockVectors * b + 16 * p, lo);
         load_decoded<8>(decoded + kDecodedBlockVectors * b + 16 * p + 8, hi);
       } else {
+        prefetch_ahead_part<4>(wg + b, p, streams);
         decode_q4_k_pair(wg[b], p, lo, hi);
       }
       const __m512i sc_lo =
@@ -180,7 +180,6 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx16& wb = wg[b];
-    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i sum[R];
     for (int r = 0; r < R; ++r) {
@@ -190,10 +189,12 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
 #pragma GCC unroll 2
     for (int s = 0; s < 16; ++s) {
       __m512i q[4];
-      if constexpr (kDecoded)
+      if constexpr (kDecoded) {
         load_decoded<4>(decoded + kDecodedBlockVectors * b + 4 * s, q);
-      else
+      } else {
+        prefetch_ahead_part<16>(wg + b, s, streams);
         decode_q6_k_sub(wb, s, q);
+      }
       const __m512i sc =
           _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
 #pragma GCC unroll 8
@@ -253,7 +254,6 @@ void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m512i* deco
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockIQ4_XSx16& wb = wg[b];
-    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i sum[R];
     for (int r = 0; r < R; ++r) {
@@ -263,10 +263,12 @@ void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m512i* deco
 #pragma GCC unroll 1
     for (int j = 0; j < 8; ++j) {
       __m512i q[8];
-      if constexpr (kDecoded)
+      if constexpr (kDecoded) {
         load_decoded<8>(decoded + kDecodedBlockVectors * b + 8 * j, q);
-      else
+      } else {
+        prefetch_ahead_part<8>(wg + b, j, streams);
         decode_iq4_xs_sub(wb, j, q);
+      }
       const __m512i sc =
           _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[j])));
 #pragma GCC unroll 8
@@ -354,7 +356,6 @@ void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m512i* decoded,
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ3_Kx16& wb = wg[b];
-    if constexpr (!kDecoded) prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i sum[R];
     for (int r = 0; r < R; ++r) {
@@ -364,10 +365,12 @@ void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m512i* decoded,
 #pragma GCC unroll 1
     for (int p = 0; p < 8; ++p) {
       __m512i q[8];
-      if constexpr (kDecoded)
+      if constexpr (kDecoded) {
         load_decoded<8>(decoded + kDecodedBlockVectors * b + 8 * p, q);
-      else
+      } else {
+        prefetch_ahead_part<8>(wg + b, p, streams);
         decode_q3_k_pair(wb, p, q);
+      }
       const __m512i sc0 =
           _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
       const __m512i sc1 = _mm512_cvtepi8_epi32(
@@ -448,7 +451,6 @@ void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const uint8_t* act, siz
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ2_Kx16& wb = wg[b];
-    prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i dots[kChains][R];
     for (int r = 0; r < R; ++r) {
@@ -458,6 +460,7 @@ void group_tile_q2_k(const BlockQ2_Kx16* wg, int64_t nb, const uint8_t* act, siz
 #pragma GCC unroll 1
     for (int p = 0; p < 8; ++p) {
       __m512i q[8];
+      prefetch_ahead_part<8>(wg + b, p, streams);
       decode_q2_k_pair(wb, p, q);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -530,7 +533,6 @@ void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const uint8_t* act, s
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const BlockTQ2_0x16& wb = wg[b];
-    prefetch_ahead(wg + b, streams);
     const BlockQ8_K* a[R];
     __m512i dots[kChains][R];
     for (int r = 0; r < R; ++r) {
@@ -540,6 +542,7 @@ void group_tile_tq2_0(const BlockTQ2_0x16* wg, int64_t nb, const uint8_t* act, s
     }
 #pragma GCC unroll 2
     for (int j = 0; j < 16; ++j) {
+      prefetch_ahead_part<16>(wg + b, j, streams);
       const __m512i raw = _mm512_loadu_si512(wb.qs[j]);
       __m512i q[4];
 #pragma GCC unroll 4
