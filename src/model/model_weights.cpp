@@ -279,10 +279,17 @@ void shard_delta_net(ModelWeights& w, DeltaNetWeights& dn, const DeltaNetConfig&
   std::vector<IndexRun> channels = scaled_runs({&key_heads, 1}, dk);
   for (const IndexRun& run : scaled_runs({&key_heads, 1}, dk, d.key_dim())) channels.push_back(run);
   for (const IndexRun& run : scaled_runs(heads, dv, 2 * d.key_dim())) channels.push_back(run);
-  dn.qkv = copy_rows(w, dn.qkv, channels);
-  dn.gate = copy_rows(w, dn.gate, scaled_runs(heads, dv));
-  dn.beta = copy_rows(w, dn.beta, heads);
-  dn.alpha = copy_rows(w, dn.alpha, heads);
+  // A matrix already copied out of the mapping (qwen3next's split projections) gives its buffer
+  // up for the slice.
+  const auto slice_rows = [&](WeightMatrix& m, std::span<const IndexRun> runs) {
+    const void* whole = m.data;
+    m = copy_rows(w, m, runs);
+    std::erase_if(w.column_slices, [&](const auto& slice) { return slice.get() == whole; });
+  };
+  slice_rows(dn.qkv, channels);
+  slice_rows(dn.gate, scaled_runs(heads, dv));
+  slice_rows(dn.beta, heads);
+  slice_rows(dn.alpha, heads);
   if (!r.replicated_delta_out)
     dn.out = copy_columns(w, dn.out, scaled_runs(heads, dv), release_pages);
   // Tap-major [conv_kernel, channels]: each tap's row, sliced.
