@@ -524,8 +524,8 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   const Status forward_status = forward_->begin_forward(batch, cache_, logits_, hidden_);
   count_forward(forward_start, traffic_before);
   pending_state_copies_.clear();  // done by the pass, or by none when it failed
-  // The checkpoints are written (by this pass, which every later pass follows on every rank: a
-  // pipeline's stages run passes in order), or never will be.
+  // This pass writes the checkpoints on every rank before any pass launched after it reads them
+  // (each pipeline stage runs its passes in launch order); a failed pass writes none.
   for (const StateCheckpointWrite& cp : batch_checkpoints_) {
     if (!checkpoints_.owns(cp.slot)) continue;  // a speculation slot
     if (forward_status)
