@@ -170,6 +170,7 @@ TEST(Harmony, StructuredOutputIsTheFinalMessage) {
 TEST(Harmony, NamesAndAutoOnTheRealTemplate) {
   EXPECT_EQ(reasoning_format_from_name("gpt_oss"), ReasoningFormat::kGptOss);
   EXPECT_EQ(tool_call_format_from_name("gpt_oss"), ToolCallFormat::kGptOss);
+  VELA_REQUIRE_SHARED();
   std::ifstream in(test::shared_path("chat-templates/templates/openai-gpt-oss-120b.jinja"));
   std::ostringstream s;
   s << in.rdbuf();
