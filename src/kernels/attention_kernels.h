@@ -44,6 +44,11 @@ using AttnAxpyRowsFn = void (*)(const float* w, int64_t w_stride, int n_rows,
 // rounded to f16 when round_f16 (the f16-KV contract of model/attention.h). SIMD tables use a
 // polynomial exp within 2 ulp of std::exp.
 using AttnSoftmaxFn = void (*)(float* x, int n, bool round_f16);
+// An online softmax's step over one block of scores x[0, n) (n >= 1): *running_max :=
+// max(*running_max, max of x), then x[i] := exp(x[i] - *running_max), returning the sum of the new
+// x[i] (lane sums added in double, as the softmax's). SIMD tables use the softmax's polynomial
+// exp; the maximum is exact in every table.
+using AttnSoftmaxStepFn = double (*)(float* x, int n, float* running_max);
 // out[i] = x[i] rounded to the nearest f16 (ties to even) and back, for i < n: the query as an f16
 // KV cache's dot products see it. Exact in every table (IEEE conversion both ways).
 using AttnRoundF16Fn = void (*)(const float* x, float* out, int n);
@@ -59,6 +64,7 @@ struct AttentionRowKernels {
   AttnAxpyRowsFn axpy_rows[kAttnRowTypes];
   AttnSoftmaxFn softmax;
   AttnRoundF16Fn round_f16;
+  AttnSoftmaxStepFn softmax_step;
 
   AttnDotFn dot_for(AttnRowType t) const { return dot[static_cast<int>(t)]; }
   AttnAxpyFn axpy_for(AttnRowType t) const { return axpy[static_cast<int>(t)]; }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "kernels/cpu_features.h"
 #include "model/attention.h"
@@ -23,6 +25,12 @@ constexpr int64_t kMinParallelWork = 16 * 1024;
 
 std::shared_ptr<ThreadPool> make_pool(int32_t n_threads) {
   return std::make_shared<ThreadPool>(n_threads > 0 ? n_threads : cpu_features().physical_cores);
+}
+
+// VELA_MLA_EXPANDED=0 keeps latent attention in its absorbed form (A/B of the two forms).
+bool expanded_form_disabled_by_env() {
+  const char* env = std::getenv("VELA_MLA_EXPANDED");
+  return env != nullptr && std::string_view(env) == "0";
 }
 
 }  // namespace
@@ -77,9 +85,14 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
     spans_.reserve(T);
   }
   if (c.latent_attention()) {
-    latent_ = std::make_unique<LatentAttentionMixer>(c, options_.max_batch_tokens);
+    if (expanded_form_disabled_by_env()) options_.latent_expanded_min_tokens = 0;
+    latent_ = std::make_unique<LatentAttentionMixer>(
+        c, options_.max_batch_tokens, pool_->n_threads(), options_.latent_expanded_min_tokens);
     for (const LayerWeights& l : model_->weights().layers)
       if (l.mla.k_b.data != nullptr) latent_->reserve(l.mla);
+    latent_spans_.reserve(T);
+    absorbed_runs_.reserve(T);
+    latent_expanded_.resize(T);
   }
   proj_.resize(T * size_t(c.n_embd));
   rope_cs_.resize(T * size_t(c.n_rot + c.n_rot_local));
@@ -115,6 +128,11 @@ DecoderForward::DecoderForward(std::shared_ptr<const Model> model, const Forward
   for (const LayerWeights& l : model_->weights().layers)
     for (const WeightMatrix* m : l.matrices())
       if (m->data != nullptr) projector_->reserve(*m, options_.max_batch_tokens);
+  // Latent attention's expanded form: a key block's rows through k_b_t and v_b.
+  for (const LayerWeights& l : model_->weights().layers)
+    if (l.mla.k_b_t.data != nullptr)
+      for (const WeightMatrix* m : {&l.mla.k_b_t, &l.mla.v_b})
+        projector_->reserve(*m, LatentAttentionMixer::kKeyBlock);
   head_ = model_->weights().output;
   logits_width_ = c.n_vocab;
   if (options_.n_output_rows > 0 && options_.n_output_rows < head_.n_rows) {
@@ -272,10 +290,26 @@ void DecoderForward::set_activation_observer(ActivationObserver* observer) {
   if (moe_) moe_->set_observer(observer);
 }
 
+void DecoderForward::mark_expanded_runs(const ForwardBatch& b) {
+  // An importance-matrix run's observer is to see the absorbed form's products.
+  const bool may_expand = projector_->observer() == nullptr;
+  for (int32_t t = 0, end; t < b.n_tokens(); t = end) {
+    const int32_t s = b.seq_index[size_t(t)], pos = b.positions[size_t(t)];
+    for (end = t + 1; end < b.n_tokens() && b.seq_index[size_t(end)] == s &&
+                      b.positions[size_t(end)] == pos + (end - t);
+         ++end) {
+    }
+    const bool expanded = may_expand && latent_->takes_expanded_form(end - t, pos);
+    std::fill(latent_expanded_.begin() + t, latent_expanded_.begin() + end, uint8_t(expanded));
+  }
+}
+
 void DecoderForward::find_token_runs(const ForwardBatch& b) {
   const ModelConfig& c = model_->config();
   runs_.clear();
   spans_.clear();
+  latent_spans_.clear();
+  absorbed_runs_.clear();
   attention_work_ = 0;
   for (int32_t t = 0; t < b.n_tokens(); ++t) {
     TokenRun* last = runs_.empty() ? nullptr : &runs_.back();
@@ -287,6 +321,18 @@ void DecoderForward::find_token_runs(const ForwardBatch& b) {
       runs_.push_back({t, 1});
     }
     const int32_t pos = b.positions[size_t(t)];
+    if (latent_) {  // a run of a sequence at consecutive positions, and its form
+      LatentSpan* span = latent_spans_.empty() ? nullptr : &latent_spans_.back();
+      const int32_t s = b.seq_index[size_t(t)];
+      if (span && b.seq_index[size_t(span->first)] == s &&
+          pos == span->first_position + span->n_tokens) {
+        ++span->n_tokens;
+      } else {
+        latent_spans_.push_back({t, 1, pos,
+                                 b.block_tables.data() + size_t(s) * size_t(b.max_blocks_per_seq),
+                                 b.n_kv_groups, latent_expanded_[size_t(stage_offset_ + t)] != 0});
+      }
+    }
     if (delta_net_) {  // a sequence's tokens are next to each other (validate())
       const int32_t s = b.seq_index[size_t(t)];
       if (t > 0 && b.seq_index[size_t(t - 1)] == s)
@@ -298,6 +344,9 @@ void DecoderForward::find_token_runs(const ForwardBatch& b) {
     const int32_t visible = c.sliding_window > 0 ? std::min(pos + 1, c.sliding_window) : pos + 1;
     attention_work_ += int64_t(visible) * c.n_head * c.head_dim * 2;
   }
+  for (const TokenRun& run : runs_)
+    if (latent_ && latent_expanded_[size_t(stage_offset_ + run.first)] == 0)
+      absorbed_runs_.push_back(run);
   // Each span's checkpoints: a run of b.state_checkpoints (in span order, validate()). A pipeline
   // stage without recurrent layers has none to save.
   size_t span = 0;
@@ -309,8 +358,8 @@ void DecoderForward::find_token_runs(const ForwardBatch& b) {
 }
 
 void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int32_t layer_group,
-                               int32_t layer, const AttentionParams& p, const float* q,
-                               float* out) {
+                               int32_t layer, const AttentionParams& p, const float* q, float* out,
+                               const std::vector<TokenRun>& runs) {
   const int64_t q_dim = int64_t(p.n_head) * p.head_dim;
   const int64_t out_dim = int64_t(p.n_head) * p.v_dim();
   const int32_t group = p.group();
@@ -318,13 +367,13 @@ void DecoderForward::attention(const ForwardBatch& b, const KvCache& cache, int3
   const bool parallel = n_threads > 1 && attention_work_ >= min_work_;
   // Tasks are (run, KV head) pairs; when there are fewer than threads (a decode step of one
   // sequence), each KV head's query heads are split into `parts` so every thread gets some.
-  const int64_t n_pairs = int64_t(runs_.size()) * p.n_head_kv;
+  const int64_t n_pairs = int64_t(runs.size()) * p.n_head_kv;
   const int32_t parts = parallel && n_pairs < n_threads
                             ? int32_t(std::min<int64_t>(group, (n_threads + n_pairs - 1) / n_pairs))
                             : 1;
   const int32_t per_part = (group + parts - 1) / parts;
   const auto task = [&](int64_t i, int32_t thread) {
-    const TokenRun run = runs_[size_t(i / (int64_t(p.n_head_kv) * parts))];
+    const TokenRun run = runs[size_t(i / (int64_t(p.n_head_kv) * parts))];
     const int32_t kv_head = int32_t(i / parts % p.n_head_kv);
     const int32_t first = int32_t(i % parts) * per_part;
     const int32_t n_heads = std::min(per_part, group - first);
@@ -361,6 +410,7 @@ Status DecoderForward::begin_forward(const ForwardBatch& b, KvCache& cache, std:
   pass.arg("logits", int64_t(b.logits_indices.size()));
   if (auto st = validate(b, cache, logits.size(), hidden.size()); !st) return st;
   if (tp_ != nullptr && tp_->world_rank() == 0) tp_->send_batch(b);
+  if (latent_) mark_expanded_runs(b);
   const KvCacheConfig& kc = cache.config();
   for (const StateCopy& copy : b.state_copies)
     for (int32_t layer = 0; layer < kc.n_state_layers; ++layer)
@@ -464,6 +514,7 @@ void DecoderForward::run_stage(const ForwardBatch& b, KvCache& cache, std::span<
     for (int32_t g = 0; g < n_groups; ++g)
       slots_[size_t(g * T + t)] = int64_t(row[g]) * bs + pos % bs;
   }
+  stage_offset_ = send_offset;
   find_token_runs(b);
   if (first_stage_) {
     for_ranges(T, E, [&](int64_t t0, int64_t t1) {
@@ -702,7 +753,7 @@ void DecoderForward::attention_mixer(const ForwardBatch& b, KvCache& cache, int3
       c.attn_softcap};
   if (!l.attn_sinks.empty()) attn.sinks = l.attn_sinks.data();
   ops.next("attention");
-  attention(b, cache, group, kv_layer, attn, q_.data(), attn_.data());
+  attention(b, cache, group, kv_layer, attn, q_.data(), attn_.data(), runs_);
   if (gated) {
     for_ranges(T * q_dim, 16, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) attn_[size_t(i)] *= sigmoid(attn_gate_[size_t(i)]);
@@ -722,10 +773,11 @@ void DecoderForward::latent_attention_mixer(const ForwardBatch& b, KvCache& cach
                                             trace::Phases& ops) {
   ops.next("latent_attention");
   const auto attend = [&](const AttentionParams& p, const float* q, float* latent) {
-    attention(b, cache, 0, lc.kv_index, p, q, latent);
+    attention(b, cache, 0, lc.kv_index, p, q, latent, absorbed_runs_);
   };
-  latent_->run(l.mla, xn_.data(), T, rope_cs_.data(), slots_.data(), cache, lc.kv_index,
-               *projector_, *pool_, min_work_, options_.min_parallel_work, attend, attn_.data());
+  latent_->run(l.mla, xn_.data(), T, rope_cs_.data(), slots_.data(), latent_spans_, cache,
+               lc.kv_index, *projector_, *pool_, min_work_, options_.min_parallel_work, attend,
+               attn_.data());
   ops.next("attn_out_matmul");
   output_projection(l.wo, attn_.data(), T, head_split_, attn_full_);
 }

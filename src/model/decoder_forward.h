@@ -62,6 +62,12 @@ struct ForwardOptions {
   // the vocabulary, whose ids rise as tokens grow rarer); 0 = the whole output head. Rounded up
   // to a whole group of 16 rows; not for an EAGLE-3 head's draft vocabulary or a split head.
   int64_t n_output_rows = 0;
+  // Latent attention: the break-even run length of the expanded form
+  // (LatentAttentionMixer::takes_expanded_form): a sequence's run of at least this many tokens
+  // in a pass, deep in its context (twice as many from position 0), takes it; 0 = the absorbed
+  // form for every token. (deepseek3-mini shape, AVX-512, 2 threads: 64 tokens at depth 2048
+  // ran 1-4% slower expanded, 128 from position 0 about as fast.)
+  int32_t latent_expanded_min_tokens = 96;
 };
 
 class DecoderForward {
@@ -150,12 +156,15 @@ class DecoderForward {
   // n * item_cost (roughly, in multiply-adds) is too little to share.
   template <class Fn>
   void for_ranges(int64_t n, int64_t item_cost, const Fn& fn);
+  // latent_expanded_ of the whole pass's tokens (before any micro-batching).
+  void mark_expanded_runs(const ForwardBatch& b);
   void find_token_runs(const ForwardBatch& b);
-  // Attention of every token run of the batch over cache layer kv_layer of layer group
-  // layer_group (its blocks: entry layer_group of every n_kv_groups of a block table).
-  // q: [T, n_head * head_dim]; out: [T, n_head * v_dim] (p's sizes).
+  // Attention of the token runs `runs` of the batch (runs_: all of them) over cache layer
+  // kv_layer of layer group layer_group (its blocks: entry layer_group of every n_kv_groups of a
+  // block table). q: [T, n_head * head_dim]; out: [T, n_head * v_dim] (p's sizes).
   void attention(const ForwardBatch& b, const KvCache& cache, int32_t layer_group, int32_t kv_layer,
-                 const AttentionParams& p, const float* q, float* out);
+                 const AttentionParams& p, const float* q, float* out,
+                 const std::vector<TokenRun>& runs);
   // The attention mixer of layer il: xn_ in, its output projection in proj_ (the projections,
   // q/k norms, RoPE, the batch's K/V into the cache, attention, the output gate where the family
   // has one).
@@ -248,7 +257,13 @@ class DecoderForward {
   std::vector<float> draft_logits_;
   std::vector<TokenRun> runs_;       // [<= T] this pass's attention runs
   std::vector<SequenceSpan> spans_;  // [<= T] this pass's sequences (recurrent models)
-  int64_t attention_work_ = 0;       // multiply-adds of one layer's attention in this pass
+  // Latent-attention models only:
+  std::vector<LatentSpan> latent_spans_;  // [<= T] this stage pass's sequence runs
+  std::vector<TokenRun> absorbed_runs_;   // [<= T] runs_ of the spans in the absorbed form
+  // [T] whether the token's run in the whole pass (before micro-batches) takes the expanded form
+  std::vector<uint8_t> latent_expanded_;
+  int64_t stage_offset_ = 0;    // the running stage pass's first token in the whole pass
+  int64_t attention_work_ = 0;  // multiply-adds of one layer's attention in this pass
   std::vector<AttentionScratch> attn_scratch_;  // [n_threads] one per pool thread
   // Tensor-parallel only.
   TensorParallel* tp_ = nullptr;      // options_.tensor_parallel

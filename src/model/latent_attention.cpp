@@ -17,8 +17,13 @@ size_t align64(size_t bytes) {
 
 }  // namespace
 
-LatentAttentionMixer::LatentAttentionMixer(const ModelConfig& config, int32_t max_tokens)
-    : config_(config), m_(config.mla), max_tokens_(max_tokens), split_(config.n_head) {
+LatentAttentionMixer::LatentAttentionMixer(const ModelConfig& config, int32_t max_tokens,
+                                           int32_t n_threads, int32_t expanded_min_tokens)
+    : config_(config),
+      m_(config.mla),
+      max_tokens_(max_tokens),
+      split_(config.n_head),
+      expanded_min_tokens_(expanded_min_tokens) {
   const size_t T = size_t(max_tokens), H = size_t(config.n_head);
   q_lora_.resize(T * size_t(m_.q_lora_rank));
   q_.resize(T * H * size_t(m_.key_dim()));
@@ -26,8 +31,28 @@ LatentAttentionMixer::LatentAttentionMixer(const ModelConfig& config, int32_t ma
   q_absorbed_.resize(T * H * size_t(m_.cache_dim()));
   latent_.resize(T * H * size_t(m_.kv_lora_rank));
   head_in_.resize(H * T * size_t(std::max(m_.nope_dim, m_.kv_lora_rank)));
-  head_out_.resize(H * T * size_t(std::max(m_.kv_lora_rank, m_.v_head_dim)));
+  // The per-head products' outputs; the expanded form's head-major queries and accumulators.
+  const int32_t expanded_floats = expanded_min_tokens > 0 ? m_.key_dim() + m_.v_head_dim : 0;
+  head_out_.resize(H * T * size_t(std::max({m_.kv_lora_rank, m_.v_head_dim, expanded_floats})));
   acts_.resize(H);
+  absorbed_row_.resize(T);
+  if (expanded_min_tokens_ > 0) {
+    const size_t B = size_t(kKeyBlock);
+    cache_rows_.resize(B * size_t(m_.cache_dim()));
+    latents_.resize(B * size_t(m_.kv_lora_rank));
+    k_nope_.resize(B * H * size_t(m_.nope_dim));
+    keys_.resize(B * H * size_t(m_.key_dim()));
+    values_.resize(B * H * size_t(m_.v_head_dim));
+    row_max_.resize(T * H);
+    row_sum_.resize(T * H);
+    block_scores_.resize(size_t(n_threads) * size_t(kExpandedTile) * size_t(kScoreStride));
+  }
+}
+
+bool LatentAttentionMixer::takes_expanded_form(int32_t n_tokens, int32_t first_position) const {
+  if (expanded_min_tokens_ <= 0) return false;
+  const int64_t n = n_tokens, p = first_position;
+  return (2 * p + n) * n >= 2 * int64_t(expanded_min_tokens_) * (p + n);
 }
 
 void LatentAttentionMixer::reserve(const LatentAttentionWeights& w) {
@@ -66,10 +91,10 @@ void LatentAttentionMixer::per_head(const WeightMatrix& stack, int64_t rows, con
 }
 
 void LatentAttentionMixer::run(const LatentAttentionWeights& w, const float* xn, int64_t T,
-                               const float* rope_cs, const int64_t* slots, KvCache& cache,
-                               int32_t kv_layer, Projector& projector, ThreadPool& pool,
-                               int64_t min_work, int64_t min_parallel_work, const Attend& attend,
-                               float* out) {
+                               const float* rope_cs, const int64_t* slots,
+                               std::span<const LatentSpan> spans, KvCache& cache, int32_t kv_layer,
+                               Projector& projector, ThreadPool& pool, int64_t min_work,
+                               int64_t min_parallel_work, const Attend& attend, float* out) {
   const int32_t H = config_.n_head;
   const int64_t nope = m_.nope_dim, rope = m_.rope_dim, kd = m_.key_dim();
   const int64_t lora = m_.kv_lora_rank, cd = m_.cache_dim(), vd = m_.v_head_dim;
@@ -87,8 +112,20 @@ void LatentAttentionMixer::run(const LatentAttentionWeights& w, const float* xn,
     projector.project(xn, T, {{&w.q, q_.data()}, {&w.kv_a, row_.data()}});
   }
 
+  // The absorbed form's tokens, in batch order: n_absorbed rows of the per-head products.
+  int64_t n_absorbed = 0;
+  for (const LatentSpan& span : spans) {
+    // The expanded form's products are not the ones an observer is to see.
+    assert(!span.expanded || (projector.observer() == nullptr && w.k_b_t.data != nullptr &&
+                              expanded_min_tokens_ > 0));
+    for (int64_t t = span.first; t < span.first + span.n_tokens; ++t)
+      absorbed_row_[size_t(t)] = span.expanded ? -1 : int32_t(n_absorbed++);
+  }
+  const int64_t A = n_absorbed;
+
   // Per token: the cache row (c_kv normalised, k_pe rotated) into its slot; the rope part of each
-  // head's query rotated into the absorbed query, the nope part gathered head-major.
+  // head's query rotated (into the absorbed query, for an absorbed token), the nope part of an
+  // absorbed token's gathered head-major.
   parallel_ranges(pool, T, H * kd + cd, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* cs = rope_cs + t * rope;  // [rope / 2, 2]
@@ -100,26 +137,33 @@ void LatentAttentionMixer::run(const LatentAttentionWeights& w, const float* xn,
       cache.write(kv_layer, slots[t], row, nullptr);
       float* q = q_.data() + t * H * kd;
       rope_apply(q + nope, 1, H, int32_t(kd), int32_t(rope), config_.rope_style, cs);
+      const int64_t a = absorbed_row_[size_t(t)];
+      if (a < 0) continue;
       for (int32_t h = 0; h < H; ++h) {
-        std::copy_n(q + h * kd, nope, head_in_.data() + (h * T + t) * nope);
+        std::copy_n(q + h * kd, nope, head_in_.data() + (h * A + a) * nope);
         std::copy_n(q + h * kd + nope, rope, q_absorbed_.data() + (t * H + h) * cd + lora);
       }
     }
   });
-  // The pass's observer sees each head's matrix with its input rows x_h: [T, stack.n_cols].
+  for (const LatentSpan& span : spans)
+    if (span.expanded) run_expanded(w, span, cache, kv_layer, projector, pool, min_work, out);
+  if (A == 0) return;
+
+  // The pass's observer sees each head's matrix with its input rows x_h: [A, stack.n_cols].
   const auto observe_heads = [&](const WeightMatrix& stack, int64_t rows, const float* x) {
     if (ActivationObserver* observer = projector.observer())
       for (int32_t h = 0; h < H; ++h)
-        observer->observe(weight_rows(stack, h * rows, rows), x + h * T * stack.n_cols, T);
+        observer->observe(weight_rows(stack, h * rows, rows), x + h * A * stack.n_cols, A);
   };
   // q_absorbed[t, h, :lora] = attn_k_b[h] q_nope[t, h]
   observe_heads(w.k_b, lora, head_in_.data());
-  per_head(w.k_b, lora, head_in_.data(), T, head_out_.data(), pool, min_work, min_parallel_work);
+  per_head(w.k_b, lora, head_in_.data(), A, head_out_.data(), pool, min_work, min_parallel_work);
   parallel_ranges(pool, T, H * lora, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
-      for (int32_t h = 0; h < H; ++h)
-        std::copy_n(head_out_.data() + (h * T + t) * lora, lora,
-                    q_absorbed_.data() + (t * H + h) * cd);
+      if (const int64_t a = absorbed_row_[size_t(t)]; a >= 0)
+        for (int32_t h = 0; h < H; ++h)
+          std::copy_n(head_out_.data() + (h * A + a) * lora, lora,
+                      q_absorbed_.data() + (t * H + h) * cd);
   });
 
   AttentionParams p;
@@ -133,16 +177,18 @@ void LatentAttentionMixer::run(const LatentAttentionWeights& w, const float* xn,
   // out[t, h] = attn_v_b[h] latent[t, h]
   parallel_ranges(pool, T, H * lora, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
-      for (int32_t h = 0; h < H; ++h)
-        std::copy_n(latent_.data() + (t * H + h) * lora, lora,
-                    head_in_.data() + (h * T + t) * lora);
+      if (const int64_t a = absorbed_row_[size_t(t)]; a >= 0)
+        for (int32_t h = 0; h < H; ++h)
+          std::copy_n(latent_.data() + (t * H + h) * lora, lora,
+                      head_in_.data() + (h * A + a) * lora);
   });
   observe_heads(w.v_b, vd, head_in_.data());
-  per_head(w.v_b, vd, head_in_.data(), T, head_out_.data(), pool, min_work, min_parallel_work);
+  per_head(w.v_b, vd, head_in_.data(), A, head_out_.data(), pool, min_work, min_parallel_work);
   parallel_ranges(pool, T, H * vd, min_work, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
-      for (int32_t h = 0; h < H; ++h)
-        std::copy_n(head_out_.data() + (h * T + t) * vd, vd, out + (t * H + h) * vd);
+      if (const int64_t a = absorbed_row_[size_t(t)]; a >= 0)
+        for (int32_t h = 0; h < H; ++h)
+          std::copy_n(head_out_.data() + (h * A + a) * vd, vd, out + (t * H + h) * vd);
   });
 }
 

@@ -212,6 +212,38 @@ WeightMatrix copy_rows(ModelWeights& w, const WeightMatrix& m, std::span<const I
   return v;
 }
 
+// m: [n_head * rows, cols] row-major, each head's [rows, cols] matrix stacked; returns [n_head *
+// cols, rows], each head's matrix transposed, in a buffer of w.column_slices. F16 and BF16 keep
+// their type; other types become F32 (their values exactly).
+WeightMatrix transpose_heads(ModelWeights& w, const WeightMatrix& m, int64_t n_head, int64_t rows) {
+  assert(m.layout == WeightLayout::kRowMajor && m.n_rows == n_head * rows);
+  const int64_t cols = m.n_cols;
+  const bool half = m.type == GgmlType::F16 || m.type == GgmlType::BF16;
+  WeightMatrix t;
+  t.type = half ? m.type : GgmlType::F32;
+  t.n_rows = n_head * cols;
+  t.n_cols = rows;
+  t.row_bytes = row_bytes(*ggml_type_info(uint32_t(t.type)), rows);
+  auto buffer = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(t.n_rows * t.row_bytes)]);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t h = 0; h < n_head; ++h)
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto* src = static_cast<const uint8_t*>(m.data) + (h * rows + r) * m.row_bytes;
+      if (half) {
+        auto* dst = reinterpret_cast<uint16_t*>(buffer.get()) + h * cols * rows + r;
+        for (int64_t c = 0; c < cols; ++c)
+          std::memcpy(dst + c * rows, src + c * sizeof(uint16_t), sizeof(uint16_t));
+      } else {
+        dequantize_row(m.type, src, row.data(), cols);
+        auto* dst = reinterpret_cast<float*>(buffer.get()) + h * cols * rows + r;
+        for (int64_t c = 0; c < cols; ++c) dst[c * rows] = row[size_t(c)];
+      }
+    }
+  t.data = buffer.get();
+  w.column_slices.push_back(std::move(buffer));
+  return t;
+}
+
 // The runs of `runs` (in units of `unit` elements or rows) in element or row units.
 std::vector<IndexRun> scaled_runs(std::span<const IndexRun> runs, int64_t unit,
                                   int64_t offset = 0) {
@@ -759,6 +791,10 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     if (!ranges) return ranges.error();
     w.shard = *ranges;
   }
+  // The expanded form's key matrices, from this rank's heads of attn_k_b (before any repacking).
+  for (LayerWeights& l : w.layers)
+    if (LatentAttentionWeights& mw = l.mla; mw.k_b.data != nullptr)
+      mw.k_b_t = transpose_heads(w, mw.k_b, mw.k_b.n_rows / c.mla.kv_lora_rank, c.mla.kv_lora_rank);
   if (repack) {
     std::vector<WeightMatrix*> matrices;
     for (LayerWeights& l : w.layers)
@@ -783,6 +819,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       LatentAttentionWeights& mw = w.layers[i].mla;
       if (mw.k_b.data && c.mla.kv_lora_rank % 16 == 0) matrices.push_back(&mw.k_b);
       if (mw.v_b.data && c.mla.v_head_dim % 16 == 0) matrices.push_back(&mw.v_b);
+      if (mw.k_b_t.data && c.mla.nope_dim % 16 == 0) matrices.push_back(&mw.k_b_t);
     }
     // A tied head over the whole vocabulary is repacked as well: the embedding lookup reads its
     // rows back out of the packed groups, so one copy serves both (a vocabulary slice of a

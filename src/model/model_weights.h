@@ -74,6 +74,10 @@ struct LatentAttentionWeights {
   // Per head, stacked: head h's matrix is rows [h * rows, (h + 1) * rows) (weight_rows).
   WeightMatrix k_b;  // attn_k_b [H * kv_lora_rank, nope_dim]: a nope query into the kv_lora space
   WeightMatrix v_b;  // attn_v_b [H * v_head_dim, kv_lora_rank]: a kv_lora output out of it
+  // attn_k_b with each head's matrix transposed, [H * nope_dim, kv_lora_rank]: a latent row into
+  // each head's nope key (the expanded form, latent_attention.h). Made at load, in k_b's type
+  // when that is F32, F16 or BF16, else in F32: the same values as k_b either way.
+  WeightMatrix k_b_t;
 };
 
 struct LayerWeights {

@@ -279,6 +279,37 @@ TEST(AttentionKernels, SoftmaxMatchesReference) {
   }
 }
 
+// The online softmax's step of every level against the reference: the same running maximum
+// (exact), each exp within 2e-6 relative (the softmax's bound), the sum within 1e-6 relative;
+// positions far below the maximum underflow to 0 in both, a running maximum above the block's
+// stays, and every tail length is covered.
+TEST(AttentionKernels, SoftmaxStepMatchesReference) {
+  const AttentionRowKernels& ref = attention_row_kernels(KernelIsa::kScalar);
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const AttentionRowKernels& kern = attention_row_kernels(isa);
+    std::mt19937 rng(7);
+    for (int n : {1, 2, 7, 8, 9, 15, 16, 17, 64, 100, 1000})
+      for (float start : {-INFINITY, 0.0f, 50.0f}) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n) +
+                     " running max " + std::to_string(start));
+        std::vector<float> x = random_vector(rng, n, 8.0f);
+        if (n > 3) x[3] = -200.0f;
+        if (n > 9) x[n - 1] = 9.5f;  // the block's maximum in a tail
+        std::vector<float> want = x;
+        float want_max = start, got_max = start;
+        const double want_sum = ref.softmax_step(want.data(), n, &want_max);
+        const double sum = kern.softmax_step(x.data(), n, &got_max);
+        ASSERT_EQ(got_max, want_max);
+        if (start == 50.0f) EXPECT_EQ(got_max, 50.0f);
+        for (int j = 0; j < n; ++j)
+          ASSERT_NEAR(x[size_t(j)], want[size_t(j)], 2e-6 * std::fabs(want[size_t(j)]) + 1e-30)
+              << "position " << j;
+        EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum);
+        EXPECT_GT(want_sum, 0.0);
+      }
+  }
+}
+
 // The query rounding of the f16 contract: every level equals the reference bit for bit, over
 // ordinary values, f16 subnormals, values past the f16 range, exact ties and every tail length.
 TEST(AttentionKernels, RoundF16BitIdenticalToReference) {

@@ -52,10 +52,14 @@ class SequenceRunner {
  public:
   SequenceRunner(std::shared_ptr<const Model> model, KvType kv_type, int32_t max_context = 256,
                  int32_t n_threads = 0)
-      : forward_(model, ForwardOptions{64, 64, max_context, n_threads}),
-        cache_(model_cache_config(model->config(), 16, max_context / 16, kv_type,
+      : SequenceRunner(model, kv_type, ForwardOptions{64, 64, max_context, n_threads}) {}
+  // The pass's options as given (options.max_context sizes the cache).
+  SequenceRunner(std::shared_ptr<const Model> model, KvType kv_type, const ForwardOptions& options)
+      : forward_(model, options),
+        cache_(model_cache_config(model->config(), 16, options.max_context / 16, kv_type,
                                   /*n_state_slots=*/1)),
         n_vocab_(model->config().n_vocab) {
+    const int32_t max_context = options.max_context;
     // Deliberately scattered blocks (reverse order) so paging is exercised.
     for (int32_t b = max_context / 16 - 1; b >= 0; --b) table_.push_back(b);
   }

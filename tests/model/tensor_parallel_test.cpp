@@ -25,9 +25,14 @@ namespace {
 // Pipelines split the test's 43-token pass into micro-batches.
 constexpr int32_t kMicroBatchTokens = 16;
 
-ForwardOptions options(std::shared_ptr<TensorParallel> group = nullptr) {
+// expanded: latent attention's expanded form (the passes with each sequence's tokens together)
+// for the first pass's 37-token run of A from
+// position 0 (37 >= 2 * 15), not for B's 6 tokens, nor for either part of A's run a pipeline's
+// micro-batches would hold (21 tokens from 0, 16 from 21): a run keeps its whole pass's form.
+ForwardOptions options(std::shared_ptr<TensorParallel> group = nullptr, bool expanded = false) {
   ForwardOptions o{64, 64, test::kTwoSeqBlock * test::kTwoSeqMaxBlocks, 1, 0};
   o.tensor_parallel = std::move(group);
+  if (expanded) o.latent_expanded_min_tokens = 15;
   o.micro_batch_tokens = kMicroBatchTokens;
   return o;
 }
@@ -41,7 +46,8 @@ KvCache make_cache(const Model& m) {
 
 // The logits of run_two_sequence_passes with the model split over n_stages pipeline stages of
 // n_ranks threads each.
-std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks, int32_t n_stages) {
+std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks, int32_t n_stages,
+                                  bool expanded) {
   test::ThreadGroup group(n_ranks, n_stages);
   std::vector<float> logits;
   std::vector<std::thread> workers;
@@ -55,10 +61,10 @@ std::vector<float> sharded_logits(const std::string& path, int32_t n_ranks, int3
         std::abort();  // the other ranks would wait at the barrier for ever
       }
       auto rank = std::make_shared<test::ThreadGroup::Rank>(group, w);
-      DecoderForward fwd(*model, options(rank));
+      DecoderForward fwd(*model, options(rank, expanded));
       KvCache cache = make_cache(**model);
       if (w == 0) {
-        logits = test::run_two_sequence_passes(fwd, cache);
+        logits = test::run_two_sequence_passes(fwd, cache, expanded);
         rank->close();
       } else {
         const Status st = run_tensor_parallel_worker(fwd, cache, *rank);
@@ -74,19 +80,21 @@ struct TpCase {
   const char* model;
   int32_t n_ranks;
   int32_t n_stages = 1;
+  bool expanded = false;  // latent attention's expanded form (options())
 };
 
 class TensorParallelForward : public ::testing::TestWithParam<TpCase> {};
 
 // The logits of the model at `path` split over n_ranks ranks in each of n_stages stages against
 // one process's.
-void expect_matches_whole_model(const std::string& path, int32_t n_ranks, int32_t n_stages) {
+void expect_matches_whole_model(const std::string& path, int32_t n_ranks, int32_t n_stages,
+                                bool expanded = false) {
   auto whole = Model::load(path);
   ASSERT_TRUE(whole.ok()) << whole.message();
-  DecoderForward fwd(*whole, options());
+  DecoderForward fwd(*whole, options(nullptr, expanded));
   KvCache cache = make_cache(**whole);
-  const std::vector<float> expected = test::run_two_sequence_passes(fwd, cache);
-  const std::vector<float> got = sharded_logits(path, n_ranks, n_stages);
+  const std::vector<float> expected = test::run_two_sequence_passes(fwd, cache, expanded);
+  const std::vector<float> got = sharded_logits(path, n_ranks, n_stages, expanded);
   ASSERT_EQ(got.size(), expected.size());
   if (n_ranks == 1) {
     // Whole layers in stages compute every value as one process does (micro-batches included:
@@ -122,7 +130,7 @@ TEST_P(TensorParallelForward, MatchesTheWholeModel) {
   VELA_REQUIRE_SHARED();
   expect_matches_whole_model(
       test::shared_path(std::string("models/") + GetParam().model + ".gguf").string(),
-      GetParam().n_ranks, GetParam().n_stages);
+      GetParam().n_ranks, GetParam().n_stages, GetParam().expanded);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -159,6 +167,10 @@ INSTANTIATE_TEST_SUITE_P(
                       TpCase{"tiny-llama-256-Q4_K_M", 2, 2}, TpCase{"tiny-llama-gqa", 2, 2},
                       TpCase{"tiny-qwen3moe-F32", 2, 2},
                       TpCase{"tiny-deepseek2-F32", 2, 2},  // a dense stage, an MoE one
+                      // The expanded form beside the absorbed one: each rank's heads of k_b_t;
+                      // a run cut into two micro-batches keeps the form of its whole pass.
+                      TpCase{"tiny-deepseek2-F32", 2, 1, true},
+                      TpCase{"tiny-deepseek2-F32", 1, 3, true},
                       // Gated DeltaNet by key heads: states, checkpoints and copies on each rank
                       TpCase{"tiny-qwen35-F32", 2}, TpCase{"tiny-qwen35-Q8_0", 1, 3},
                       TpCase{"tiny-qwen35-Q8_0", 2, 2},
@@ -166,6 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       std::string name = std::string(info.param.model) + "_x" + std::to_string(info.param.n_ranks);
       if (info.param.n_stages > 1) name += "_pp" + std::to_string(info.param.n_stages);
+      if (info.param.expanded) name += "_expanded";
       for (char& ch : name)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;

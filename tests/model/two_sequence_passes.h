@@ -5,6 +5,8 @@
 // each. Every token's logits are kept. A model with recurrent layers takes each sequence's tokens
 // next to each other, in state slots 0 and 1, saves A's state after 20 tokens in slot 2 on the
 // way, and in pass 2 restores it (a state copy) and runs A on from position 20 with new tokens.
+// sequences_together: each sequence's tokens next to each other for any model (latent attention's
+// expanded form takes a run of consecutive rows).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,7 +24,8 @@ inline constexpr int32_t kTwoSeqBlocks = 2 * kTwoSeqMaxBlocks;  // blocks the KV
 inline constexpr int32_t kTwoSeqStateSlots = 3;                 // state slots it needs
 
 // The logits of all four passes, [43 + 2 * 3, n_vocab] ([43 + 3 + 2 * 2, n_vocab] recurrent).
-inline std::vector<float> run_two_sequence_passes(DecoderForward& fwd, KvCache& cache) {
+inline std::vector<float> run_two_sequence_passes(DecoderForward& fwd, KvCache& cache,
+                                                  bool sequences_together = false) {
   const ModelConfig& c = fwd.model().config();
   const std::vector<int32_t> table = {9, 2, 14, 5, -1, -1, -1, -1, 0, 11, 7, -1, -1, -1, -1, -1};
   const bool recurrent = c.recurrent();
@@ -53,7 +56,7 @@ inline std::vector<float> run_two_sequence_passes(DecoderForward& fwd, KvCache& 
     ids.push_back(int32_t(1 + (i * 131) % (c.n_vocab - 1)));
     seq.push_back(i % 7 == 3 ? 1 : 0);  // B's 6 tokens scattered among A's 37
   }
-  if (recurrent) std::stable_sort(seq.begin(), seq.end());  // A's 37, then B's 6
+  if (recurrent || sequences_together) std::stable_sort(seq.begin(), seq.end());  // A's 37, B's 6
   const StateCheckpointWrite a_at_20{0, 20, 2};
   pass(ids, seq, {&a_at_20, 1}, {});
   if (recurrent) {

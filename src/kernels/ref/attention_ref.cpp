@@ -95,6 +95,17 @@ void softmax_ref(float* x, int n, bool round_f16) {
   }
 }
 
+double softmax_step_ref(float* x, int n, float* running_max) {
+  for (int j = 0; j < n; ++j) *running_max = std::max(*running_max, x[j]);
+  const float shift = *running_max;
+  double sum = 0.0;
+  for (int j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - shift);
+    sum += x[j];
+  }
+  return sum;
+}
+
 void round_f16_ref(const float* x, float* out, int n) {
   for (int i = 0; i < n; ++i) out[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
@@ -111,7 +122,8 @@ const AttentionRowKernels& attention_row_kernels_ref() {
                                             {axpy_rows_loop<axpy_f32>, axpy_rows_loop<axpy_f16>,
                                              axpy_rows_loop<axpy_bf16>, axpy_rows_loop<axpy_q8_0>},
                                             softmax_ref,
-                                            round_f16_ref};
+                                            round_f16_ref,
+                                            softmax_step_ref};
   return table;
 }
 

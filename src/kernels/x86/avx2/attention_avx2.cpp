@@ -265,6 +265,39 @@ void softmax(float* x, int n, bool round_f16) {
   for (int j = 0; full + j < n; ++j) x[full + j] = tail[j];
 }
 
+// The softmax's max and exp steps against a running maximum, 8 at a time, the lane sums added in
+// double; the tail through a stack copy padded with -inf (exp gives 0 there).
+double softmax_step(float* x, int n, float* running_max) {
+  const int full = n / 8 * 8;
+  __m256 m = _mm256_set1_ps(*running_max);
+  for (int i = 0; i < full; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float max_score = lanes[0];
+  for (float l : lanes) max_score = l > max_score ? l : max_score;
+  for (int j = full; j < n; ++j) max_score = x[j] > max_score ? x[j] : max_score;
+  *running_max = max_score;
+  const __m256 s = _mm256_set1_ps(max_score);
+  __m256 sum = _mm256_setzero_ps();
+  for (int i = 0; i < full; i += 8) {
+    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    _mm256_storeu_ps(x + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (full < n) {
+    alignas(32) float tail[8];
+    for (int j = 0; j < 8; ++j) tail[j] = full + j < n ? x[full + j] : -__builtin_inff();
+    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), s));
+    _mm256_store_ps(tail, e);
+    sum = _mm256_add_ps(sum, e);
+    for (int j = 0; full + j < n; ++j) x[full + j] = tail[j];
+  }
+  _mm256_store_ps(lanes, sum);
+  double total = 0.0;
+  for (float l : lanes) total += double(l);
+  return total;
+}
+
 // F16C both ways (round to nearest even, as the reference), 8 at a time; the tail through a
 // stack copy so nothing past the row is read or written.
 void round_f16(const float* x, float* out, int n) {
@@ -293,7 +326,8 @@ const AttentionRowKernels& attention_row_kernels_avx2() {
        dot_rows_each_position<dot_rows_loop<dot_q8_0>>},
       {axpy_rows<F32Row>, axpy_rows<F16Row>, axpy_rows<BF16Row>, axpy_rows_loop<axpy_q8_0>},
       softmax,
-      round_f16};
+      round_f16,
+      softmax_step};
   return table;
 }
 

@@ -104,6 +104,29 @@ void softmax(float* x, int n, bool round_f16) {
   }
 }
 
+// The softmax's max and exp steps against a running maximum, the lane sums added in double.
+double softmax_step(float* x, int n, float* running_max) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 m = _mm512_set1_ps(*running_max);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + i));
+  if (i < n) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(neg_inf, tail_mask(n - i), x + i));
+  *running_max = _mm512_reduce_max_ps(m);
+  const __m512 s = _mm512_set1_ps(*running_max);
+  __m512 sum = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 t = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), s));
+    _mm512_mask_storeu_ps(x + i, t, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(t, e));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  double total = 0.0;
+  for (float l : lanes) total += double(l);
+  return total;
+}
+
 // vcvtps2ph / vcvtph2ps (round to nearest even, as the reference), the tail masked.
 void round_f16(const float* x, float* out, int n) {
   for (int i = 0; i < n; i += 16) {
@@ -339,7 +362,8 @@ const AttentionRowKernels& attention_row_kernels_avx512() {
       {axpy_rows<F32Row, axpy<F32Row>>, axpy_rows<F16Row, axpy<F16Row>>,
        axpy_rows<BF16Row, axpy<BF16Row>>, axpy_rows<Q8Row, axpy_q8_0>},
       softmax,
-      round_f16};
+      round_f16,
+      softmax_step};
   return table;
 }
 
