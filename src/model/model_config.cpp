@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "model/layer_geometry.h"
 
@@ -116,15 +117,29 @@ Status read_latent_geometry(const GgufFile& g, const std::string& a, ModelConfig
     return make_error("metadata '" + kv_key + "' is missing or 0: '" + c.arch_name +
                       "' needs the rank of its compressed KV rows (multi-head latent attention)");
   VELA_TRY(read_int(g, a + "attention.q_lora_rank", m.q_lora_rank, false, 0, 1 << 16));
+  // Files converted before the absorbed form have one attn_kv_b per layer (every head's nope-key
+  // and value rows) instead of attn_k_b / attn_v_b, and no *_mla keys: there key_length and
+  // value_length state a head's own sizes. The loader splits attn_kv_b (model_weights.cpp).
+  auto key_mla_value = g.get_int(a + "attention.key_length_mla");
+  if (!key_mla_value) return key_mla_value.error();
+  const bool fused_kv_b =
+      !key_mla_value->has_value() &&
+      std::any_of(g.tensors().begin(), g.tensors().end(), [](const GgufTensorInfo& t) {
+        return std::string_view(t.name).ends_with(".attn_kv_b.weight");
+      });
+  const std::string key_mla_name = fused_kv_b ? "attention.key_length" : "attention.key_length_mla";
+  const std::string value_mla_name =
+      fused_kv_b ? "attention.value_length" : "attention.value_length_mla";
   int32_t key_mla = 0;
-  VELA_TRY(read_int(g, a + "attention.key_length_mla", key_mla, true, 3, 1 << 12));
-  VELA_TRY(read_int(g, a + "attention.value_length_mla", m.v_head_dim, true, 1, 1 << 12));
+  VELA_TRY(read_int(g, a + key_mla_name, key_mla, true, 3, 1 << 12));
+  VELA_TRY(read_int(g, a + value_mla_name, m.v_head_dim, true, 1, 1 << 12));
   VELA_TRY(read_int(g, a + "rope.dimension_count", m.rope_dim, true, 2, key_mla - 1));
   if (m.rope_dim % 2 != 0) return make_error("rope.dimension_count must be even");
   m.nope_dim = key_mla - m.rope_dim;
   c.n_rot = m.rope_dim;
   c.head_dim = m.cache_dim();
   c.n_head_kv = 1;
+  if (fused_kv_b) return {};
   // key_length / value_length, where present, state the absorbed form's sizes.
   int32_t key_length = c.head_dim, value_length = m.kv_lora_rank;
   VELA_TRY(read_int(g, a + "attention.key_length", key_length, false, 1, 1 << 17));

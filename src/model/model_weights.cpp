@@ -591,10 +591,29 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
       VELA_TRY_ASSIGN(mw.kv_a, get_matrix(g, p + "attn_kv_a_mqa.weight", m.cache_dim(), c.n_embd));
       VELA_TRY_ASSIGN(mw.kv_a_norm,
                       get_vector(g, p + "attn_kv_a_norm.weight", m.kv_lora_rank, true));
-      VELA_TRY_ASSIGN(mw.k_b,
-                      get_matrix(g, p + "attn_k_b.weight", m.kv_lora_rank, m.nope_dim, c.n_head));
-      VELA_TRY_ASSIGN(mw.v_b,
-                      get_matrix(g, p + "attn_v_b.weight", m.v_head_dim, m.kv_lora_rank, c.n_head));
+      if (g.find_tensor(p + "attn_k_b.weight") == nullptr &&
+          g.find_tensor(p + "attn_kv_b.weight") != nullptr) {
+        // The older layout: per head, its nope-key rows (k_b_t's) then its value rows (v_b's);
+        // k_b is the key rows transposed.
+        WeightMatrix kv_b;
+        VELA_TRY_ASSIGN(
+            kv_b, get_matrix(g, p + "attn_kv_b.weight",
+                             int64_t(c.n_head) * (m.nope_dim + m.v_head_dim), m.kv_lora_rank));
+        std::vector<IndexRun> key_rows, value_rows;
+        for (int64_t h = 0; h < c.n_head; ++h) {
+          const int64_t first = h * (m.nope_dim + m.v_head_dim);
+          key_rows.push_back({first, m.nope_dim});
+          value_rows.push_back({first + m.nope_dim, m.v_head_dim});
+        }
+        mw.k_b_t = copy_rows(w, kv_b, key_rows);
+        mw.v_b = copy_rows(w, kv_b, value_rows);
+        mw.k_b = transpose_heads(w, mw.k_b_t, c.n_head, m.nope_dim);
+      } else {
+        VELA_TRY_ASSIGN(mw.k_b,
+                        get_matrix(g, p + "attn_k_b.weight", m.kv_lora_rank, m.nope_dim, c.n_head));
+        VELA_TRY_ASSIGN(
+            mw.v_b, get_matrix(g, p + "attn_v_b.weight", m.v_head_dim, m.kv_lora_rank, c.n_head));
+      }
       VELA_TRY_ASSIGN(l.wo, get_matrix(g, p + "attn_output.weight", c.n_embd,
                                        int64_t(c.n_head) * m.v_head_dim));
     } else if (arch.fused_qkv) {
@@ -747,6 +766,7 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
         if (mw.q.data) mw.q = weight_rows(mw.q, h0 * m.key_dim(), nh * m.key_dim());
         mw.k_b = weight_rows(mw.k_b, h0 * m.kv_lora_rank, nh * m.kv_lora_rank);
         mw.v_b = weight_rows(mw.v_b, h0 * m.v_head_dim, nh * m.v_head_dim);
+        if (mw.k_b_t.data) mw.k_b_t = weight_rows(mw.k_b_t, h0 * m.nope_dim, nh * m.nope_dim);
         if (!r.replicated_attn_output)
           l.wo = copy_columns(w, l.wo, h0 * m.v_head_dim, nh * m.v_head_dim, g.memory_mapped());
       } else {
@@ -791,9 +811,10 @@ Result<ModelWeights> ModelWeights::load(const GgufFile& g, const ModelConfig& c,
     if (!ranges) return ranges.error();
     w.shard = *ranges;
   }
-  // The expanded form's key matrices, from this rank's heads of attn_k_b (before any repacking).
+  // The expanded form's key matrices, from this rank's heads of attn_k_b (before any repacking),
+  // where the file's attn_kv_b has not given them.
   for (LayerWeights& l : w.layers)
-    if (LatentAttentionWeights& mw = l.mla; mw.k_b.data != nullptr)
+    if (LatentAttentionWeights& mw = l.mla; mw.k_b.data != nullptr && mw.k_b_t.data == nullptr)
       mw.k_b_t = transpose_heads(w, mw.k_b, mw.k_b.n_rows / c.mla.kv_lora_rank, c.mla.kv_lora_rank);
   if (repack) {
     std::vector<WeightMatrix*> matrices;

@@ -438,5 +438,90 @@ TEST(LatentAttention, ARunsFormDoesNotDependOnTheRestOfTheBatch) {
   EXPECT_TRUE(std::equal(a_second.begin(), a_second.end(), together.begin() + long(V)));
 }
 
+// Files converted before the absorbed form (early DeepSeek-V3/R1 GGUFs) hold one attn_kv_b per
+// layer, [kv_lora_rank, n_head * (nope + v)] (per head its nope-key rows, then its value rows),
+// no attn_k_b / attn_v_b and no *_mla keys (key_length / value_length are a head's own). Such a
+// copy of the shared file, made from its attn_k_b and attn_v_b, loads into the same mixer with the
+// compressed cache and computes the same logits bit for bit, in both forms; without attn_kv_b the
+// missing *_mla key is still named.
+TEST(LatentAttention, OlderLayoutWithAttnKvBLoadsAndComputesTheSame) {
+  VELA_REQUIRE_SHARED();
+  auto src = GgufFile::open(test::shared_path(kModel).string());
+  ASSERT_TRUE(src.ok()) << src.message();
+  auto model = load_shared();
+  ASSERT_TRUE(model);
+  const ModelConfig& c = model->config();
+  const int64_t H = c.n_head, lora = c.mla.kv_lora_rank, nope = c.mla.nope_dim,
+                vd = c.mla.v_head_dim;
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> put;
+  std::vector<std::string> drop = {"deepseek2.attention.key_length_mla",
+                                   "deepseek2.attention.value_length_mla"};
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    const GgufTensorInfo* kb = src->find_tensor(p + "attn_k_b.weight");
+    const GgufTensorInfo* vb = src->find_tensor(p + "attn_v_b.weight");
+    ASSERT_TRUE(kb && vb && kb->ggml_type() == GgmlType::F32 && vb->ggml_type() == GgmlType::F32);
+    const auto* k = reinterpret_cast<const float*>(kb->data);  // [H][lora][nope]
+    const auto* v = reinterpret_cast<const float*>(vb->data);  // [H][vd][lora]
+    std::vector<float> kv;                                     // [H][nope + vd][lora]
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t n = 0; n < nope; ++n)
+        for (int64_t l = 0; l < lora; ++l) kv.push_back(k[(h * lora + l) * nope + n]);
+      kv.insert(kv.end(), v + h * vd * lora, v + (h + 1) * vd * lora);
+    }
+    put[p + "attn_kv_b.weight"] = {{lora, H * (nope + vd)}, kv};
+    drop.push_back(p + "attn_k_b.weight");
+    drop.push_back(p + "attn_v_b.weight");
+  }
+  const std::vector<uint8_t> bytes = rewrite(*src, put, drop,
+                                             {{"deepseek2.attention.key_length", c.mla.key_dim()},
+                                              {"deepseek2.attention.value_length", vd}});
+  auto old = load_bytes(bytes);
+  ASSERT_TRUE(old.ok()) << old.message();
+  const ModelConfig& oc = (*old)->config();
+  EXPECT_EQ(oc.mla.nope_dim, nope);
+  EXPECT_EQ(oc.mla.v_head_dim, vd);
+  EXPECT_EQ(oc.head_dim, c.head_dim);
+  EXPECT_NEAR(oc.mla.scale, c.mla.scale, 0.0f);
+  const std::vector<int32_t> tokens = some_tokens(150);
+  for (int32_t expanded : {0, 1}) {
+    SCOPED_TRACE(expanded ? "expanded" : "absorbed");
+    EXPECT_EQ(run_sequence(*old, KvType::kF16, expanded, {140}, tokens),
+              run_sequence(model, KvType::kF16, expanded, {140}, tokens));
+  }
+  // A tensor-parallel rank of the older file keeps its heads' rows of each split matrix: those of
+  // the whole newer-layout model (row-major, so that the rows are where the comparison looks).
+  ModelLoadOptions o;
+  o.repack_weights = false;
+  auto whole = Model::load(test::shared_path(kModel).string(), o);
+  ASSERT_TRUE(whole.ok()) << whole.message();
+  o.shard = {1, 2};
+  auto old_gguf = GgufFile::from_bytes(bytes);
+  ASSERT_TRUE(old_gguf.ok()) << old_gguf.message();
+  auto rank = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*old_gguf)), o);
+  ASSERT_TRUE(rank.ok()) << rank.message();
+  const auto same_rows = [](const WeightMatrix& mine, const WeightMatrix& all, int64_t first) {
+    const auto* a = static_cast<const float*>(mine.data);
+    const auto* b = static_cast<const float*>(all.data) + first * all.n_cols;
+    return mine.type == GgmlType::F32 && all.type == GgmlType::F32 && mine.n_cols == all.n_cols &&
+           std::equal(a, a + mine.n_rows * mine.n_cols, b);
+  };
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    const LatentAttentionWeights& m = (*rank)->weights().layers[size_t(i)].mla;
+    const LatentAttentionWeights& w = (*whole)->weights().layers[size_t(i)].mla;
+    EXPECT_EQ(m.k_b.n_rows, 2 * lora);
+    EXPECT_TRUE(same_rows(m.k_b, w.k_b, 2 * lora)) << "layer " << i;
+    EXPECT_TRUE(same_rows(m.k_b_t, w.k_b_t, 2 * nope)) << "layer " << i;
+    EXPECT_TRUE(same_rows(m.v_b, w.v_b, 2 * vd)) << "layer " << i;
+  }
+  // Without attn_kv_b the file is the newer layout missing its keys.
+  std::vector<std::string> no_kv_b = {"deepseek2.attention.key_length_mla"};
+  auto missing = load_bytes(rewrite(*src, {}, no_kv_b, {}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("missing metadata 'deepseek2.attention.key_length_mla'"),
+            std::string::npos)
+      << missing.message();
+}
+
 }  // namespace
 }  // namespace vela
