@@ -229,42 +229,6 @@ void axpy_q8_0(float w, const void* v_row, float* acc, int n) {
   }
 }
 
-// The AVX-512 softmax's steps on 8 lanes: max, exp(x - max) with the lane sums added in double
-// at the end (as the reference sums in double), then the normalisation and the optional f16
-// rounding. The row's tail goes through a stack copy padded with -inf (exp gives 0 there).
-void softmax(float* x, int n, bool round_f16) {
-  const int full = n / 8 * 8;
-  alignas(32) float tail[8];
-  for (int j = 0; j < 8; ++j) tail[j] = full + j < n ? x[full + j] : -__builtin_inff();
-  __m256 m = _mm256_load_ps(tail);
-  for (int i = 0; i < full; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, m);
-  float max_score = lanes[0];
-  for (float l : lanes) max_score = l > max_score ? l : max_score;
-  const __m256 vmax = _mm256_set1_ps(max_score);
-  __m256 sum = _mm256_setzero_ps();
-  for (int i = 0; i < full; i += 8) {
-    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax));
-    _mm256_storeu_ps(x + i, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  const __m256 e_tail = exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), vmax));
-  _mm256_store_ps(tail, e_tail);
-  sum = _mm256_add_ps(sum, e_tail);
-  _mm256_store_ps(lanes, sum);
-  double total = 0.0;
-  for (float l : lanes) total += double(l);
-  const __m256 inv_sum = _mm256_set1_ps(float(1.0 / total));
-  const auto normalize = [&](__m256 e) {
-    const __m256 w = _mm256_mul_ps(e, inv_sum);
-    return round_f16 ? _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)) : w;
-  };
-  for (int i = 0; i < full; i += 8) _mm256_storeu_ps(x + i, normalize(_mm256_loadu_ps(x + i)));
-  _mm256_store_ps(tail, normalize(_mm256_load_ps(tail)));
-  for (int j = 0; full + j < n; ++j) x[full + j] = tail[j];
-}
-
 // The softmax's max and exp steps against a running maximum, 8 at a time, the lane sums added in
 // double; the tail through a stack copy padded with -inf (exp gives 0 there).
 double softmax_step(float* x, int n, float* running_max) {
@@ -296,6 +260,26 @@ double softmax_step(float* x, int n, float* running_max) {
   double total = 0.0;
   for (float l : lanes) total += double(l);
   return total;
+}
+
+// The AVX-512 softmax on 8 lanes: softmax_step from -inf, then the normalisation and the
+// optional f16 rounding, the row's tail through a stack copy.
+void softmax(float* x, int n, bool round_f16) {
+  float max_score = -__builtin_inff();
+  const double total = softmax_step(x, n, &max_score);
+  const __m256 inv_sum = _mm256_set1_ps(float(1.0 / total));
+  const auto normalize = [&](__m256 e) {
+    const __m256 w = _mm256_mul_ps(e, inv_sum);
+    return round_f16 ? _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)) : w;
+  };
+  const int full = n / 8 * 8;
+  for (int i = 0; i < full; i += 8) _mm256_storeu_ps(x + i, normalize(_mm256_loadu_ps(x + i)));
+  if (full < n) {
+    alignas(32) float tail[8] = {};
+    for (int j = 0; full + j < n; ++j) tail[j] = x[full + j];
+    _mm256_store_ps(tail, normalize(_mm256_load_ps(tail)));
+    for (int j = 0; full + j < n; ++j) x[full + j] = tail[j];
+  }
 }
 
 // F16C both ways (round to nearest even, as the reference), 8 at a time; the tail through a

@@ -70,41 +70,8 @@ void axpy(float w, const void* v_row, float* acc, int n) {
   }
 }
 
-void softmax(float* x, int n, bool round_f16) {
-  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
-  __m512 m = neg_inf;
-  int i = 0;
-  for (; i + 16 <= n; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + i));
-  if (i < n) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(neg_inf, tail_mask(n - i), x + i));
-  const __m512 max_score = _mm512_set1_ps(_mm512_reduce_max_ps(m));
-  __m512 sum = _mm512_setzero_ps();
-  for (i = 0; i + 16 <= n; i += 16) {
-    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i), max_score));
-    _mm512_storeu_ps(x + i, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  if (i < n) {
-    const __mmask16 t = tail_mask(n - i);
-    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), max_score));
-    _mm512_mask_storeu_ps(x + i, t, e);
-    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(t, e));
-  }
-  // The 16 lane sums added in double, as the reference sums in double.
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  double total = 0.0;
-  for (float l : lanes) total += double(l);
-  const __m512 inv_sum = _mm512_set1_ps(float(1.0 / total));
-  for (i = 0; i < n; i += 16) {
-    const __mmask16 t = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
-    __m512 w = _mm512_mul_ps(_mm512_maskz_loadu_ps(t, x + i), inv_sum);
-    if (round_f16)
-      w = _mm512_cvtph_ps(_mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    _mm512_mask_storeu_ps(x + i, t, w);
-  }
-}
-
-// The softmax's max and exp steps against a running maximum, the lane sums added in double.
+// The softmax's max and exp steps against a running maximum, the 16 lane sums added in double
+// (as the reference sums in double).
 double softmax_step(float* x, int n, float* running_max) {
   const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
   __m512 m = _mm512_set1_ps(*running_max);
@@ -114,7 +81,7 @@ double softmax_step(float* x, int n, float* running_max) {
   *running_max = _mm512_reduce_max_ps(m);
   const __m512 s = _mm512_set1_ps(*running_max);
   __m512 sum = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) {
+  for (i = 0; i < n; i += 16) {
     const __mmask16 t = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
     const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), s));
     _mm512_mask_storeu_ps(x + i, t, e);
@@ -125,6 +92,19 @@ double softmax_step(float* x, int n, float* running_max) {
   double total = 0.0;
   for (float l : lanes) total += double(l);
   return total;
+}
+
+void softmax(float* x, int n, bool round_f16) {
+  float max_score = -__builtin_inff();
+  const double total = softmax_step(x, n, &max_score);
+  const __m512 inv_sum = _mm512_set1_ps(float(1.0 / total));
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 t = n - i >= 16 ? __mmask16(0xFFFF) : tail_mask(n - i);
+    __m512 w = _mm512_mul_ps(_mm512_maskz_loadu_ps(t, x + i), inv_sum);
+    if (round_f16)
+      w = _mm512_cvtph_ps(_mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm512_mask_storeu_ps(x + i, t, w);
+  }
 }
 
 // vcvtps2ph / vcvtph2ps (round to nearest even, as the reference), the tail masked.
