@@ -17,6 +17,8 @@
 #include "model/decoder_forward.h"
 #include "model/rope.h"
 #include "model_rewrite.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
 #include "sequence_runner.h"
 #include "support/shared_data.h"
 
@@ -111,13 +113,14 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   return out;
 }
 
-// A copy of `src` with tensors replaced or added (name -> [ne, values]), tensors dropped and
-// u32 metadata set or dropped.
+// A copy of `src` with tensors replaced or added (name -> [ne, values], stored in put_type: F32,
+// or Q8_0 row by row), tensors dropped and u32 metadata set or dropped.
 std::vector<uint8_t> rewrite(
     const GgufFile& src,
     const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>& put,
     const std::vector<std::string>& drop,
-    const std::vector<std::pair<std::string, int64_t>>& set_u32) {
+    const std::vector<std::pair<std::string, int64_t>>& set_u32,
+    GgmlType put_type = GgmlType::F32) {
   GgufWriter w;
   const auto dropped = [&](std::string_view name) {
     return std::find(drop.begin(), drop.end(), std::string(name)) != drop.end();
@@ -133,8 +136,18 @@ std::vector<uint8_t> rewrite(
     std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
     EXPECT_TRUE(w.add_tensor(t.name, t.ggml_type(), ne, {t.data, t.data + t.n_bytes}).ok());
   }
-  for (const auto& [name, tensor] : put)
-    EXPECT_TRUE(w.add_tensor(name, GgmlType::F32, tensor.first, f32_bytes(tensor.second)).ok());
+  for (const auto& [name, tensor] : put) {
+    std::vector<uint8_t> bytes = f32_bytes(tensor.second);
+    if (put_type == GgmlType::Q8_0) {
+      const int64_t cols = tensor.first[0], rows = int64_t(tensor.second.size()) / cols;
+      const int64_t row_q = cols / 32 * 34;
+      bytes.assign(size_t(rows * row_q), 0);
+      for (int64_t r = 0; r < rows; ++r)
+        quantize_row(GgmlType::Q8_0, tensor.second.data() + r * cols, bytes.data() + r * row_q,
+                     cols);
+    }
+    EXPECT_TRUE(w.add_tensor(name, put_type, tensor.first, bytes).ok());
+  }
   return w.to_bytes();
 }
 
@@ -442,8 +455,9 @@ TEST(LatentAttention, ARunsFormDoesNotDependOnTheRestOfTheBatch) {
 // layer, [kv_lora_rank, n_head * (nope + v)] (per head its nope-key rows, then its value rows),
 // no attn_k_b / attn_v_b and no *_mla keys (key_length / value_length are a head's own). Such a
 // copy of the shared file, made from its attn_k_b and attn_v_b, loads into the same mixer with the
-// compressed cache and computes the same logits bit for bit, in both forms; without attn_kv_b the
-// missing *_mla key is still named.
+// compressed cache and computes the same logits bit for bit, in both forms; a Q8_0 attn_kv_b
+// keeps its key rows as stored for k_b_t, their values transposed for attn_k_b; without attn_kv_b
+// the missing *_mla key is still named.
 TEST(LatentAttention, OlderLayoutWithAttnKvBLoadsAndComputesTheSame) {
   VELA_REQUIRE_SHARED();
   auto src = GgufFile::open(test::shared_path(kModel).string());
@@ -514,6 +528,35 @@ TEST(LatentAttention, OlderLayoutWithAttnKvBLoadsAndComputesTheSame) {
     EXPECT_TRUE(same_rows(m.k_b_t, w.k_b_t, 2 * nope)) << "layer " << i;
     EXPECT_TRUE(same_rows(m.v_b, w.v_b, 2 * vd)) << "layer " << i;
   }
+  // A quantized attn_kv_b: k_b_t keeps its key rows as stored, attn_k_b is their values transposed.
+  // (Row-major, so that the rows are where the comparison looks.)
+  auto q8_gguf = GgufFile::from_bytes(rewrite(*src, put, drop,
+                                              {{"deepseek2.attention.key_length", c.mla.key_dim()},
+                                               {"deepseek2.attention.value_length", vd}},
+                                              GgmlType::Q8_0));
+  ASSERT_TRUE(q8_gguf.ok()) << q8_gguf.message();
+  ModelLoadOptions row_major;
+  row_major.repack_weights = false;
+  auto q8 = Model::from_gguf(std::make_shared<const GgufFile>(std::move(*q8_gguf)), row_major);
+  ASSERT_TRUE(q8.ok()) << q8.message();
+  const auto* kv_q8 = (*q8)->gguf().find_tensor("blk.1.attn_kv_b.weight");
+  ASSERT_TRUE(kv_q8 != nullptr && kv_q8->ggml_type() == GgmlType::Q8_0);
+  const LatentAttentionWeights& qm = (*q8)->weights().layers[1].mla;
+  ASSERT_EQ(qm.k_b_t.type, GgmlType::Q8_0);
+  ASSERT_EQ(qm.k_b.type, GgmlType::F32);
+  const int64_t row_q = lora / 32 * 34;
+  std::vector<float> key_row(static_cast<size_t>(lora));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t n : {int64_t(0), nope - 1}) {
+      // k_b_t's row h * nope + n is attn_kv_b's row h * (nope + vd) + n.
+      const uint8_t* stored = kv_q8->data + (h * (nope + vd) + n) * row_q;
+      ASSERT_EQ(0, std::memcmp(static_cast<const uint8_t*>(qm.k_b_t.data) + (h * nope + n) * row_q,
+                               stored, size_t(row_q)));
+      dequantize_row(GgmlType::Q8_0, stored, key_row.data(), lora);
+      const auto* k_b = static_cast<const float*>(qm.k_b.data);  // [H][lora][nope]
+      for (int64_t l = 0; l < lora; ++l)
+        ASSERT_EQ(k_b[(h * lora + l) * nope + n], key_row[size_t(l)]) << h << " " << n << " " << l;
+    }
   // Without attn_kv_b the file is the newer layout missing its keys.
   std::vector<std::string> no_kv_b = {"deepseek2.attention.key_length_mla"};
   auto missing = load_bytes(rewrite(*src, {}, no_kv_b, {}));
