@@ -27,7 +27,7 @@ constexpr size_t kPrefetchBytes = 8192;
 
 // Fetches the kBytes weight bytes at p, kPrefetchBytes ahead, a cache line at a time.
 template <size_t kBytes>
-inline void prefetch_weights(const void* p) {
+[[gnu::always_inline]] inline void prefetch_weights(const void* p) {
   const char* ahead = static_cast<const char*>(p) + kPrefetchBytes;
   for (size_t line = 0; line < kBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }

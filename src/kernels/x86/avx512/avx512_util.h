@@ -44,7 +44,7 @@ constexpr size_t kPrefetchBytes = 8192;
 
 // Prefetches the cache lines of the kBytes weight bytes at p, kPrefetchBytes ahead.
 template <size_t kBytes>
-inline void prefetch_weights(const void* p) {
+[[gnu::always_inline]] inline void prefetch_weights(const void* p) {
   const char* ahead = static_cast<const char*>(p) + kPrefetchBytes;
   for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
 }

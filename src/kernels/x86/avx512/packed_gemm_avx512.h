@@ -23,7 +23,7 @@ namespace avx512 {
 // which is contiguous. The token tiles after it find the group in cache and skip the hints
 // (Q4_K and Q6_K against 512 tokens: 7-13% faster without them).
 template <class Packed>
-inline void prefetch_ahead(const Packed* block, bool streams) {
+[[gnu::always_inline]] inline void prefetch_ahead(const Packed* block, bool streams) {
   if (streams) prefetch_weights<sizeof(Packed)>(block);
 }
 
@@ -33,7 +33,8 @@ inline void prefetch_ahead(const Packed* block, bool streams) {
 // 0.40-0.55 ms, Q5_K 1.30-1.35 -> 0.45-0.87, Q6_K 1.03-1.12 -> 0.83, Q3_K 0.85 -> 0.28-0.41, IQ4_XS
 // 0.52-0.55 -> 0.33-0.50.
 template <int kParts, class Packed>
-inline void prefetch_ahead_part(const Packed* block, int part, bool streams) {
+[[gnu::always_inline]] inline void prefetch_ahead_part(const Packed* block, int part,
+                                                       bool streams) {
   if (streams) prefetch_slice<kPrefetchBytes, Packed, kParts>(block, part);
 }
 

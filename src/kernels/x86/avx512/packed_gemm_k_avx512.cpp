@@ -167,6 +167,18 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int s, __m512i q[4]) {
                          _mm512_and_si512(_mm512_srli_epi16(h, 2), high2));
 }
 
+// start + the exact dot of one activation row's sub-block (its 16 values at qa) with the 4
+// vectors of levels q, for all 16 rows: two chains of two, since a single row would otherwise wait
+// on vpdpbusd latency.
+inline __m512i q6_k_lone_sub_dot(const __m512i q[4], const int8_t* qa, __m512i start) {
+  __m512i dot2 =
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1], _mm512_set1_epi32(load_i32(qa + 4)));
+  __m512i dot = _mm512_dpbusd_epi32(start, q[0], _mm512_set1_epi32(load_i32(qa)));
+  dot2 = _mm512_dpbusd_epi32(dot2, q[3], _mm512_set1_epi32(load_i32(qa + 12)));
+  dot = _mm512_dpbusd_epi32(dot, q[2], _mm512_set1_epi32(load_i32(qa + 8)));
+  return _mm512_add_epi32(dot, dot2);
+}
+
 // Q6_K: rows r < R of the token tile against one group. Per sub-block: the 4 groups' levels
 // (4 low bits | 2 high bits) decoded once for the tile, each row's exact dot by vpdpbusd starting
 // from -32 * the activations' sub-block sum, times the sub-block scales with vpmulld.
@@ -202,13 +214,7 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
         const int8_t* qa = a[r]->qs + 16 * s;
         __m512i dot = _mm512_set1_epi32(starts[(r * nb + b) * 16 + s]);
         if constexpr (R == 1) {
-          // Two chains of two: a single row would otherwise wait on vpdpbusd latency.
-          __m512i dot2 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[1],
-                                             _mm512_set1_epi32(load_i32(qa + 4)));
-          dot = _mm512_dpbusd_epi32(dot, q[0], _mm512_set1_epi32(load_i32(qa)));
-          dot2 = _mm512_dpbusd_epi32(dot2, q[3], _mm512_set1_epi32(load_i32(qa + 12)));
-          dot = _mm512_dpbusd_epi32(dot, q[2], _mm512_set1_epi32(load_i32(qa + 8)));
-          dot = _mm512_add_epi32(dot, dot2);
+          dot = q6_k_lone_sub_dot(q, qa, dot);
         } else {
 #pragma GCC unroll 4
           for (int g = 0; g < 4; ++g)
@@ -224,6 +230,45 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
                                _mm512_cvtepi32_ps(sum[r]), acc[r]);
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
+}
+
+// One activation row against S groups of a weight stream from memory (group i's nb blocks at
+// wg + i * apart, its 16 outputs at y + i * y_apart), walked in lockstep a sub-block at a time: S
+// weight streams in flight at once, as the nibble types' lone rows (for_lone_group_pairs). The
+// same integer dots and float steps as group_tile_q6_k<1>, so the same outputs.
+template <int S>
+void lone_row_groups_q6_k(const BlockQ6_Kx16* wg, int64_t apart, int64_t nb, const uint8_t* act,
+                          const int32_t* starts, float* y, int64_t y_apart) {
+  __m512 acc[S];
+  for (int i = 0; i < S; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ8_K* a = reinterpret_cast<const BlockQ8_K*>(act) + b;
+    __m512i sum[S];
+    for (int i = 0; i < S; ++i) sum[i] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+    for (int s = 0; s < 16; ++s) {
+#pragma GCC unroll 2
+      for (int i = 0; i < S; ++i) {
+        const BlockQ6_Kx16& wb = wg[i * apart + b];
+        prefetch_ahead_part<16>(&wb, s, true);
+        __m512i q[4];
+        decode_q6_k_sub(wb, s, q);
+        const __m512i sc =
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
+        const __m512i dot =
+            q6_k_lone_sub_dot(q, a->qs + 16 * s, _mm512_set1_epi32(starts[b * 16 + s]));
+        sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(dot, sc));
+      }
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < S; ++i) {
+      const __m512 dw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[i * apart + b].d)));
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a->d)), _mm512_cvtepi32_ps(sum[i]),
+                               acc[i]);
+    }
+  }
+  for (int i = 0; i < S; ++i) _mm512_storeu_ps(y + i * y_apart, acc[i]);
 }
 
 // Sub-block j of an IQ4_XS block decoded: its 8 vectors of levels + 128 (1..241, unsigned for
@@ -575,6 +620,16 @@ void gemm_tq2_0(const PackedGemmArgs& p) {
 }
 
 void gemm_q6_k(const PackedGemmArgs& p) {
+  if (p.n_act == 1) {
+    const int64_t nb = p.n_cols / kPackedSuperK;
+    const int32_t* starts = packed_act_sums(GgmlType::Q6_K, p);
+    const auto* w = static_cast<const BlockQ6_Kx16*>(p.w);
+    for_lone_group_pairs(p.n_groups, [&](auto streams, int64_t g, int64_t apart) {
+      lone_row_groups_q6_k<decltype(streams)::value>(w + g * nb, apart * nb, nb, p.act, starts,
+                                                     p.y + g * kPackedRows, apart * kPackedRows);
+    });
+    return;
+  }
   gemm_sub_blocks<BlockQ6_Kx16, 16>(
       p, GgmlType::Q6_K, kQ6_KDecodeOnceMinTokens,
       [](const BlockQ6_Kx16& wb, __m512i* out) {
