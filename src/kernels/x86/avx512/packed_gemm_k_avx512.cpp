@@ -167,6 +167,21 @@ inline void decode_q6_k_sub(const BlockQ6_Kx16& wb, int s, __m512i q[4]) {
                          _mm512_and_si512(_mm512_srli_epi16(h, 2), high2));
 }
 
+// Sub-block s's scales of a Q6_K, IQ4_XS or Q3_K group, one int32 lane per row (the kernels that
+// scale each sub-block's exact dot; their groups keep the rows' fp16 d and int8 scales alike).
+template <class Packed>
+inline __m512i sub_block_scales(const Packed& wb, int s) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
+}
+
+// acc + a block's part of 16 rows' outputs from their scaled sub-block dots `sum` with an
+// activation row of scale ad: the reference's float operations.
+template <class Packed>
+inline __m512 sub_block_acc(const Packed& wb, __m512i sum, float ad, __m512 acc) {
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
+  return _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ad)), _mm512_cvtepi32_ps(sum), acc);
+}
+
 // start + the exact dot of one activation row's sub-block (its 16 values at qa) with the 4
 // vectors of levels q, for all 16 rows: two chains of two, since a single row would otherwise wait
 // on vpdpbusd latency.
@@ -207,8 +222,7 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
         prefetch_ahead_part<16>(wg + b, s, streams);
         decode_q6_k_sub(wb, s, q);
       }
-      const __m512i sc =
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
+      const __m512i sc = sub_block_scales(wb, s);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 16 * s;
@@ -223,11 +237,8 @@ void group_tile_q6_k(const BlockQ6_Kx16* wg, int64_t nb, const __m512i* decoded,
         sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(dot, sc));
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
-                               _mm512_cvtepi32_ps(sum[r]), acc[r]);
+    for (int r = 0; r < R; ++r) acc[r] = sub_block_acc(wb, sum[r], a[r]->d, acc[r]);
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
@@ -253,20 +264,13 @@ void lone_row_groups_q6_k(const BlockQ6_Kx16* wg, int64_t apart, int64_t nb, con
         prefetch_ahead_part<16>(&wb, s, true);
         __m512i q[4];
         decode_q6_k_sub(wb, s, q);
-        const __m512i sc =
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[s])));
         const __m512i dot =
             q6_k_lone_sub_dot(q, a->qs + 16 * s, _mm512_set1_epi32(starts[b * 16 + s]));
-        sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(dot, sc));
+        sum[i] = _mm512_add_epi32(sum[i], _mm512_mullo_epi32(dot, sub_block_scales(wb, s)));
       }
     }
 #pragma GCC unroll 2
-    for (int i = 0; i < S; ++i) {
-      const __m512 dw = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg[i * apart + b].d)));
-      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a->d)), _mm512_cvtepi32_ps(sum[i]),
-                               acc[i]);
-    }
+    for (int i = 0; i < S; ++i) acc[i] = sub_block_acc(wg[i * apart + b], sum[i], a->d, acc[i]);
   }
   for (int i = 0; i < S; ++i) _mm512_storeu_ps(y + i * y_apart, acc[i]);
 }
@@ -314,8 +318,7 @@ void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m512i* deco
         prefetch_ahead_part<8>(wg + b, j, streams);
         decode_iq4_xs_sub(wb, j, q);
       }
-      const __m512i sc =
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[j])));
+      const __m512i sc = sub_block_scales(wb, j);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 32 * j;
@@ -330,11 +333,8 @@ void group_tile_iq4_xs(const BlockIQ4_XSx16* wg, int64_t nb, const __m512i* deco
         sum[r] = _mm512_add_epi32(sum[r], _mm512_mullo_epi32(_mm512_add_epi32(dot, dot2), sc));
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
-                               _mm512_cvtepi32_ps(sum[r]), acc[r]);
+    for (int r = 0; r < R; ++r) acc[r] = sub_block_acc(wb, sum[r], a[r]->d, acc[r]);
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
@@ -416,10 +416,8 @@ void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m512i* decoded,
         prefetch_ahead_part<8>(wg + b, p, streams);
         decode_q3_k_pair(wb, p, q);
       }
-      const __m512i sc0 =
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p])));
-      const __m512i sc1 = _mm512_cvtepi8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scale[2 * p + 1])));
+      const __m512i sc0 = sub_block_scales(wb, 2 * p);
+      const __m512i sc1 = sub_block_scales(wb, 2 * p + 1);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const int8_t* qa = a[r]->qs + 32 * p;
@@ -435,11 +433,8 @@ void group_tile_q3_k(const BlockQ3_Kx16* wg, int64_t nb, const __m512i* decoded,
             sum[r], _mm512_add_epi32(_mm512_mullo_epi32(dot, sc0), _mm512_mullo_epi32(dot2, sc1)));
       }
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.d)));
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[r]->d)),
-                               _mm512_cvtepi32_ps(sum[r]), acc[r]);
+    for (int r = 0; r < R; ++r) acc[r] = sub_block_acc(wb, sum[r], a[r]->d, acc[r]);
   }
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * y_stride, acc[r]);
 }
