@@ -74,10 +74,11 @@ struct StreamResult {
 
 // A proposer standing in for one of acceptance `rate`: it proposes the continuation `output` (the
 // plain run's greedy output for `prompt`), each proposed token right with probability `rate`
-// and otherwise another token, from a fixed seed.
+// and otherwise another token, from `seed` (each repetition its own: a run of n tokens sees only
+// a few dozen coins, and which come first decides much of an adaptive policy's run).
 TokenProposer replay_proposer(const std::vector<int32_t>& prompt, std::vector<int32_t> output,
-                              double rate, int32_t n_vocab) {
-  auto rng = std::make_shared<std::mt19937_64>(1234);
+                              double rate, int32_t n_vocab, uint64_t seed) {
+  auto rng = std::make_shared<std::mt19937_64>(seed);
   return [prompt_size = prompt.size(), output = std::move(output), rate, n_vocab, rng](
              uint64_t, std::span<const int32_t> tokens, std::span<int32_t> out) {
     const size_t done = tokens.size() - prompt_size;
@@ -239,6 +240,7 @@ int run_bench_spec(int argc, char** argv) {
     // Plain and speculative runs alternate, so a change in the machine's load hits both; the
     // medians are reported.
     std::vector<double> plain_rates, spec_rates;
+    EngineCounters c;  // the speculative runs' proposals, summed
     Result<StreamResult> plain = make_error("no run"), fast = make_error("no run");
     const bool replaying = args.has("replay-acceptance");
     for (int32_t rep = 0; rep < *reps; ++rep) {
@@ -246,7 +248,7 @@ int run_bench_spec(int argc, char** argv) {
       fast = !plain      ? plain
              : replaying ? run_stream(spec_options, prompt, int32_t(*n_gen),
                                       replay_proposer(prompt, plain->tokens, *replay,
-                                                      (*model)->config().n_vocab))
+                                                      (*model)->config().n_vocab, 1234 + rep))
                          : run_stream(spec_options, prompt, int32_t(*n_gen));
       if (!plain || !fast) {
         std::fprintf(stderr, "vela bench spec: %s\n", (plain ? fast : plain).message().c_str());
@@ -254,17 +256,23 @@ int run_bench_spec(int argc, char** argv) {
       }
       plain_rates.push_back(plain->decode_tokens_per_s);
       spec_rates.push_back(fast->decode_tokens_per_s);
+      const EngineCounters& f = fast->counters;
+      c.spec_drafts += f.spec_drafts;
+      c.spec_draft_tokens += f.spec_draft_tokens;
+      c.spec_accepted_tokens += f.spec_accepted_tokens;
+      for (size_t i = 0; i < c.spec_accepted_at.size(); ++i)
+        c.spec_accepted_at[i] += f.spec_accepted_at[i];
     }
     plain->decode_tokens_per_s = median(plain_rates);
     fast->decode_tokens_per_s = median(spec_rates);
-    const EngineCounters& c = fast->counters;
     const double acceptance =
         c.spec_draft_tokens ? double(c.spec_accepted_tokens) / double(c.spec_draft_tokens) : 0;
     const double mean_run =
         c.spec_drafts ? double(c.spec_accepted_tokens) / double(c.spec_drafts) : 0;
     std::printf(
         "end to end (%s, K=%d%s), prompt %zu tokens, %zu generated: plain %.2f tok/s, "
-        "speculative %.2f tok/s: %.3fx; %llu runs, %llu proposed, %llu accepted "
+        "speculative %.2f tok/s: %.3fx; over the repetitions %llu runs, %llu proposed, %llu "
+        "accepted "
         "(acceptance %.3f, mean accepted per run %.2f); outputs %s\n",
         replaying ? ("replayed output, each token right with probability " +
                      std::to_string(*replay).substr(0, 4))

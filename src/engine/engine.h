@@ -326,6 +326,7 @@ class Engine {
   std::vector<Live*> embeddings_done_;  // [max_num_seqs] prompts completed this step
   int32_t n_hidden_ = 0;
   SpeculationPolicy spec_policy_;
+  AcceptanceEstimate all_acceptance_ = AcceptanceEstimate::for_engine();  // every request's runs
   std::unique_ptr<Proposer> configured_proposer_;   // the configured method's (null: none)
   std::unique_ptr<Proposer> override_proposer_;     // set_proposer's, or null
   Proposer* proposer_ = nullptr;                    // the one in use

@@ -39,9 +39,7 @@ Status Engine::propose() {
   const double reference = last_step_.seconds > 0 ? last_step_.seconds : 1.0;
   const double pass_seconds = granted_first ? proposer.pass_seconds(reference) : 0;
   spec_policy_.begin_step(decodes, reference, pass_seconds, proposer.free_proposals());
-  const double prior = counters_.spec_draft_tokens > 0
-                           ? double(counters_.spec_accepted_tokens) / counters_.spec_draft_tokens
-                           : 0.5;
+  const double prior = all_acceptance_.rate(AcceptanceEstimate::kFirstPrior);
   for (const auto& [id, live] : requests_) {
     Request& r = live->request;
     if (r.status != RequestStatus::kRunning || r.in_flight || !r.is_decode()) continue;
@@ -52,7 +50,7 @@ Status Engine::propose() {
                          1;
     const int32_t max_k = std::min(sc.num_speculative_tokens, room);
     if (max_k <= 0) continue;
-    const double acceptance = live->acceptance.rate(prior);
+    const double acceptance = live->acceptance.optimistic_rate(prior);
     ProposalRequest pr;
     pr.id = r.id;
     pr.tokens = r.tokens;
@@ -71,7 +69,7 @@ Status Engine::propose() {
       // A request that speculated before but has been kept from it for a while probes again, on
       // the steps all such requests probe together: their proposer's passes (a draft's, an MTP
       // head's output layer) are then shared rather than paid on every step by someone.
-      if (k == 0 && live->acceptance.proposed > 0 &&
+      if (k == 0 && live->acceptance.tested > 0 &&
           ++live->steps_undrafted >= SpeculationPolicy::kReprobeSteps && probe_step())
         k = spec_policy_.probe(r.num_computed);
       if (k == 0) continue;
@@ -156,7 +154,7 @@ void Engine::follow_pass() {
     const Live& live = *it->second;
     const bool wanted =
         !config_.speculative.adaptive || live.granted ||
-        (live.acceptance.proposed == 0 && r.n_output() <= 1) ||
+        (live.acceptance.tested == 0 && r.n_output() <= 1) ||
         (live.steps_undrafted + 1 >= SpeculationPolicy::kReprobeSteps && probe_step());
     p.decoding =
         r.num_computed == int32_t(r.tokens.size()) - 1 && wanted && !live.speculation_blocked();
@@ -251,7 +249,9 @@ void Engine::verify(Live& live, std::span<float> rows) {
       refused);
   if (run.ended) return;
   live.sampler.restrict_to({});
-  live.acceptance.observe(run.n_accepted, std::min(n_draft, run.n_emitted));
+  const int32_t n_tested = std::min(n_draft, run.n_emitted);
+  live.acceptance.observe(run.n_accepted, n_tested);
+  all_acceptance_.observe(run.n_accepted, n_tested);
   // A recurrent state ran through every proposal: take the one saved after the last accepted.
   const int32_t n_kept = r.num_computed - verified;  // proposals whose K/V stay
   if (speculation_slots_ >= 0 && n_kept < n_draft)

@@ -99,6 +99,16 @@ void StepCostModel::observe(const StepShape& shape, double seconds) {
   fit();
 }
 
+double StepCostModel::decode_token_spread() const {
+  // 1 / [G^-1]_dd: the part of the decode feature's weighted sum of squares that no combination
+  // of the other features explains (the ridge keeps G invertible).
+  double a[kTerms * kTerms], e[kTerms] = {0, 1, 0, 0};
+  for (int i = 0; i < kTerms * kTerms; ++i) a[i] = gram_[size_t(i)];
+  for (int i = 0; i < kTerms; ++i) a[i * kTerms + i] += kRidge;
+  if (!solve(a, e, kTerms) || !(e[1] > 0)) return 0;
+  return kScale[1] * kScale[1] / e[1];
+}
+
 void StepCostModel::fit() {
   // Non-negative least squares by elimination: solve over the free terms; while a coefficient
   // comes out negative, fix the most negative one at zero and solve again. (A negative cost

@@ -50,6 +50,11 @@ class StepCostModel final : public StepCostEstimator {
   // Seconds per unit of each term: [fixed, decode token, prefill token, context read].
   const std::array<double, kTerms>& coefficients() const { return coef_; }
   uint64_t steps_observed() const { return n_observed_; }
+  // How well the steps seen tell a decode token's price apart from the other terms: the
+  // weighted sum of squares of each step's decode-token count less what the other terms'
+  // features predict of it (tokens^2; about 0 while every step had the same count, as when one
+  // request decodes alone). The decode coefficient means little below ~1.
+  double decode_token_spread() const;
   uint64_t drift_resets() const { return n_resets_; }
 
  private:

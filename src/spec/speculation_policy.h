@@ -3,15 +3,17 @@
 // per token. A step that runs N decode tokens in T seconds gives N tokens; k proposals of one
 // request add delta(k) seconds of verification (the step-cost model's price of k more tokens
 // with logits at that context) and a + a^2 + ... + a^k expected tokens, where a is the
-// request's running acceptance rate. The policy takes the k (0 to K) with the most tokens per
-// second, deciding request after request so each decision sees the tokens already added. A
-// draft model adds its passes: one per proposal position, shared by every sequence (batched),
-// so the step pays for the longest run any sequence asked for (less the proposals a proposer has
-// without a pass: the MTP block's first).
-// A draft that has not read a sequence's prompt yet must first catch up, once: that starts
-// only when the request has enough tokens left for the expected saving to repay it.
-// Until the cost model has measured the price of a token with logits, a prior
-// (kPriorTokenCost of the last step's time per extra token) stands in for it.
+// request's acceptance rate (AcceptanceEstimate::optimistic_rate). The policy takes the k (0 to K)
+// with the most tokens per second, deciding request after request so each decision sees the tokens
+// already added. A draft model adds its passes: one per proposal position, shared by every sequence
+// (batched), so the step pays for the longest run any sequence asked for (less the proposals a
+// proposer has without a pass: the MTP block's first). A draft that has not read a sequence's
+// prompt yet must first catch up, once: that starts only when the request has enough tokens left
+// for the expected saving to repay it. While the cost model cannot tell the price of a token
+// with logits from the fixed part of a step (the recent steps all had the same token count: one
+// request, always granted the same k), that price is taken as the share of the step it last had,
+// kPriorTokenCost before it was ever measured; until then, every step after one that verified
+// proposals verifies none, so the model sees steps of another count.
 // Thread-safety: not synchronised; the engine thread owns it.
 #include <cstdint>
 
@@ -19,22 +21,44 @@
 
 namespace vela {
 
-// Running acceptance of one request's proposals, with a prior so a new request starts from the
-// engine's experience.
+// Running acceptance rate of proposals: of one request, with the engine's experience as its
+// prior, or of all requests together, with kFirstPrior as its prior. Counts are of proposals
+// tested (accepted, plus the one rejected), decayed so recent runs weigh more.
 struct AcceptanceEstimate {
+  // The engine's guess before any proposal was tested.
+  static constexpr double kFirstPrior = 0.5;
+  // One request's estimate: the prior weighs as 4 proposals, each run's counts decay by 0.9.
+  static constexpr double kRequestPriorTokens = 4, kRequestDecay = 0.9;
+  // All requests': the prior weighs as 4 proposals and a run's counts decay by 0.995, so one
+  // request's few unlucky first runs cannot turn everyone's prior to 0 (nor its own: its
+  // estimate is what it saw weighed against the engine's, which would then be the same runs).
+  static constexpr double kEnginePriorTokens = 4, kEngineDecay = 0.995;
+
   double accepted = 0;  // decayed counts
-  double proposed = 0;
-  void observe(int32_t n_accepted, int32_t n_proposed);
-  // Acceptance rate per proposed token, `prior` weighing as kPriorTokens proposals.
+  double tested = 0;
+  double tested_ever = 0;  // not decayed
+  double prior_tokens = kRequestPriorTokens;
+  double decay = kRequestDecay;
+
+  static AcceptanceEstimate for_engine() {
+    return {.prior_tokens = kEnginePriorTokens, .decay = kEngineDecay};
+  }
+  void observe(int32_t n_accepted, int32_t n_tested);
+  // Acceptance rate per tested proposal, `prior` weighing as prior_tokens proposals.
   double rate(double prior) const;
-  static constexpr double kPriorTokens = 4;
-  static constexpr double kDecay = 0.9;  // per observation: recent proposals weigh more
+  // rate() raised by kExploration standard deviations of a Beta posterior over all the
+  // proposals tested: what the policy decides on, so that a request whose first few runs were
+  // unlucky keeps proposing until its counts say it is worse (the bonus shrinks as they grow).
+  double optimistic_rate(double prior) const;
+  static constexpr double kExploration = 1.0;
 };
 
 class SpeculationPolicy {
  public:
-  // Extra token's cost relative to a one-token step while the cost model cannot say.
+  // Extra token's cost relative to the step before the cost model ever could say.
   static constexpr double kPriorTokenCost = 0.1;
+  // The cost model's decode_token_spread() from which its price of a token is used.
+  static constexpr double kMinDecodeSpread = 2;
 
   // `cost`: the engine's step-cost model (must outlive the policy); adaptive = false always
   // grants the proposals.
@@ -71,8 +95,13 @@ class SpeculationPolicy {
   double reference_seconds_ = 1;
   double draft_pass_seconds_ = 0;
   int32_t free_proposals_ = 0;
-  int32_t draft_passes_ = 0;    // passes of the longest run granted so far this step
-  double expected_tokens_ = 0;  // tokens the planned step gives, in expectation
+  int32_t draft_passes_ = 0;                   // passes of the longest run granted so far this step
+  double expected_tokens_ = 0;                 // tokens the planned step gives, in expectation
+  bool granted_in_step_ = false;               // the step begun last was granted proposals
+  bool plain_step_ = false;                    // this step grants none (see above)
+  bool token_cost_known_ = false;              // the cost model prices this step's tokens
+  bool token_cost_measured_ = false;           // it ever did
+  double token_cost_share_ = kPriorTokenCost;  // an extra token's cost over the step's, last known
 };
 
 }  // namespace vela

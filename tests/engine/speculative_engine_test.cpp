@@ -434,8 +434,8 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, DraftAgreement,
 // A draft that is never right: the adaptive policy soon stops drafting, then probes again every
 // SpeculationPolicy::kReprobeSteps steps (so a request whose text turns predictable can win
 // again); the outputs stay those of plain decoding. Stepped one step at a time: once the policy
-// has turned off, a step verifies proposals only as a probe (one proposal), at least
-// kReprobeSteps steps after the previous one, and probes do happen. (Checked to fail with a
+// has turned off (kReprobeSteps - 1 steps in a row verify nothing), steps verify proposals about
+// as often as they probe, one proposal each, and probes do happen. (Checked to fail with a
 // policy that never turns off, and with one that never probes.)
 TEST(DraftSpeculation, AdaptivePolicyStopsThenOnlyProbes) {
   VELA_REQUIRE_SHARED();
@@ -469,25 +469,30 @@ TEST(DraftSpeculation, AdaptivePolicyStopsThenOnlyProbes) {
               (unsigned long long)k.spec_drafts, (unsigned long long)k.spec_draft_tokens,
               (unsigned long long)k.spec_accepted_tokens);
   ASSERT_LT(k.spec_accepted_tokens * 4, k.spec_draft_tokens) << "the draft should be mostly wrong";
-  // The policy turns off: some step after the first drafting one verifies nothing.
+  // The policy turns off, soon: within the first third of the steps, kReprobeSteps - 1 steps in
+  // a row after a drafting one verify nothing (while it explores, every other step is plain;
+  // once off, probes come every kReprobeSteps steps at the most).
   const auto first_draft =
       std::find_if(proposed.begin(), proposed.end(), [](uint64_t n) { return n > 0; });
   ASSERT_NE(first_draft, proposed.end()) << "the policy never drafted";
-  const auto off = std::find(first_draft, proposed.end(), uint64_t(0));
+  const std::vector<uint64_t> idle(size_t(SpeculationPolicy::kReprobeSteps - 1), 0);
+  const auto off = std::search(first_draft, proposed.end(), idle.begin(), idle.end());
   ASSERT_NE(off, proposed.end()) << "the policy never stopped drafting";
-  // From there on, only probes: one proposal, kReprobeSteps or more steps apart.
-  int32_t n_probes = 0;
-  size_t last = size_t(off - proposed.begin()) - 1;  // the last step that drafted
-  for (size_t i = last + 1; i < proposed.size(); ++i) {
-    if (proposed[i] == 0) continue;
-    EXPECT_EQ(proposed[i], 1u) << "step " << i << " verified more than a probe";
-    EXPECT_GE(i - last, size_t(SpeculationPolicy::kReprobeSteps)) << "step " << i;
-    last = i;
-    ++n_probes;
+  EXPECT_LT(size_t(off - proposed.begin()), proposed.size() / 3) << "the policy stopped late";
+  // From there on, mostly probes: one proposal every kReprobeSteps steps. (A probe lets the
+  // draft catch up on the sequence, so the step after it may see a run of proposals priced
+  // without that cost; on a busy machine, whose step times jump, the policy may grant one.)
+  size_t verifying_steps = 0;
+  uint64_t proposals_after = 0;
+  for (auto it = off; it != proposed.end(); ++it) {
+    verifying_steps += *it > 0;
+    proposals_after += *it;
   }
-  const size_t steps_off = proposed.size() - size_t(off - proposed.begin());
-  EXPECT_GE(n_probes, int32_t(steps_off / (SpeculationPolicy::kReprobeSteps + 1)) - 1);
-  EXPECT_GT(n_probes, 0);
+  const size_t steps_off = size_t(proposed.end() - off);
+  const size_t probes = steps_off / size_t(SpeculationPolicy::kReprobeSteps);
+  EXPECT_GE(verifying_steps + 1, probes) << "the policy stopped probing";
+  EXPECT_GT(verifying_steps, 0u) << "the policy never probed";
+  EXPECT_LE(proposals_after, 2 * probes + 2) << "the policy drafted again";
   expect_pool_whole(engine);
   EXPECT_EQ(engine.draft_kv_blocks_used(), 0);
 }

@@ -54,6 +54,24 @@ TEST(StepCostModel, RecoversALinearLawFromVariedSteps) {
   EXPECT_EQ(m.drift_resets(), 0u);
 }
 
+// One request decoding alone, every step with the same token count, says nothing of a decode
+// token's price apart from the fixed part; steps of two counts do, more as they add up.
+TEST(StepCostModel, DecodeTokenSpreadSaysWhenTheTokenPriceIsKnown) {
+  StepCostModel m;
+  m.observe(shape(0, 128, 0), law(shape(0, 128, 0)));
+  for (int i = 0; i < 40; ++i) m.observe(shape(2, 0, 100), law(shape(2, 0, 100)));
+  EXPECT_LT(m.decode_token_spread(), 0.1);
+  // One step of another count: about one token^2 (it deviates by almost a token from a mean
+  // the earlier steps hold near 2).
+  m.observe(shape(1, 0, 100), law(shape(1, 0, 100)));
+  EXPECT_GT(m.decode_token_spread(), 0.7);
+  EXPECT_LT(m.decode_token_spread(), 1.0);
+  // Alternating 1 and 2 tokens adds up.
+  for (int i = 0; i < 31; ++i) m.observe(shape(1 + i % 2, 0, 100), law(shape(1 + i % 2, 0, 100)));
+  EXPECT_GT(m.decode_token_spread(), 4.0);
+  EXPECT_NEAR(m.coefficients()[1], 0.002, 0.0002);
+}
+
 TEST(StepCostModel, NeedsDecodeAndPrefillStepsBeforeItPredicts) {
   StepCostModel m;
   for (int i = 0; i < 10; ++i) m.observe(shape(4 + i, 0, 10), law(shape(4 + i, 0, 10)));
