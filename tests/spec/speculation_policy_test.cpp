@@ -86,8 +86,8 @@ TEST(SpeculationPolicy, PlainStepsFollowProposalsUntilTheTokenPriceIsKnown) {
 
 // A request whose first two runs were rejected, alone on the engine: its estimate weighs them
 // against the engine's prior (which the same two runs hardly move) and, optimistic while it has
-// seen so few, it keeps proposing where a run of proposals pays at acceptance 0.35; a request
-// whose every run was rejected stops.
+// seen so few, stays above the 0.25 at which one proposal pays, so it keeps proposing; a request
+// whose 22 runs were all rejected stops.
 TEST(SpeculationPolicy, AFewUnluckyRunsDoNotStopARequest) {
   // 10 ms a step + 2.5 ms per token: one proposal pays from acceptance 0.25.
   StepCostModel model;
