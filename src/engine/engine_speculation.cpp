@@ -150,10 +150,11 @@ void Engine::follow_pass() {
     p.hidden = std::span<const float>(rows + size_t(n_hidden_ + f.first_hidden) * W, size_t(n) * W);
     // The first proposal (the head's output layer, as costly as the model's) only for a sequence
     // the policy is likely to grant next step: granted in this one, just past its prompt, about
-    // to probe again, or every sequence when the policy is off.
+    // to probe again, every sequence while the policy still measures a token's price (it
+    // alternates plain steps and granted ones), or every sequence when the policy is off.
     const Live& live = *it->second;
     const bool wanted =
-        !config_.speculative.adaptive || live.granted ||
+        !config_.speculative.adaptive || live.granted || spec_policy_.measuring() ||
         (live.acceptance.tested == 0 && r.n_output() <= 1) ||
         (live.steps_undrafted + 1 >= SpeculationPolicy::kReprobeSteps && probe_step());
     p.decoding =

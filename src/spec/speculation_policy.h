@@ -81,6 +81,8 @@ class SpeculationPolicy {
   // against each sampled token instead, for free).
   int32_t probe(int32_t position);
   static constexpr int32_t kReprobeSteps = 16;
+  // The token's price was never measured yet: steps alternate plain and granted (see above).
+  bool measuring() const { return adaptive_ && !token_cost_measured_; }
 
  private:
   double step_seconds(const StepShape& shape, int32_t draft_passes) const;

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -182,6 +184,52 @@ TEST(MtpSampling, PerPositionHistogramsMatchPlainSampling) {
       }
     }
     expect_pool_whole(spec);
+  }
+}
+
+// While the adaptive policy measures a token's price it alternates plain steps with granted
+// ones; the block must have its first proposal ready for the granted step after a plain one, or
+// the grant verifies nothing, no step of another token count comes, and the policy measures
+// forever (it proposed once in 120 tokens so). Every proposal is replaced by a wrong token; the
+// block's first proposals, recorded by the sequence length they were made at, are many and equal
+// those of an engine that grants every step.
+TEST(MtpSpeculation, AdaptivePolicyHasProposalsWhileItMeasures) {
+  VELA_REQUIRE_SHARED();
+  const SpecModel m = load_model("tiny-qwen35-F32");
+  const auto block = block_of(m);
+  ASSERT_NE(block, nullptr);
+  const std::vector<std::vector<int32_t>> prompt = {
+      m.tokenizer->encode("Once upon a time there was", true, true)};
+  const int32_t n_tokens = 60;
+  Engine plain(m.model, *m.tokenizer, config(nullptr));
+  const std::vector<int32_t> want = ids(generate_all(plain, prompt, {params(n_tokens)}))[0];
+  const int32_t n_vocab = m.tokenizer->n_vocab();
+  const size_t n_prompt = prompt[0].size();
+  // First proposals by sequence length.
+  const auto run = [&](const EngineConfig& c) {
+    std::map<size_t, int32_t> first;
+    Engine engine(m.model, *m.tokenizer, c);
+    engine.set_proposal_replay(
+        [&](uint64_t, std::span<const int32_t> tokens, std::span<int32_t> out) {
+          first[tokens.size()] = out[0];
+          const size_t done = tokens.size() - n_prompt;
+          for (size_t i = 0; i < out.size() && done + i < want.size(); ++i)
+            out[i] = (want[done + i] + 1) % n_vocab;
+          return int32_t(out.size());
+        });
+    EXPECT_EQ(ids(generate_all(engine, prompt, {params(n_tokens)}))[0], want);
+    EXPECT_EQ(engine.counters().spec_accepted_tokens, 0u);
+    expect_pool_whole(engine);
+    return first;
+  };
+  const std::map<size_t, int32_t> every_step = run(config(block, 256));
+  const std::map<size_t, int32_t> adaptive = run(config(block, 256, 16, 0, true));
+  // Measuring takes 8 steps or more, every other one granted.
+  EXPECT_GE(adaptive.size(), 4u);
+  for (const auto& [length, token] : adaptive) {
+    const auto it = every_step.find(length);
+    ASSERT_NE(it, every_step.end()) << "length " << length;
+    EXPECT_EQ(token, it->second) << "length " << length;
   }
 }
 
