@@ -612,8 +612,7 @@ void Engine::complete(trace::Phases& phases) {
       token = live.sampler.sample(rows, allowed);
     }
     if (live.shadow_proposal >= 0) {
-      live.acceptance.observe(token.token == live.shadow_proposal, 1);
-      all_acceptance_.observe(token.token == live.shadow_proposal, 1);
+      observe_acceptance(live, token.token == live.shadow_proposal, 1);
       live.shadow_proposal = -1;
     }
     phases.next("detokenize");

@@ -252,6 +252,8 @@ class Engine {
   Status propose_granted();
   // Hands a proposer that follows passes the rows the completed pass computed (rows_of_plan_).
   void follow_pass();
+  // A request's tested proposals, into its acceptance estimate and the engine's.
+  void observe_acceptance(Live& live, int32_t n_accepted, int32_t n_tested);
   // How many of `proposals` a structured-output request's grammar allows in a row (all, for
   // a request without one).
   int32_t grammar_prefix(const Live& live, std::span<const int32_t> proposals) const;

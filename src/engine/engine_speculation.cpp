@@ -166,6 +166,11 @@ void Engine::follow_pass() {
   if (!pass_rows_.empty()) (void)proposer_->follow(pass_rows_);
 }
 
+void Engine::observe_acceptance(Live& live, int32_t n_accepted, int32_t n_tested) {
+  live.acceptance.observe(n_accepted, n_tested);
+  all_acceptance_.observe(n_accepted, n_tested);
+}
+
 int32_t Engine::grammar_prefix(const Live& live, std::span<const int32_t> proposals) const {
   if (!live.constraint) return int32_t(proposals.size());
   // On a copy of the sequence's grammar state: the proposals it allows in a row, up to the one
@@ -250,9 +255,7 @@ void Engine::verify(Live& live, std::span<float> rows) {
       refused);
   if (run.ended) return;
   live.sampler.restrict_to({});
-  const int32_t n_tested = std::min(n_draft, run.n_emitted);
-  live.acceptance.observe(run.n_accepted, n_tested);
-  all_acceptance_.observe(run.n_accepted, n_tested);
+  observe_acceptance(live, run.n_accepted, std::min(n_draft, run.n_emitted));
   // A recurrent state ran through every proposal: take the one saved after the last accepted.
   const int32_t n_kept = r.num_computed - verified;  // proposals whose K/V stay
   if (speculation_slots_ >= 0 && n_kept < n_draft)
