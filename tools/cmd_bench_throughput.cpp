@@ -36,6 +36,8 @@ struct RunResult {
   uint64_t tp_bytes = 0;
   double tp_seconds = 0, forward_seconds = 0;
   std::vector<TensorParallelTraffic> tp_ranks;  // each world rank's, during the run
+  // Engine steps, and speculation: runs of proposals verified, proposals, accepted proposals.
+  uint64_t steps = 0, spec_runs = 0, spec_proposed = 0, spec_accepted = 0;
 
   double requests_per_s() const { return double(requests) / seconds; }
   double output_tokens_per_s() const { return double(output_tokens) / seconds; }
@@ -82,6 +84,10 @@ Result<RunResult> run(Engine& engine, const std::vector<std::vector<int32_t>>& p
   r.tp_bytes = c.tp_bytes_sent - counters_before.tp_bytes_sent;
   r.tp_seconds = c.tp_communication_seconds - counters_before.tp_communication_seconds;
   r.forward_seconds = c.forward_seconds - counters_before.forward_seconds;
+  r.steps = c.steps - counters_before.steps;
+  r.spec_runs = c.spec_drafts - counters_before.spec_drafts;
+  r.spec_proposed = c.spec_draft_tokens - counters_before.spec_draft_tokens;
+  r.spec_accepted = c.spec_accepted_tokens - counters_before.spec_accepted_tokens;
   // The engine gathers the ranks' figures once it has no request left, as at the end of drain().
   r.tp_ranks = traffic_since(counters_before.tp_ranks, c.tp_ranks);
   return r;
@@ -114,6 +120,10 @@ nlohmann::json to_json(const RunResult& r) {
           {"prefix_cache_hits", r.prefix_hits},
           {"preemptions", r.preemptions},
           {"forward_seconds", r.forward_seconds},
+          {"steps", r.steps},
+          {"speculative_runs", r.spec_runs},
+          {"speculative_proposed_tokens", r.spec_proposed},
+          {"speculative_accepted_tokens", r.spec_accepted},
           {"tensor_parallel_communication_seconds", r.tp_seconds},
           {"tensor_parallel_bytes_sent_per_token",
            double(r.tp_bytes) / double(std::max<int64_t>(1, r.prompt_tokens + r.output_tokens))},
@@ -321,6 +331,14 @@ int run_bench_throughput(int argc, char** argv) {
               r->tp_ranks[i].seconds,
               100.0 * r->tp_ranks[i].seconds / std::max(r->forward_seconds, 1e-12));
       }
+  if ((*engine)->config().speculative.enabled())
+    for (const auto& [name, r] : {std::pair<const char*, const RunResult*>{"batched", &*batched},
+                                  {"one at a time", sequential ? &*sequential : nullptr}})
+      if (r)
+        std::printf("\nspeculation, %s: %llu steps, %llu runs verified, %llu proposals, %llu "
+                    "accepted",
+                    name, (unsigned long long)r->steps, (unsigned long long)r->spec_runs,
+                    (unsigned long long)r->spec_proposed, (unsigned long long)r->spec_accepted);
   if (sequential)
     std::printf("\nbatched / one-at-a-time output tokens/s: %.2fx\n",
                 batched->output_tokens_per_s() / sequential->output_tokens_per_s());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "util/result.h"
+#include "util/zeroed_pages.h"
 
 namespace vela {
 
@@ -147,8 +148,9 @@ class KvCache {
   size_t block_bytes_ = 0;
   int block_shift_ = -1;  // log2(block_size) when a power of two
   // [n_blocks][each layer of the block's group: K rows of the block's slots, then V rows]
-  std::vector<uint8_t> storage_;
-  std::vector<float> state_;  // [n_state_slots][n_state_layers][state_floats]
+  // Both take memory only where written (blocks and state slots are handed out lowest id first).
+  ZeroedPages<uint8_t> storage_;
+  ZeroedPages<float> state_;  // [n_state_slots][n_state_layers][state_floats]
 };
 
 }  // namespace vela
