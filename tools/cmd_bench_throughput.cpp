@@ -20,6 +20,7 @@
 #include "moe_experts_flag.h"
 #include "speculative_flags.h"
 #include "tensor_parallel_role.h"
+#include "trace_option.h"
 
 namespace vela::cli {
 namespace {
@@ -164,7 +165,8 @@ int run_bench_throughput(int argc, char** argv) {
        {"output", 'o', "md|json", "output format (default md)"},
        {"tensor-parallel-size", 0, "N", kTensorParallelHelp},
        {"pipeline-parallel-size", 0, "N", kPipelineParallelHelp},
-       {"moe-experts", 0, "MODE", kMoeExpertsHelp}});
+       {"moe-experts", 0, "MODE", kMoeExpertsHelp},
+       {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the runs to FILE"}});
   add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
   const auto num = args.get_int("num-prompts", 64, 1, 100000);
@@ -235,6 +237,7 @@ int run_bench_throughput(int argc, char** argv) {
   nlohmann::json out = {{"model", options.model_path}, {"num_prompts", *num},
                         {"input_len", *in_len},        {"output_len", *out_len},
                         {"max_num_seqs", *max_seqs},   {"max_num_batched_tokens", *budget}};
+  TraceOption trace_file(args.get("trace"), "bench throughput");
   std::fprintf(stderr, "vela bench: %lld prompts x (%lld in, %lld out), batched...\n",
                (long long)*num, (long long)*in_len, (long long)*out_len);
   auto batched = run(**engine, prompts, int32_t(*out_len), false);
@@ -298,6 +301,7 @@ int run_bench_throughput(int argc, char** argv) {
         {"time_saved_fraction", 1.0 - shared_on->seconds / shared_off->seconds}};
   }
 
+  if (!trace_file.finish()) return 1;
   if (format == "json") {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -335,10 +339,11 @@ int run_bench_throughput(int argc, char** argv) {
     for (const auto& [name, r] : {std::pair<const char*, const RunResult*>{"batched", &*batched},
                                   {"one at a time", sequential ? &*sequential : nullptr}})
       if (r)
-        std::printf("\nspeculation, %s: %llu steps, %llu runs verified, %llu proposals, %llu "
-                    "accepted",
-                    name, (unsigned long long)r->steps, (unsigned long long)r->spec_runs,
-                    (unsigned long long)r->spec_proposed, (unsigned long long)r->spec_accepted);
+        std::printf(
+            "\nspeculation, %s: %llu steps, %llu runs verified, %llu proposals, %llu "
+            "accepted",
+            name, (unsigned long long)r->steps, (unsigned long long)r->spec_runs,
+            (unsigned long long)r->spec_proposed, (unsigned long long)r->spec_accepted);
   if (sequential)
     std::printf("\nbatched / one-at-a-time output tokens/s: %.2fx\n",
                 batched->output_tokens_per_s() / sequential->output_tokens_per_s());
