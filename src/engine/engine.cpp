@@ -73,6 +73,7 @@ Engine::Engine(std::shared_ptr<const Model> model, Tokenizer tokenizer, const En
   pending_state_copies_.reserve(2 * size_t(sc.max_num_seqs));
   if (engine_cache::speculation_state_slots(*model, config) > 0)
     speculation_slots_ = sc.max_num_seqs + engine_cache::state_checkpoint_slots(*model, config);
+  if (model->config().recurrent()) state_slot_populated_.assign(size_t(sc.max_num_seqs), false);
   block_tables_.resize(size_t(sc.max_num_seqs) * size_t(max_blocks_per_seq_));
   logits_rows_.resize(size_t(max_logits_rows(config)));
   logits_.resize(size_t(max_logits_rows(config)) * size_t(model->config().n_vocab));
@@ -420,7 +421,7 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   // A draft pass that fails only costs this step its proposals. The draft's time is the
   // policy's to weigh, not the step-cost model's (it prices the target's pass).
   if (config_.speculative.enabled() && !propose()) drop_proposals();
-  plan.propose_seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
+  plan.unpriced_seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
   // With passes in flight, this one takes a share of the requests that are free, so that the
   // passes still to launch before the first returns get theirs.
   const size_t free_passes = size_t(max_in_flight_ - n_plans_);
@@ -437,6 +438,11 @@ Status Engine::launch(trace::Phases& phases, const StepPlan*& launched) {
   if (sched.empty()) return {};
   ++counters_.steps;
   restore_states(sched);
+  if (kv_.state_slots() != nullptr) {
+    const auto populate_start = Clock::now();
+    populate_state_slots(sched);
+    plan.unpriced_seconds += std::chrono::duration<double>(Clock::now() - populate_start).count();
+  }
   phases.next("build_batch");
 
   // Build the batch: every scheduled request's next tokens, its block table row, and a logits
@@ -629,7 +635,7 @@ void Engine::complete(trace::Phases& phases) {
   last_step_.seconds = std::chrono::duration<double>(Clock::now() - plan.start).count();
   last_step_.predicted_seconds = step_cost_.ready() ? step_cost_.predict_seconds(sched.shape) : -1;
   last_step_.prefill_capped = sched.prefill_capped;
-  step_cost_.observe(sched.shape, last_step_.seconds - plan.propose_seconds);
+  step_cost_.observe(sched.shape, last_step_.seconds - plan.unpriced_seconds);
   counters_.step_seconds.observe(kStepSecondsBounds, last_step_.seconds);
   counters_.step_prefill_tokens.observe(kStepPrefillTokensBounds,
                                         double(sched.shape.prefill_tokens));

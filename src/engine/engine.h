@@ -225,7 +225,9 @@ class Engine {
     int32_t n_runs = 0;
     bool hidden = false;  // embedding rows: completes in the step that launched it
     Clock::time_point start;
-    double propose_seconds = 0;  // spent on proposals before scheduling it
+    // Spent before the pass on what the step-cost model does not price: proposals, mapping state
+    // slots' first pages.
+    double unpriced_seconds = 0;
   };
 
   // Proposes, schedules, builds the batch and begins its pass (launched: its plan, or null when
@@ -267,6 +269,10 @@ class Engine {
   // Queues the copy of each newly admitted request's cached prefix's checkpointed state into its
   // slot (the pass about to be built does it first).
   void restore_states(const SchedulerOutput& scheduled);
+  // Maps the pages of the state slots (and speculation slots) that scheduled requests use for
+  // the first time, so that the pass, whose time the step-cost model learns from, does not
+  // take their page faults (a first verification step of qwen35-0.8b mapped two 18 MB slots).
+  void populate_state_slots(const SchedulerOutput& scheduled);
   // Fills cache_groups_ and group_entry_ from the cache's layout (once, at construction).
   void describe_cache_groups();
   // Recurrent models that speculate: where the sequence in state slot `slot` saves its state after
@@ -313,6 +319,7 @@ class Engine {
   std::vector<StateCopy> pending_state_copies_;
   // First speculation state slot (recurrent models that speculate), or -1.
   int32_t speculation_slots_ = -1;
+  std::vector<bool> state_slot_populated_;     // [max_num_seqs] a sequence slot's pages were mapped
   std::vector<CacheGroupUsage> cache_groups_;  // geometry of cache_groups(), usage left at 0
   std::vector<int32_t> group_entry_;   // [n_groups] each layer group's entry of cache_groups_
   std::vector<int32_t> block_tables_;  // [max_num_seqs, max_blocks_per_seq]

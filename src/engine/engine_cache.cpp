@@ -165,4 +165,18 @@ void Engine::restore_states(const SchedulerOutput& scheduled) {
   }
 }
 
+void Engine::populate_state_slots(const SchedulerOutput& scheduled) {
+  for (const ScheduledRequest& s : scheduled.scheduled) {
+    const int32_t slot = s.request->kv.state_slot;
+    if (slot < 0 || size_t(slot) >= state_slot_populated_.size() ||
+        state_slot_populated_[size_t(slot)])
+      continue;
+    state_slot_populated_[size_t(slot)] = true;
+    cache_.populate_state_slot(slot);
+    if (speculation_slots_ >= 0)
+      for (int32_t j = 0; j < config_.speculative.num_speculative_tokens; ++j)
+        cache_.populate_state_slot(speculation_slot(slot, j));
+  }
+}
+
 }  // namespace vela

@@ -108,6 +108,12 @@ class KvCache {
                                size_t(config_.state_floats);
   }
 
+  // Maps a state slot's pages ahead of the pass that first writes them (ZeroedPages::populate).
+  void populate_state_slot(int32_t slot) {
+    const size_t per_slot = size_t(config_.n_state_layers) * size_t(config_.state_floats);
+    state_.populate(size_t(slot) * per_slot, per_slot);
+  }
+
   // K or V row of one slot for one layer: the layer's n_head_kv head rows of
   // kv_head_row_bytes(type, head_dim) each (for f32/f16/bf16 simply [n_head_kv, head_dim]
   // elements). A K-only cache's V row is its K row, whose leading values a caller reads as the
