@@ -157,8 +157,10 @@ void Engine::follow_pass() {
         !config_.speculative.adaptive || live.granted || spec_policy_.measuring() ||
         (live.acceptance.tested == 0 && r.n_output() <= 1) ||
         (live.steps_undrafted + 1 >= SpeculationPolicy::kReprobeSteps && probe_step());
-    p.decoding =
-        r.num_computed == int32_t(r.tokens.size()) - 1 && wanted && !live.speculation_blocked();
+    const bool at_end = r.num_computed == int32_t(r.tokens.size()) - 1;
+    p.decoding = at_end && wanted && !live.speculation_blocked();
+    // Not wanted: the proposer may follow its rows later, with those of a grant or probe.
+    p.deferrable = at_end && !p.decoding;
     pass_rows_.push_back(p);
   }
   followed_.clear();

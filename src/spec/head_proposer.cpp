@@ -57,6 +57,17 @@ HeadProposer::HeadProposer(std::shared_ptr<const Model> head, const HeadProposer
   logits_.resize(size_t(options.max_seqs) * size_t(forward_.logits_width()));
   hidden_out_.resize(size_t(options.max_seqs) * size_t(c.n_embd));
   chained_.reserve(size_t(options.max_seqs));
+  const size_t row_bytes = size_t(follow_width_) * sizeof(float);
+  deferred_capacity_ =
+      int32_t(std::min<size_t>(size_t(std::max(0, options.deferred_rows)),
+                               kDeferredBytes / (size_t(options.max_seqs) * row_bytes)));
+  if (deferred_capacity_ > 0) {
+    deferred_hidden_ = ZeroedPages<float>(size_t(options.max_seqs) * size_t(deferred_capacity_) *
+                                          size_t(follow_width_));
+    for (int32_t slot = options.max_seqs - 1; slot >= 0; --slot) free_deferred_.push_back(slot);
+    taken_deferred_.reserve(size_t(options.max_seqs));
+  }
+  pieces_.reserve(2 * size_t(options.max_seqs));
 }
 
 double HeadProposer::pass_seconds(double target_step_seconds) const {
@@ -90,49 +101,143 @@ Status HeadProposer::run_pass(int32_t n_tokens, int32_t n_rows, bool features) {
       std::span<float>(hidden_out_).first(size_t(n_rows) * E));
 }
 
+bool HeadProposer::defer(const PassRows& p) {
+  auto it = deferred_.find(p.id);
+  if (it == deferred_.end()) {
+    if (free_deferred_.empty() || p.n_rows > deferred_capacity_) return false;
+    it = deferred_.emplace(p.id, Deferred{free_deferred_.back(), p.first_position, 0}).first;
+    free_deferred_.pop_back();
+  }
+  Deferred& d = it->second;
+  if (d.first_position + d.n_rows != p.first_position || d.n_rows + p.n_rows > deferred_capacity_)
+    return false;
+  const size_t W = size_t(follow_width_);
+  std::copy_n(p.hidden.data(), size_t(p.n_rows) * W, deferred_rows(d.slot) + size_t(d.n_rows) * W);
+  d.n_rows += p.n_rows;
+  return true;
+}
+
+void HeadProposer::add_pieces(const PassRows& p) {
+  const auto it = deferred_.find(p.id);
+  if (it == deferred_.end()) {
+    pieces_.push_back({&p, p.first_position, p.n_rows, p.hidden.data(), p.decoding});
+    return;
+  }
+  const Deferred d = it->second;
+  deferred_.erase(it);
+  taken_deferred_.push_back(d.slot);  // read by this call's passes, free after them
+  const size_t W = size_t(follow_width_);
+  float* kept = deferred_rows(d.slot);
+  if (d.first_position + d.n_rows != p.first_position) {
+    // Not a continuation (the sequence went back before them): they no longer stand.
+    pieces_.push_back({&p, p.first_position, p.n_rows, p.hidden.data(), p.decoding});
+    return;
+  }
+  if (d.n_rows + p.n_rows <= deferred_capacity_) {
+    std::copy_n(p.hidden.data(), size_t(p.n_rows) * W, kept + size_t(d.n_rows) * W);
+    pieces_.push_back({&p, d.first_position, d.n_rows + p.n_rows, kept, p.decoding});
+    return;
+  }
+  pieces_.push_back({&p, d.first_position, d.n_rows, kept, false});
+  pieces_.push_back({&p, p.first_position, p.n_rows, p.hidden.data(), p.decoding});
+}
+
 Status HeadProposer::follow(std::span<const PassRows> rows) {
+  pieces_.clear();
+  taken_deferred_.clear();
+  for (const PassRows& p : rows) {
+    // The target's pass held these rows, so they fit; anything else is a caller's mistake.
+    assert(p.first_position + p.n_rows < int32_t(p.tokens.size()));
+    if (p.deferrable && deferred_capacity_ > 0 && defer(p)) {
+      seqs_.erase(p.id);  // kept from speculating: no first proposal wanted
+      continue;
+    }
+    add_pieces(p);
+  }
+  const Status st = run_pieces();
+  free_deferred_.insert(free_deferred_.end(), taken_deferred_.begin(), taken_deferred_.end());
+  taken_deferred_.clear();
+  return st;
+}
+
+Status HeadProposer::run_pieces() {
   const size_t E = size_t(forward_.model().config().n_embd);
   const size_t W = size_t(follow_width_);
   const size_t width = size_t(forward_.logits_width());
-  std::fill(block_tables_.begin(), block_tables_.end(), -1);
   int32_t n_tokens = 0, n_seqs = 0, n_rows = 0;
-  for (const PassRows& p : rows) {
-    // The target's pass held these rows, so they fit; anything else is a caller's mistake.
-    assert(n_seqs < options_.max_seqs && n_tokens + p.n_rows <= options_.max_tokens);
-    assert(p.first_position + p.n_rows < int32_t(p.tokens.size()));
-    if (n_seqs == options_.max_seqs || n_tokens + p.n_rows > options_.max_tokens) break;
-    for (int32_t k = 0; k < p.n_rows; ++k) {
-      tokens_[size_t(n_tokens)] = p.tokens[size_t(p.first_position + k + 1)];
-      positions_[size_t(n_tokens)] = p.first_position + k;
-      seq_index_[size_t(n_tokens)] = n_seqs;
-      std::copy_n(p.hidden.data() + size_t(k) * W, W, hidden_in_.data() + size_t(n_tokens) * W);
-      ++n_tokens;
+  const auto run = [&]() -> Status {
+    if (n_tokens == 0) return {};
+    const Status st = run_pass(n_tokens, n_rows, true);
+    for (int32_t i = 0; i < n_rows; ++i) {
+      if (!st) {
+        seqs_.erase(row_ids_[size_t(i)]);
+        continue;
+      }
+      Sequence& s = seqs_[row_ids_[size_t(i)]];
+      s.n_tokens = row_lengths_[size_t(i)];
+      s.first = argmax(std::span<const float>(logits_.data() + size_t(i) * width, width));
+      s.hidden.assign(hidden_out_.begin() + long(size_t(i) * E),
+                      hidden_out_.begin() + long(size_t(i + 1) * E));
     }
-    std::copy_n(p.block_table.data(), std::min<size_t>(p.block_table.size(), max_blocks_per_seq_),
-                block_tables_.begin() + long(n_seqs) * max_blocks_per_seq_);
-    if (p.decoding) {
-      rows_[size_t(n_rows)] = n_tokens - 1;
-      row_ids_[size_t(n_rows)] = p.id;
-      row_lengths_[size_t(n_rows)] = int32_t(p.tokens.size());
-      ++n_rows;
-    } else {
-      seqs_.erase(p.id);  // mid-prompt, or kept from speculating: no first proposal wanted
-    }
-    ++n_seqs;
-  }
-  if (n_tokens == 0) return {};
-  if (auto st = run_pass(n_tokens, n_rows, true); !st) {
-    for (int32_t i = 0; i < n_rows; ++i) seqs_.erase(row_ids_[size_t(i)]);
+    n_tokens = n_seqs = n_rows = 0;
+    std::fill(block_tables_.begin(), block_tables_.end(), -1);
     return st;
+  };
+  std::fill(block_tables_.begin(), block_tables_.end(), -1);
+  uint64_t last_id = 0;
+  for (const Piece& piece : pieces_) {
+    const PassRows& p = *piece.rows;
+    // A piece longer than a pass goes in parts, each in a pass of its own after the last.
+    for (int32_t done = 0; done < piece.n_rows;) {
+      const bool same_seq = n_seqs > 0 && last_id == p.id;
+      if (same_seq || n_seqs == options_.max_seqs || n_tokens == options_.max_tokens)
+        if (auto st = run(); !st) return st;
+      const int32_t n = std::min(piece.n_rows - done, options_.max_tokens - n_tokens);
+      const int32_t first = piece.first_position + done;
+      for (int32_t k = 0; k < n; ++k) {
+        tokens_[size_t(n_tokens)] = p.tokens[size_t(first + k + 1)];
+        positions_[size_t(n_tokens)] = first + k;
+        seq_index_[size_t(n_tokens)] = n_seqs;
+        std::copy_n(piece.hidden + size_t(done + k) * W, W,
+                    hidden_in_.data() + size_t(n_tokens) * W);
+        ++n_tokens;
+      }
+      std::copy_n(p.block_table.data(), std::min<size_t>(p.block_table.size(), max_blocks_per_seq_),
+                  block_tables_.begin() + long(n_seqs) * max_blocks_per_seq_);
+      done += n;
+      if (done == piece.n_rows && piece.decoding) {
+        rows_[size_t(n_rows)] = n_tokens - 1;
+        row_ids_[size_t(n_rows)] = p.id;
+        row_lengths_[size_t(n_rows)] = int32_t(p.tokens.size());
+        ++n_rows;
+      } else if (done == piece.n_rows) {
+        seqs_.erase(p.id);  // mid-prompt, or kept from speculating: no first proposal wanted
+      }
+      ++n_seqs;
+      last_id = p.id;
+    }
   }
-  for (int32_t i = 0; i < n_rows; ++i) {
-    Sequence& s = seqs_[row_ids_[size_t(i)]];
-    s.n_tokens = row_lengths_[size_t(i)];
-    s.first = argmax(std::span<const float>(logits_.data() + size_t(i) * width, width));
-    s.hidden.assign(hidden_out_.begin() + long(size_t(i) * E),
-                    hidden_out_.begin() + long(size_t(i + 1) * E));
+  return run();
+}
+
+void HeadProposer::forget(uint64_t id) {
+  seqs_.erase(id);
+  if (const auto it = deferred_.find(id); it != deferred_.end()) {
+    free_deferred_.push_back(it->second.slot);
+    deferred_.erase(it);
   }
-  return {};
+}
+
+void HeadProposer::rollback(uint64_t id, int32_t n_valid) {
+  // A row at position p stands while the token after it does.
+  if (const auto it = deferred_.find(id); it != deferred_.end()) {
+    Deferred& d = it->second;
+    d.n_rows = std::clamp(n_valid - 1 - d.first_position, 0, d.n_rows);
+    if (d.n_rows == 0) {
+      free_deferred_.push_back(d.slot);
+      deferred_.erase(it);
+    }
+  }
 }
 
 void HeadProposer::chain_table(const Chained& c, int32_t i, bool copy_rows) {

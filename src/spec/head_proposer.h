@@ -14,6 +14,12 @@
 // further proposal is one more pass of the head on its own output and the previous proposal,
 // batched over the sequences, writing its K/V into scratch blocks past the target's ids, so that
 // a sequence's own blocks only ever hold rows of verified tokens.
+// Rows of a sequence the speculation policy keeps off (PassRows::deferrable) wait in a buffer and
+// run through the head only with the sequence's next rows that are not deferrable (a grant, a
+// probe) or when the buffer is full: the head's weights are then read once for many steps, and
+// not at all for a request that finishes while off. Its rows at the positions it never followed
+// stay stale in the companion cache, which only a later prefix-cache hit on them reads (proposals
+// of lower quality; the output is verified).
 // Proposals are the head's most likely tokens, verified as point masses: the target's
 // distribution is kept exactly at any temperature.
 // A prefix-cache hit reuses the head's rows of the cached blocks. The row at a cached prefix's
@@ -30,6 +36,7 @@
 #include "kv/kv_cache.h"
 #include "model/decoder_forward.h"
 #include "spec/proposer.h"
+#include "util/zeroed_pages.h"
 
 namespace vela {
 
@@ -53,6 +60,9 @@ struct HeadProposerOptions {
   int64_t draft_vocab = 0;
   // A chained pass is priced at this share of the target's step until one was timed.
   double pass_share = 0.1;
+  // Deferrable rows a sequence keeps at most (fewer where max_seqs of them would pass
+  // kDeferredBytes); 0 follows every row at once.
+  int32_t deferred_rows = 64;
 };
 
 class HeadProposer final : public Proposer {
@@ -69,9 +79,16 @@ class HeadProposer final : public Proposer {
   bool follows_passes() const override { return true; }
   std::span<const int32_t> followed_layer_inputs() const override { return captured_; }
   Status follow(std::span<const PassRows> rows) override;
-  // The head's rows live in the target's blocks: only the pending first proposal goes.
-  void drop_kv(uint64_t id) override { seqs_.erase(id); }
-  void release(uint64_t id) override { seqs_.erase(id); }
+  // The head's rows live in the target's blocks: only the pending first proposal and the
+  // deferred rows go.
+  void rollback(uint64_t id, int32_t n_valid) override;
+  void drop_kv(uint64_t id) override { forget(id); }
+  void release(uint64_t id) override { forget(id); }
+
+  // Address space for deferred rows (pages are taken only as rows are written).
+  static constexpr size_t kDeferredBytes = size_t(256) << 20;
+  // Rows a sequence may defer (tests).
+  int32_t deferred_capacity() const { return deferred_capacity_; }
 
   // The head's cache (tests compare its rows).
   const KvCache& cache() const { return cache_; }
@@ -81,6 +98,22 @@ class HeadProposer final : public Proposer {
     int32_t n_tokens = 0;       // the sequence's length when `first` was proposed
     int32_t first = -1;         // the proposal for position n_tokens
     std::vector<float> hidden;  // [n_embd] the head's output at position n_tokens - 2
+  };
+  // Followed rows of a sequence waiting in deferred slot `slot`: positions
+  // [first_position, first_position + n_rows).
+  struct Deferred {
+    int32_t slot = 0;
+    int32_t first_position = 0;
+    int32_t n_rows = 0;
+  };
+  // Rows to run through the head this call, in order: a PassRows' own rows, deferred rows, or
+  // both (copied behind the deferred ones).
+  struct Piece {
+    const PassRows* rows;
+    int32_t first_position;
+    int32_t n_rows;
+    const float* hidden;  // [n_rows, follow_width_]
+    bool decoding;
   };
   // A sequence proposing further in a chained pass.
   struct Chained {
@@ -99,6 +132,18 @@ class HeadProposer final : public Proposer {
   // before n - 1 in that block.
   void chain_table(const Chained& c, int32_t i, bool copy_rows);
   static int32_t argmax(std::span<const float> logits);
+  // Keeps deferrable rows when they continue the sequence's deferred ones and fit.
+  bool defer(const PassRows& p);
+  // The pieces of `p`, after the rows it had deferred.
+  void add_pieces(const PassRows& p);
+  // Runs pieces_ through the head in passes of at most max_tokens tokens and max_seqs sequences
+  // (a sequence's pieces in order, one per pass), recording first proposals.
+  Status run_pieces();
+  float* deferred_rows(int32_t slot) {
+    return deferred_hidden_.data() +
+           size_t(slot) * size_t(deferred_capacity_) * size_t(follow_width_);
+  }
+  void forget(uint64_t id);
 
   HeadProposerOptions options_;
   std::vector<int32_t> captured_;  // the target layers whose inputs an EAGLE-3 head follows
@@ -122,6 +167,13 @@ class HeadProposer final : public Proposer {
   std::vector<float> logits_;          // [max_seqs, forward_.logits_width()]
   std::vector<float> hidden_out_;      // [max_seqs, n_embd]
   std::vector<Chained> chained_;       // [max_seqs]
+  // Deferred rows.
+  int32_t deferred_capacity_ = 0;
+  ZeroedPages<float> deferred_hidden_;  // [max_seqs, deferred_capacity_, follow_width_]
+  std::unordered_map<uint64_t, Deferred> deferred_;
+  std::vector<int32_t> free_deferred_;   // [max_seqs] free slots
+  std::vector<int32_t> taken_deferred_;  // [max_seqs] slots this call's pieces read
+  std::vector<Piece> pieces_;            // [2 * max_seqs]
 };
 
 }  // namespace vela

@@ -59,6 +59,7 @@ void SpeculationPolicy::grant(int32_t position, int32_t k, double expected_gain)
   draft_passes_ = std::max(draft_passes_, k - free_proposals_);
   expected_tokens_ += expected_gain;
   granted_in_step_ = true;
+  ever_granted_ = true;
 }
 
 int32_t SpeculationPolicy::probe(int32_t position) {

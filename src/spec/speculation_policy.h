@@ -81,8 +81,10 @@ class SpeculationPolicy {
   // against each sampled token instead, for free).
   int32_t probe(int32_t position);
   static constexpr int32_t kReprobeSteps = 16;
-  // The token's price was never measured yet: steps alternate plain and granted (see above).
-  bool measuring() const { return adaptive_ && !token_cost_measured_; }
+  // The token's price was never measured yet and proposals were granted: steps alternate plain
+  // and granted (see above). A policy that never granted (every request's proposal priced above
+  // its gain, as under load) is not measuring.
+  bool measuring() const { return adaptive_ && !token_cost_measured_ && ever_granted_; }
 
  private:
   double step_seconds(const StepShape& shape, int32_t draft_passes) const;
@@ -100,6 +102,7 @@ class SpeculationPolicy {
   int32_t draft_passes_ = 0;                   // passes of the longest run granted so far this step
   double expected_tokens_ = 0;                 // tokens the planned step gives, in expectation
   bool granted_in_step_ = false;               // the step begun last was granted proposals
+  bool ever_granted_ = false;                  // some step was
   bool plain_step_ = false;                    // this step grants none (see above)
   bool token_cost_known_ = false;              // the cost model prices this step's tokens
   bool token_cost_measured_ = false;           // it ever did

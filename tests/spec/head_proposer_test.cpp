@@ -160,7 +160,7 @@ HeadProposerOptions proposer_options(HeadKind kind) {
 // target's hidden rows `hidden` of the whole sequence); decoding when the last token is sampled.
 Status follow(HeadProposer& p, uint64_t id, std::span<const int32_t> tokens,
               std::span<const int32_t> table, const std::vector<float>& hidden, int32_t width,
-              int32_t first, int32_t n, bool decoding) {
+              int32_t first, int32_t n, bool decoding, bool deferrable = false) {
   PassRows rows;
   rows.id = id;
   rows.tokens = tokens;
@@ -170,6 +170,7 @@ Status follow(HeadProposer& p, uint64_t id, std::span<const int32_t> tokens,
   rows.hidden = std::span<const float>(hidden).subspan(size_t(first) * size_t(width),
                                                        size_t(n) * size_t(width));
   rows.decoding = decoding;
+  rows.deferrable = deferrable;
   return p.follow({&rows, 1});
 }
 
@@ -238,6 +239,59 @@ TEST_P(HeadProposerKinds, ProposalsEqualTheHeadRunFromScratch) {
 
   proposer.release(1);
   EXPECT_TRUE(propose(proposer, 1, longer, table, kK).empty());
+}
+
+// Rows of a sequence the policy keeps from speculating wait (no first proposal meanwhile) and run
+// with its next rows that are not deferrable: its proposals then equal the head's from scratch,
+// whether the waiting rows fit one pass or go in several (a small max_tokens), and whether
+// they were followed early because their buffer filled (3 rows). Released, it leaves no rows.
+TEST_P(HeadProposerKinds, DeferredRowsRunBeforeTheNextProposal) {
+  VELA_REQUIRE_SHARED();
+  Fixture fx(GetParam());
+  std::mt19937 rng(11);
+  std::vector<int32_t> tokens(30);
+  for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(fx.n_vocab));
+  const std::vector<int32_t> table = {5, 17, 2, 9, 20, 1, 14, 8};
+  const std::vector<float> h = fx.target_hidden(std::span<const int32_t>(tokens).first(29));
+  const std::vector<int32_t> expected = fx.expected(tokens, kK);
+  for (const int32_t deferred_rows : {64, 3})
+    for (const int32_t max_tokens : {kMaxContext, 5}) {
+      SCOPED_TRACE(testing::Message()
+                   << "deferred_rows " << deferred_rows << ", max_tokens " << max_tokens);
+      HeadProposerOptions o = proposer_options(GetParam());
+      o.deferred_rows = deferred_rows;
+      o.max_tokens = max_tokens;
+      HeadProposer proposer(fx.block, o, nullptr);
+      ASSERT_EQ(proposer.deferred_capacity(), deferred_rows);
+      const int32_t width = int32_t(proposer.followed_layer_inputs().empty()
+                                        ? fx.n_embd
+                                        : proposer.followed_layer_inputs().size() * fx.n_embd);
+      // The prompt (20 tokens) in chunks the passes can take, then decode steps 20..27 kept off.
+      for (int32_t first = 0; first < 20; first += max_tokens)
+        ASSERT_TRUE(follow(proposer, 1, tokens, table, h, width, first,
+                           std::min(max_tokens, 20 - first), false)
+                        .ok());
+      for (int32_t position = 20; position < 28; ++position) {
+        const auto seen = std::span<const int32_t>(tokens).first(size_t(position) + 2);
+        ASSERT_TRUE(follow(proposer, 1, seen, table, h, width, position, 1, false, true).ok());
+        EXPECT_TRUE(propose(proposer, 1, seen, table, kK).empty()) << position;
+      }
+      // The step before a grant: its row wants a first proposal.
+      ASSERT_TRUE(follow(proposer, 1, tokens, table, h, width, 28, 1, true).ok());
+      EXPECT_EQ(propose(proposer, 1, tokens, table, kK), expected);
+
+      // Deferred rows of a released sequence go with it: another sequence in the same slots
+      // proposes as from scratch.
+      const auto seen = std::span<const int32_t>(tokens).first(23);
+      ASSERT_TRUE(follow(proposer, 2, seen, table, h, width, 21, 1, false, true).ok());
+      proposer.release(2);
+      for (int32_t first = 0; first < 28; first += max_tokens)
+        ASSERT_TRUE(follow(proposer, 3, tokens, table, h, width, first,
+                           std::min(max_tokens, 28 - first), false, first > 0)
+                        .ok());
+      ASSERT_TRUE(follow(proposer, 3, tokens, table, h, width, 28, 1, true).ok());
+      EXPECT_EQ(propose(proposer, 3, tokens, table, kK), expected);
+    }
 }
 
 // With a draft vocabulary the MTP head proposes the most likely of the first draft_vocab token ids

@@ -84,6 +84,25 @@ TEST(SpeculationPolicy, PlainStepsFollowProposalsUntilTheTokenPriceIsKnown) {
   EXPECT_GE(model.decode_token_spread(), SpeculationPolicy::kMinDecodeSpread);
 }
 
+// Under load (16 decodes a step, an extra token priced at a tenth of the step before it was
+// measured) no proposal pays: the policy grants none and so is not measuring a token's price (an
+// MTP head computes first proposals for every sequence only while it is); one grant starts it.
+TEST(SpeculationPolicy, APolicyThatNeverGrantedIsNotMeasuring) {
+  StepCostModel model;
+  SpeculationPolicy policy(model, true);
+  StepShape decodes;
+  for (int32_t i = 0; i < 16; ++i) decodes.add(64, 1, true);
+  for (int32_t step = 0; step < 8; ++step) {
+    policy.begin_step(decodes, 0.050, 0);
+    for (int32_t i = 0; i < 16; ++i) EXPECT_EQ(policy.choose(64 + step, 2, 0.6), 0);
+    model.observe(decodes, 0.050);
+    EXPECT_FALSE(policy.measuring()) << step;
+  }
+  policy.begin_step(one_decode(64), 0.010, 0);
+  EXPECT_EQ(policy.choose(64, 2, 0.9), 2);
+  EXPECT_TRUE(policy.measuring());
+}
+
 // A request whose first two runs were rejected, alone on the engine: its estimate weighs them
 // against the engine's prior (which the same two runs hardly move) and, optimistic while it has
 // seen so few, stays above the 0.25 at which one proposal pays, so it keeps proposing; a request
