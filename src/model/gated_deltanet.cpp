@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/delta_rule_kernels.h"
 #include "model/layer_ops.h"
 #include "model/pass_parallel.h"
 
@@ -163,7 +164,8 @@ const float* GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
       while (at_checkpoint && next_checkpoint < s.first_checkpoint + s.n_checkpoints &&
              checkpoints[size_t(next_checkpoint)].position - s.position == end) {
         const StateCheckpointWrite& cp = checkpoints[size_t(next_checkpoint++)];
-        std::copy_n(state, int64_t(dv) * dk, cache.state(state_layer, cp.slot) + head_offset);
+        kernels::delta_rule_kernels().save_state(cache.state(state_layer, cp.slot) + head_offset,
+                                                 state, int64_t(dv) * dk);
       }
       t = end;
     }

@@ -73,5 +73,25 @@ TEST(DeltaRuleKernels, StepMatchesReferenceOverTokens) {
   }
 }
 
+// A state saved to a checkpoint is the state, bit for bit, whatever the alignment of either end
+// and the length (streaming stores cover the aligned middle), and nothing around it is written.
+TEST(DeltaRuleKernels, SaveStateCopiesExactly) {
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const DeltaRuleKernels& kern = delta_rule_kernels(isa);
+    for (const int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(33), int64_t(16384)})
+      for (const int64_t dst_at : {int64_t(0), int64_t(3), int64_t(16)}) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n) + " at " +
+                     std::to_string(dst_at));
+        std::vector<float> src(size_t(n) + 1), dst(size_t(n + dst_at) + 32, -3.0f);
+        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.37f - 5.0f;
+        kern.save_state(dst.data() + dst_at, src.data() + 1, n);
+        for (int64_t i = 0; i < int64_t(dst.size()); ++i) {
+          const float want = i >= dst_at && i < dst_at + n ? src[size_t(i - dst_at + 1)] : -3.0f;
+          ASSERT_EQ(dst[size_t(i)], want) << i;
+        }
+      }
+  }
+}
+
 }  // namespace
 }  // namespace vela::kernels

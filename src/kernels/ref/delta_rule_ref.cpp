@@ -1,5 +1,7 @@
 // Scalar reference of the delta rule step (kernels/delta_rule_kernels.h): dot products summed in
 // element order.
+#include <algorithm>
+
 #include "kernels/delta_rule_kernels.h"
 
 namespace vela::kernels {
@@ -22,10 +24,14 @@ void delta_rule_step_ref(float* state, const float* q, const float* k, const flo
   }
 }
 
+void save_state_ref(float* dst, const float* src, int64_t n) {
+  std::copy_n(src, n, dst);
+}
+
 }  // namespace
 
 const DeltaRuleKernels& delta_rule_kernels_ref() {
-  static const DeltaRuleKernels table = {delta_rule_step_ref};
+  static const DeltaRuleKernels table = {delta_rule_step_ref, save_state_ref};
   return table;
 }
 

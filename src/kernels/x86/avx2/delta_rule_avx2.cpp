@@ -61,11 +61,20 @@ void delta_rule_step(float* state, const float* q, const float* k, const float* 
   }
 }
 
+// Streaming stores from the first 32-byte boundary of dst; plain ones before it and in the tail.
+void save_state(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 31) != 0; ++i) dst[i] = src[i];
+  for (; i + 8 <= n; i += 8) _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+  _mm_sfence();
+}
+
 }  // namespace
 }  // namespace avx2
 
 const DeltaRuleKernels& delta_rule_kernels_avx2() {
-  static const DeltaRuleKernels table = {avx2::delta_rule_step};
+  static const DeltaRuleKernels table = {avx2::delta_rule_step, avx2::save_state};
   return table;
 }
 

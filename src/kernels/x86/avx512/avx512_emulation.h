@@ -188,6 +188,11 @@ typedef simde__mmask64 __mmask64;
 #undef _mm512_slli_epi32
 #define _mm512_slli_epi32(a, n) VELA_EMU_SHIFT(simde_mm512_sll_epi32, a, n)
 
+// Those it lacks: a streaming store is, to a program, a store.
+#if !defined(_mm512_stream_ps)
+#define _mm512_stream_ps(p, v) simde_mm512_storeu_ps(p, v)
+#endif
+
 // Those it rounds otherwise than the hardware.
 #define VELA_EMU ::vela::kernels::avx512_emulation
 #undef _mm512_fmadd_ps

@@ -66,11 +66,20 @@ void delta_rule_step(float* state, const float* q, const float* k, const float* 
   }
 }
 
+// Streaming stores from the first 64-byte boundary of dst; plain ones before it and in the tail.
+void save_state(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 63) != 0; ++i) dst[i] = src[i];
+  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+  _mm_sfence();
+}
+
 }  // namespace
 }  // namespace avx512
 
 const DeltaRuleKernels& delta_rule_kernels_avx512() {
-  static const DeltaRuleKernels table = {avx512::delta_rule_step};
+  static const DeltaRuleKernels table = {avx512::delta_rule_step, avx512::save_state};
   return table;
 }
 
