@@ -22,6 +22,7 @@
 #include "engine/engine_factory.h"
 #include "model/decoder_forward.h"
 #include "speculative_flags.h"
+#include "trace_option.h"
 
 namespace vela::cli {
 namespace {
@@ -35,8 +36,10 @@ double median(std::vector<double> v) {
 }
 
 // Seconds of a pass over n tokens at positions [context, context + n), median of `reps`.
+// verifying: a verification pass (a recurrent model saves its state after each token).
 Result<double> pass_seconds(DecoderForward& fwd, KvCache& cache, const std::vector<int32_t>& table,
-                            int32_t context, int32_t n, int32_t reps, std::vector<float>& logits) {
+                            int32_t context, int32_t n, int32_t reps, std::vector<float>& logits,
+                            bool verifying) {
   const size_t count = static_cast<size_t>(n);
   std::vector<int32_t> tokens(count), positions(count), seq(count, 0), rows(count);
   for (int32_t i = 0; i < n; ++i) {
@@ -51,9 +54,16 @@ Result<double> pass_seconds(DecoderForward& fwd, KvCache& cache, const std::vect
   b.block_tables = table;
   b.max_blocks_per_seq = int32_t(table.size());
   // A recurrent model's sequence runs on state slot 0 (the timed passes advance it: their cost
-  // does not depend on its values).
+  // does not depend on its values) and, as the engine's verification does, saves its state after
+  // each token but the last into slots 1, 2, ...
   const int32_t slot = 0;
-  if (fwd.model().config().recurrent()) b.state_slots = {&slot, 1};
+  std::vector<StateCheckpointWrite> checkpoints;
+  if (fwd.model().config().recurrent()) {
+    b.state_slots = {&slot, 1};
+    if (verifying)
+      for (int32_t j = 0; j + 1 < n; ++j) checkpoints.push_back({0, context + 1 + j, 1 + j});
+    b.state_checkpoints = checkpoints;
+  }
   // Logits for every token of a verification pass; for the last token only when filling.
   b.logits_indices = std::span<const int32_t>(rows).last(
       std::min(count, fwd.options().max_logits > 0 ? size_t(fwd.options().max_logits) : 1));
@@ -140,7 +150,8 @@ int run_bench_spec(int argc, char** argv) {
       {"prompt-file", 0, "FILE", "read the prompt from FILE"},
       {"replay-acceptance", 0, "A",
        "instead of the method's proposer, propose the plain run's own output with each token "
-       "right with probability A in [0, 1]: the speed-up a proposer of that acceptance gives"}};
+       "right with probability A in [0, 1]: the speed-up a proposer of that acceptance gives"},
+      {"trace", 0, "FILE", "write a Chrome/Perfetto trace of the passes and runs to FILE"}};
   Args args("bench spec", "-m MODEL.gguf [options]", flags);
   add_speculative_flags(args);
   if (const auto exit_code = args.parse_or_exit(argc, argv)) return *exit_code;
@@ -176,6 +187,7 @@ int run_bench_spec(int argc, char** argv) {
     return 1;
   }
 
+  TraceOption trace_file(args.get("trace"), "bench spec");
   // 1. Verification cost.
   {
     const int32_t ctx = int32_t(*context);
@@ -186,8 +198,8 @@ int run_bench_spec(int argc, char** argv) {
     fo.n_threads = int32_t(*threads);
     DecoderForward fwd(*model, fo);
     const ModelConfig& mc = (*model)->config();
-    const KvCacheConfig kc =
-        model_cache_config(mc, 16, (ctx + k + 1 + 15) / 16, KvType::kF16, mc.recurrent() ? 1 : 0);
+    const KvCacheConfig kc = model_cache_config(mc, 16, (ctx + k + 1 + 15) / 16, KvType::kF16,
+                                                mc.recurrent() ? k + 1 : 0);
     KvCache cache(kc);
     std::vector<int32_t> table(size_t(kc.n_blocks));
     for (int32_t i = 0; i < kc.n_blocks; ++i) table[size_t(i)] = i;
@@ -195,14 +207,14 @@ int run_bench_spec(int argc, char** argv) {
     // Fill the context in chunks, then time passes after it.
     for (int32_t done = 0; done < ctx;) {
       const int32_t n = std::min(fo.max_batch_tokens, ctx - done);
-      if (auto t = pass_seconds(fwd, cache, table, done, n, 0, logits); !t) {
+      if (auto t = pass_seconds(fwd, cache, table, done, n, 0, logits, false); !t) {
         std::fprintf(stderr, "vela bench spec: %s\n", t.message().c_str());
         return 1;
       }
       done += n;
     }
-    auto one = pass_seconds(fwd, cache, table, ctx, 1, int32_t(*reps), logits);
-    auto many = pass_seconds(fwd, cache, table, ctx, k + 1, int32_t(*reps), logits);
+    auto one = pass_seconds(fwd, cache, table, ctx, 1, int32_t(*reps), logits, true);
+    auto many = pass_seconds(fwd, cache, table, ctx, k + 1, int32_t(*reps), logits, true);
     if (!one || !many) {
       std::fprintf(stderr, "vela bench spec: %s\n", (one ? many : one).message().c_str());
       return 1;
@@ -294,7 +306,7 @@ int run_bench_spec(int argc, char** argv) {
     std::printf("\n");
     if (plain->tokens != fast->tokens) return 1;
   }
-  return 0;
+  return trace_file.finish() ? 0 : 1;
 }
 
 }  // namespace vela::cli
