@@ -26,10 +26,39 @@ using DeltaRuleStepFn = void (*)(float* state, const float* q, const float* k, c
 // end). Ends with a store fence: the copy is complete when it returns.
 using StateSaveFn = void (*)(float* dst, const float* src, int64_t n);
 
+// One token of a run on one head's state (DeltaRuleStepsFn).
+struct DeltaRuleToken {
+  const float* q;  // [d_k]
+  const float* k;  // [d_k]
+  const float* v;  // [d_v]
+  float decay, beta;
+  float* out;   // [d_v]
+  float* save;  // [d_v, d_k] where the state after this token is saved (as save_state), or null
+};
+// Up to kMaxDeltaRuleRun tokens in a row on one state: the outputs, the saved states and the final
+// state of n_tokens step calls (and save_state after each token that has a save), bit for bit. A
+// level may keep each row of the state in registers across the tokens, reading and writing the
+// state once instead of once per token (a verification step of k + 1 tokens).
+inline constexpr int32_t kMaxDeltaRuleRun = 8;
+using DeltaRuleStepsFn = void (*)(float* state, const DeltaRuleToken* tokens, int32_t n_tokens,
+                                  float scale, int32_t d_k, int32_t d_v);
+
 struct DeltaRuleKernels {
   DeltaRuleStepFn step;
   StateSaveFn save_state;
+  DeltaRuleStepsFn steps;
 };
+
+// The steps of a level without a kernel of its own: its step and save_state per token.
+template <DeltaRuleStepFn Step, StateSaveFn Save>
+void delta_rule_steps_by_token(float* state, const DeltaRuleToken* tokens, int32_t n_tokens,
+                               float scale, int32_t d_k, int32_t d_v) {
+  for (int32_t t = 0; t < n_tokens; ++t) {
+    const DeltaRuleToken& x = tokens[t];
+    Step(state, x.q, x.k, x.v, x.decay, x.beta, scale, x.out, d_k, d_v);
+    if (x.save != nullptr) Save(x.save, state, int64_t(d_k) * d_v);
+  }
+}
 
 const DeltaRuleKernels& delta_rule_kernels_ref();
 const DeltaRuleKernels& delta_rule_kernels_avx2();

@@ -38,8 +38,11 @@ struct DeltaRuleHead {
   float* state = nullptr;  // [d_v, d_k] updated in place
 };
 
-// The recurrence, token by token. Reference for the chunked form, and the decode path.
-void delta_rule_recurrent(const DeltaRuleHead& h, int32_t n_tokens, int32_t d_k, int32_t d_v);
+// The recurrence, token by token. Reference for the chunked form, and the decode path. saves:
+// null, or [n_tokens] where to save the state after each token (null entries: nowhere), e.g. a
+// verification's speculative checkpoints.
+void delta_rule_recurrent(const DeltaRuleHead& h, int32_t n_tokens, int32_t d_k, int32_t d_v,
+                          float* const* saves = nullptr);
 
 // Work space of one thread's chunked calls, sized once for the head dimensions.
 struct DeltaChunkScratch {

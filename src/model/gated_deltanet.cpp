@@ -141,6 +141,25 @@ const float* GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
     head.out_stride = value_dim;
     head.state = state;
     const int64_t head_offset = d_.conv_state_floats() + int64_t(h) * dv * dk;
+    // A short span (a decode, a verification) in one recurrent run that saves each checkpoint
+    // on the way (a level may keep the state's rows in registers across it), unless two
+    // checkpoints follow the same token or one precedes the first.
+    if (s.n_tokens < kDeltaChunkMinTokens) {
+      float* saves[kDeltaChunkMinTokens] = {};  // after token t: where its state goes, or null
+      bool one_each = true;
+      for (int32_t c = s.first_checkpoint; c < s.first_checkpoint + s.n_checkpoints; ++c) {
+        const int32_t after = checkpoints[size_t(c)].position - s.position - 1;
+        if (after < 0 || after >= s.n_tokens || saves[after] != nullptr) {
+          one_each = false;
+          break;
+        }
+        saves[after] = cache.state(state_layer, checkpoints[size_t(c)].slot) + head_offset;
+      }
+      if (one_each) {
+        delta_rule_recurrent(head, s.n_tokens, dk, dv, saves);
+        return;
+      }
+    }
     int32_t next_checkpoint = s.first_checkpoint;
     for (int32_t t = 0; t < s.n_tokens;) {
       // Up to the next multiple of kDeltaChunk positions, or the next checkpoint.

@@ -73,6 +73,64 @@ TEST(DeltaRuleKernels, StepMatchesReferenceOverTokens) {
   }
 }
 
+// A run of tokens gives what the level's step gives token by token, bit for bit (outputs, saved
+// states and the final state: a verification must decode as plain steps would), with saves after
+// some tokens only, at aligned and unaligned addresses, for head sizes the registers hold and
+// others.
+TEST(DeltaRuleKernels, StepsEqualTheStepTokenByToken) {
+  for (KernelIsa isa : supported_kernel_isas()) {
+    const DeltaRuleKernels& kern = delta_rule_kernels(isa);
+    for (const auto& [d_k, d_v] : {std::pair{128, 128}, std::pair{64, 16}, std::pair{32, 8},
+                                   std::pair{40, 24}, std::pair{130, 7}})
+      for (const int32_t n_tokens : {1, 3, kMaxDeltaRuleRun})
+        for (const int64_t save_at : {int64_t(0), int64_t(5)}) {
+          SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " d_k=" + std::to_string(d_k) +
+                       " d_v=" + std::to_string(d_v) + " tokens=" + std::to_string(n_tokens) +
+                       " save_at=" + std::to_string(save_at));
+          std::mt19937 rng(uint32_t(d_k * 31 + d_v + n_tokens));
+          std::normal_distribution<float> normal(0.0f, 1.0f);
+          std::uniform_real_distribution<float> unit(0.05f, 0.999f);
+          const size_t n_state = size_t(d_k) * size_t(d_v);
+          std::vector<float> want(n_state), got(n_state);
+          for (size_t i = 0; i < n_state; ++i) want[i] = got[i] = normal(rng);
+          const float scale = 1.0f / std::sqrt(float(d_k));
+          std::vector<std::vector<float>> q, k, v, out_want, out_got, saved_want, saved_got;
+          std::vector<DeltaRuleToken> run;
+          for (int32_t t = 0; t < n_tokens; ++t) {
+            q.push_back(normalized(rng, d_k));
+            k.push_back(normalized(rng, d_k));
+            v.emplace_back(size_t(d_v));
+            for (float& x : v.back()) x = normal(rng);
+            out_want.emplace_back(size_t(d_v));
+            out_got.emplace_back(size_t(d_v));
+            saved_want.emplace_back(n_state + size_t(save_at), 0.0f);
+            saved_got.emplace_back(n_state + size_t(save_at) + 1, -9.0f);
+          }
+          for (int32_t t = 0; t < n_tokens; ++t) {
+            const float decay = unit(rng), beta = unit(rng);
+            const bool save = t % 2 == 0;
+            kern.step(want.data(), q[size_t(t)].data(), k[size_t(t)].data(), v[size_t(t)].data(),
+                      decay, beta, scale, out_want[size_t(t)].data(), d_k, d_v);
+            if (save) std::copy(want.begin(), want.end(), saved_want[size_t(t)].begin());
+            run.push_back({q[size_t(t)].data(), k[size_t(t)].data(), v[size_t(t)].data(), decay,
+                           beta, out_got[size_t(t)].data(),
+                           save ? saved_got[size_t(t)].data() + save_at : nullptr});
+          }
+          kern.steps(got.data(), run.data(), n_tokens, scale, d_k, d_v);
+          ASSERT_EQ(got, want);
+          for (int32_t t = 0; t < n_tokens; ++t) {
+            EXPECT_EQ(out_got[size_t(t)], out_want[size_t(t)]) << t;
+            const std::vector<float>& s = saved_got[size_t(t)];
+            if (t % 2 == 0)
+              EXPECT_TRUE(
+                  std::equal(s.begin() + save_at, s.end() - 1, saved_want[size_t(t)].begin()))
+                  << t;
+            EXPECT_EQ(s.back(), -9.0f) << "written past the saved state, token " << t;
+          }
+        }
+  }
+}
+
 // A state saved to a checkpoint is the state, bit for bit, whatever the alignment of either end
 // and the length (streaming stores cover the aligned middle), and nothing around it is written.
 TEST(DeltaRuleKernels, SaveStateCopiesExactly) {

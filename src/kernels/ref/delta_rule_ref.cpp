@@ -31,7 +31,9 @@ void save_state_ref(float* dst, const float* src, int64_t n) {
 }  // namespace
 
 const DeltaRuleKernels& delta_rule_kernels_ref() {
-  static const DeltaRuleKernels table = {delta_rule_step_ref, save_state_ref};
+  static const DeltaRuleKernels table = {
+      delta_rule_step_ref, save_state_ref,
+      delta_rule_steps_by_token<delta_rule_step_ref, save_state_ref>};
   return table;
 }
 

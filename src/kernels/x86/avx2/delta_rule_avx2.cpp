@@ -74,7 +74,9 @@ void save_state(float* dst, const float* src, int64_t n) {
 }  // namespace avx2
 
 const DeltaRuleKernels& delta_rule_kernels_avx2() {
-  static const DeltaRuleKernels table = {avx2::delta_rule_step, avx2::save_state};
+  static const DeltaRuleKernels table = {
+      avx2::delta_rule_step, avx2::save_state,
+      delta_rule_steps_by_token<avx2::delta_rule_step, avx2::save_state>};
   return table;
 }
 
