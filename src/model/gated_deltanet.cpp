@@ -1,6 +1,7 @@
 #include "model/gated_deltanet.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -14,9 +15,6 @@ namespace {
 
 float softplus(float x) {
   return x > 20.0f ? x : std::log1p(std::exp(x));
-}
-float silu(float x) {
-  return x / (1.0f + std::exp(-x));
 }
 
 // x / max(|x|, eps).  x: [n]
@@ -70,6 +68,11 @@ const float* GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
   // extended by the K - 1 carried ones: output row t = sum over taps j of tap row j times input
   // row t + j, channel by channel (contiguous, so the loops vectorize), then SiLU.
   constexpr int64_t kChannelBlock = 256;
+  static const std::array<float, kChannelBlock> kOnes = [] {
+    std::array<float, kChannelBlock> ones;
+    ones.fill(1.0f);
+    return ones;
+  }();
   const int64_t n_blocks = (C + kChannelBlock - 1) / kChannelBlock;
   const int64_t n_conv = int64_t(spans.size()) * n_blocks;
   parallel_ranges(pool, n_conv, 4 * K * kChannelBlock, min_work, [&](int64_t i0, int64_t i1) {
@@ -89,7 +92,7 @@ const float* GatedDeltaNetMixer::run(std::span<const SequenceSpan> spans,
           const float* x = input(t + j);
           for (int64_t c = 0; c < n_c; ++c) y[c] += tap[c] * x[c];
         }
-        for (int64_t c = 0; c < n_c; ++c) y[c] = silu(y[c]);
+        silu_mul(y, kOnes.data(), n_c);  // silu(y) * 1: the vectorized SiLU
       }
       for (int32_t k = s.first_checkpoint; k < s.first_checkpoint + s.n_checkpoints; ++k) {
         const StateCheckpointWrite& cp = checkpoints[size_t(k)];
