@@ -187,7 +187,7 @@ Status HeadProposer::run_pieces() {
   uint64_t last_id = 0;
   for (const Piece& piece : pieces_) {
     const PassRows& p = *piece.rows;
-    // A piece longer than a pass goes in parts, each in a pass of its own after the last.
+    // A piece longer than a pass goes in parts, one per pass, in successive passes.
     for (int32_t done = 0; done < piece.n_rows;) {
       const bool same_seq = n_seqs > 0 && last_id == p.id;
       if (same_seq || n_seqs == options_.max_seqs || n_tokens == options_.max_tokens)
