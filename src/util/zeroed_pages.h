@@ -11,22 +11,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <new>
 #include <type_traits>
 #include <utility>
 
-// Under AddressSanitizer the array comes from the heap (calloc), where the sanitizer watches its
-// bounds; mapped pages it would not.
-#if defined(__SANITIZE_ADDRESS__)
-#define VELA_ZEROED_PAGES_ON_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VELA_ZEROED_PAGES_ON_HEAP 1
-#endif
-#endif
-
 namespace vela {
+
+// bytes of zeros that take memory only where written (out of line: built once, with the util
+// library's flags; under AddressSanitizer from the heap, where the sanitizer watches the bounds,
+// which it does not for mapped pages). Throws std::bad_alloc when they cannot be had.
+void* allocate_zeroed_pages(size_t bytes);
+void free_zeroed_pages(void* data, size_t bytes);
 
 template <typename T>
 class ZeroedPages {
@@ -36,16 +31,7 @@ class ZeroedPages {
   ZeroedPages() = default;
   // Throws std::bad_alloc when the address space runs out (as a vector would).
   explicit ZeroedPages(size_t n) : size_(n) {
-    if (n == 0) return;
-#ifdef VELA_ZEROED_PAGES_ON_HEAP
-    data_ = static_cast<T*>(std::calloc(n, sizeof(T)));
-    if (data_ == nullptr) throw std::bad_alloc();
-#else
-    void* p =
-        mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = static_cast<T*>(p);
-#endif
+    if (n > 0) data_ = static_cast<T*>(allocate_zeroed_pages(n * sizeof(T)));
   }
   ZeroedPages(const ZeroedPages&) = delete;
   ZeroedPages& operator=(const ZeroedPages&) = delete;
@@ -86,11 +72,7 @@ class ZeroedPages {
 
  private:
   void release() {
-#ifdef VELA_ZEROED_PAGES_ON_HEAP
-    std::free(data_);
-#else
-    if (data_ != nullptr) munmap(data_, size_ * sizeof(T));
-#endif
+    if (data_ != nullptr) free_zeroed_pages(data_, size_ * sizeof(T));
     data_ = nullptr;
   }
 
