@@ -159,7 +159,7 @@ void Engine::follow_pass() {
         (live.steps_undrafted + 1 >= SpeculationPolicy::kReprobeSteps && probe_step());
     const bool at_end = r.num_computed == int32_t(r.tokens.size()) - 1;
     p.decoding = at_end && wanted && !live.speculation_blocked();
-    // Not wanted: the proposer may follow its rows later, with those of a grant or probe.
+    // Not wanted: the proposer may hold its rows until the sequence's grant or probe.
     p.deferrable = at_end && !p.decoding;
     pass_rows_.push_back(p);
   }

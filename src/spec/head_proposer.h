@@ -18,7 +18,7 @@
 // run through the head only with the sequence's next rows that are not deferrable (a grant, a
 // probe) or when the buffer is full: the head's weights are then read once for many steps, and
 // not at all for a request that finishes while off. Its rows at the positions it never followed
-// stay stale in the companion cache, which only a later prefix-cache hit on them reads (proposals
+// stay stale in the companion cache, read only by a prefix-cache hit on those blocks (proposals
 // of lower quality; the output is verified).
 // Proposals are the head's most likely tokens, verified as point masses: the target's
 // distribution is kept exactly at any temperature.

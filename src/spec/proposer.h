@@ -50,9 +50,9 @@ struct PassRows {
   // It samples its next token from the last row's successor and may be granted proposals next
   // step: a proposer computes its first proposal only for these.
   bool decoding = false;
-  // A decoding sequence the policy keeps from speculating: a proposer may keep these rows and
-  // follow them later, before the sequence's next rows that are not deferrable (its rows of
-  // verified tokens then stand in the order they were computed).
+  // A decoding sequence the policy keeps from speculating: a proposer may hold these rows and
+  // follow them together with the sequence's next rows that are not deferrable, in position
+  // order.
   bool deferrable = false;
 };
 
